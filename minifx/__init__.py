@@ -1,0 +1,35 @@
+"""minifx: torch.fx rebuilt from scratch, one stage per chapter.
+
+`import minifx as fx` gives the public names of every stage, loaded lazily
+(PEP 562): `import minifx` alone imports no stage, and `minifx.Proxy` imports
+only stage 1. This keeps each stage importable without the later ones.
+"""
+
+import importlib
+
+# The stages in the order of the book; each imports only the ones before it.
+STAGES = ("proxy", "graph", "codegen", "interpreter", "passes")
+
+# Public name -> the stage that defines it.
+_EXPORTS = {
+    "Proxy": "proxy",
+    "Attribute": "proxy",
+    "TraceError": "proxy",
+    "TracerBase": "proxy",
+    "GraphAppendingTracer": "proxy",
+    "trace_to_tape": "proxy",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in STAGES:
+        return importlib.import_module(f"minifx.{name}")
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f"minifx.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module 'minifx' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted([*__all__, *STAGES])

@@ -1,0 +1,25 @@
+"""Stage 1: Proxies and `__torch_function__` (chapter 1).
+
+A `Proxy` stands in for a tensor and records every operation performed on it
+through a tracer (`TracerBase`). This stage's tracer, `TapeRecorder`, writes
+a flat `Tape` of `Record`s; `trace_to_tape(f)` traces a plain function.
+Constructs a Proxy cannot record raise `TraceError`.
+"""
+
+from .errors import TraceError
+from .proxy import Attribute, Proxy
+from .tape import OPCODES, Record, Tape, TapeRecorder, trace_to_tape
+from .tracer import GraphAppendingTracer, TracerBase
+
+__all__ = [
+    "Proxy",
+    "Attribute",
+    "TraceError",
+    "TracerBase",
+    "GraphAppendingTracer",
+    "Record",
+    "Tape",
+    "TapeRecorder",
+    "trace_to_tape",
+    "OPCODES",
+]

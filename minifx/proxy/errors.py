@@ -1,0 +1,71 @@
+"""`TraceError`: the one error for code that symbolic tracing cannot record.
+
+A Proxy stands for a value that does not exist yet. Whenever Python needs that
+value *now* (to pick a branch, count a loop, return a length), tracing must
+stop. The message then answers four questions: what went wrong, where in the
+user's code, why a Proxy cannot do it, and how to fix it.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+from types import FrameType
+
+import torch
+
+# Frames inside these folders are library machinery, never the user's line.
+_LIBRARY_DIRS = (
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,  # minifx/
+    os.path.dirname(os.path.abspath(torch.__file__)) + os.sep,  # torch/
+)
+
+
+class TraceError(ValueError):
+    """Raised when traced code does something a symbolic value cannot support.
+
+    Examples: `if proxy:`, `for v in proxy:`, `len(proxy)`, `f(*proxy)`,
+    `int(proxy)`. It subclasses `ValueError`, as torch.fx's `TraceError` does.
+    """
+
+
+def untraceable(what: str, why: str, fix: str) -> TraceError:
+    """Build a `TraceError` that points at the user's line of code.
+
+    Args:
+        what: what the user's code tried to do, naming the value (`%gt`).
+        why: why a Proxy cannot support it.
+        fix: what to write instead.
+
+    Returns:
+        The error, ready to be raised.
+    """
+    where = user_location()
+    lines = [what]
+    if where:
+        lines.append(where)
+    lines += [f"Why: {why}", f"How to fix: {fix}"]
+    return TraceError("\n".join(lines))
+
+
+def user_location() -> str | None:
+    """The innermost stack frame outside minifx and torch, formatted like a traceback.
+
+    Returns:
+        `File "path", line N, in function` and the source line, or `None`
+        when no user frame exists (everything ran inside the libraries).
+    """
+    frame = _user_frame(sys._getframe(1))
+    if frame is None:
+        return None
+    filename, lineno = frame.f_code.co_filename, frame.f_lineno
+    where = f'  File "{filename}", line {lineno}, in {frame.f_code.co_name}'
+    source = linecache.getline(filename, lineno).strip()
+    return f"{where}\n    {source}" if source else where
+
+
+def _user_frame(frame: FrameType | None) -> FrameType | None:
+    while frame is not None and frame.f_code.co_filename.startswith(_LIBRARY_DIRS):
+        frame = frame.f_back
+    return frame

@@ -1,0 +1,123 @@
+"""Names for recorded values, made the way torch.fx makes them.
+
+Every recorded operation gets a name (`add`, `add_1`, `relu`, ...) so that a
+reader can refer to it (`%add`) and so that later stages can turn it into a
+Python variable. The rules here are torch.fx's, so both print the same names:
+
+1. The candidate comes from the target: a function's `__name__`, a method or
+   placeholder's string, with `__magic__` underscores removed and camelCase
+   turned into snake_case (`getattr`, `relu`, `batch_norm`).
+2. Characters that cannot appear in a Python identifier become `_`, and a
+   leading digit gets a `_` in front.
+3. A name already taken, or one that would shadow a keyword or a builtin
+   (`abs`, `getattr`, `len`, `torch`), gets the next free `_N` suffix.
+"""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+import re
+from typing import Any
+
+# Names a generated variable must never take: they would shadow something the
+# generated code (chapter 3) or the reader relies on.
+RESERVED_NAMES = frozenset(
+    [*keyword.kwlist, *dir(builtins), "inf", "nan", "NoneType", "torch", "device",
+     "fx_pytree", "pytree"]
+)
+
+_CAMEL_HUMP = re.compile(r"(?<=[a-z])([A-Z])")
+_NOT_IDENTIFIER_CHARS = re.compile(r"[^0-9a-zA-Z_]+")
+# A valid name, split into its base and an optional numeric suffix: add_3 -> (add, 3).
+_NAME_WITH_SUFFIX = re.compile(r"^([a-zA-Z_][0-9a-zA-Z_]*?)(?:_(\d+))?$")
+
+
+def snake_case(name: str) -> str:
+    """Turn `camelCase` into `camel_case` and lower-case the rest.
+
+    Example: `snake_case("batchNorm") == "batch_norm"`.
+    """
+    return _CAMEL_HUMP.sub(r"_\1", name).lower()
+
+
+def target_to_name(target: Any) -> str:
+    """The name candidate for an operation on `target`.
+
+    Args:
+        target: a callable (named after its `__name__`) or a string (a method
+            name, a placeholder's name, a module path).
+
+    Returns:
+        The candidate, before uniqueness is enforced by a `Namespace`.
+    """
+    name = target.__name__ if callable(target) else str(target)
+    if name.startswith("__") and name.endswith("__"):
+        name = name[2:-2]
+    return snake_case(name)
+
+
+class Namespace:
+    """Hands out unique, valid Python names.
+
+    `create_name("add")` returns `add`, then `add_1`, `add_2`, ... A candidate
+    that already carries a free suffix (`x_3`) keeps it. Counting per base name
+    keeps each call O(1) instead of searching from `_1` every time.
+    """
+
+    def __init__(self) -> None:
+        self._used: set[str] = set()
+        self._last_suffix: dict[str, int] = {}
+
+    def create_name(self, candidate: str) -> str:
+        """Return a unique, valid name based on `candidate`, and reserve it."""
+        name = _make_identifier(candidate)
+        base, suffix = _split_suffix(name)
+        if suffix is None or name in self._used:
+            suffix = self._last_suffix.get(base, 0)
+            if name in RESERVED_NAMES:
+                suffix += 1
+                name = f"{base}_{suffix}"
+        while name in self._used:
+            suffix += 1
+            name = f"{base}_{suffix}"
+        self._used.add(name)
+        self._last_suffix[base] = suffix
+        return name
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._used
+
+
+def _make_identifier(candidate: str) -> str:
+    """Replace illegal characters, so `layer1.0.conv` becomes `layer1_0_conv`."""
+    if _NAME_WITH_SUFFIX.match(candidate):
+        return candidate
+    candidate = _NOT_IDENTIFIER_CHARS.sub("_", candidate) or "_unnamed"
+    return f"_{candidate}" if candidate[0].isdigit() else candidate
+
+
+def _split_suffix(name: str) -> tuple[str, int | None]:
+    base, suffix = _NAME_WITH_SUFFIX.match(name).group(1, 2)
+    return base, None if suffix is None else int(suffix)
+
+
+def qualified_name(function: Any) -> str:
+    """How a target function is printed: `operator.add`, `torch.relu`, `builtins.getattr`.
+
+    The module is the function's `__module__`, with the private `_operator`
+    shown as `operator`; tensor methods print as `torch.Tensor.<name>`.
+    """
+    name = getattr(function, "__name__", repr(function))
+    module = getattr(function, "__module__", None)
+    if module is None and getattr(_tensor_type(), name, None) is function:
+        return f"torch.Tensor.{name}"
+    if module == "_operator":
+        module = "operator"
+    return f"{module}.{name}" if module else name
+
+
+def _tensor_type() -> type:
+    import torch  # imported here so that naming needs no torch at import time
+
+    return torch.Tensor
