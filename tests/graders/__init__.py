@@ -1,0 +1,1 @@
+"""Graders: one pytest module per exercise, run against `solutions/` or `exercises/`."""
