@@ -29,6 +29,7 @@ import torch
 from .errors import TraceError, untraceable
 
 
+# --8<-- [start:records]
 def _records(function: Callable) -> Callable:
     """A dunder method that records `function(self, *others)`: `x - y` is `sub(x, y)`."""
 
@@ -47,6 +48,7 @@ def _records_reflected(function: Callable) -> Callable:
 
     method.__name__ = f"__r{function.__name__.strip('_')}__"
     return method
+# --8<-- [end:records]
 
 
 class Proxy:
@@ -75,6 +77,7 @@ class Proxy:
     def __repr__(self) -> str:
         return f"Proxy({self.node.name})"
 
+    # --8<-- [start:operators]
     # -- Python operators, recorded as functions of the `operator` module ---------
     __add__, __radd__ = _records(operator.add), _records_reflected(operator.add)
     __sub__, __rsub__ = _records(operator.sub), _records_reflected(operator.sub)
@@ -104,8 +107,10 @@ class Proxy:
     # Defining __eq__ would make the class unhashable; Proxies must still work as
     # dict keys and set members, by identity.
     __hash__ = object.__hash__
+    # --8<-- [end:operators]
 
     # -- torch functions -----------------------------------------------------------
+    # --8<-- [start:torch_function]
     @classmethod
     def __torch_function__(
         cls, function: Callable, types: tuple, args: tuple = (), kwargs: dict | None = None
@@ -121,12 +126,15 @@ class Proxy:
         if torch.overrides.is_tensor_method_or_property(function):
             return tracer.create_proxy("call_method", function.__name__, args, kwargs)
         return tracer.create_proxy("call_function", function, args, kwargs)
+    # --8<-- [end:torch_function]
 
     # -- methods and attributes ----------------------------------------------------
+    # --8<-- [start:getattr]
     def __getattr__(self, name: str) -> Attribute:
         # Only called for names the Proxy itself lacks, so `x.relu`, `x.shape`.
         # Nothing is recorded yet: most attributes are methods about to be called.
         return Attribute(self, name)
+    # --8<-- [end:getattr]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Proxy:
         return self.tracer.create_proxy("call_method", "__call__", (self, *args), kwargs)
@@ -136,6 +144,7 @@ class Proxy:
         return self.tracer.keys(self)
 
     # -- what cannot be traced: Python needs a concrete value right now -------------
+    # --8<-- [start:untraceable]
     def __bool__(self) -> bool:
         return self.tracer.to_bool(self)
 
@@ -146,6 +155,7 @@ class Proxy:
             # loop is static. Record proxy[0], proxy[1], ... as torch.fx does.
             return (self[i] for i in range(instruction.argval))
         return self.tracer.iter(self)
+    # --8<-- [end:untraceable]
 
     def __len__(self) -> int:
         raise untraceable(
@@ -177,6 +187,7 @@ class Proxy:
         self.__dict__ = state
 
 
+# --8<-- [start:attribute]
 class Attribute(Proxy):
     """`proxy.name`, recorded only when it is used as a value.
 
@@ -201,6 +212,7 @@ class Attribute(Proxy):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Proxy:
         return self.tracer.create_proxy("call_method", self.attr, (self.root, *args), kwargs)
+# --8<-- [end:attribute]
 
 
 def _needs_a_number(proxy: Proxy, kind: str) -> TraceError:

@@ -67,6 +67,7 @@ class Tape:
         self.records: list[Record] = []
         self._names = Namespace()
 
+    # --8<-- [start:create_node]
     def create_node(self, op: str, target: Any, args: tuple = (), kwargs: dict | None = None,
                     name: str | None = None, type_expr: Any = None) -> Record:
         """Append a record and return it (the interface every tracer writes through).
@@ -80,6 +81,7 @@ class Tape:
         record = Record(self, unique_name, op, target, tuple(args), dict(kwargs or {}), type_expr)
         self.records.append(record)
         return record
+    # --8<-- [end:create_node]
 
     def __iter__(self) -> Iterator[Record]:
         return iter(self.records)
@@ -97,6 +99,7 @@ class TapeRecorder(TracerBase):
     def __init__(self) -> None:
         self.graph = Tape()
 
+    # --8<-- [start:trace]
     def trace(self, fn: Callable) -> Tape:
         """Call `fn` with one Proxy per parameter; return the tape it leaves.
 
@@ -120,6 +123,7 @@ class TapeRecorder(TracerBase):
         result = fn(*positional, **keywords)
         self.create_node("output", "output", (self.create_arg(result),), {})
         return self.graph
+    # --8<-- [end:trace]
 
     def _placeholder(self, fn: Callable, parameter: inspect.Parameter) -> Any:
         if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):

@@ -54,6 +54,7 @@ class TracerBase:
         """Wrap a record in a Proxy that records through this tracer."""
         return Proxy(node, self)
 
+    # --8<-- [start:create_proxy]
     def create_proxy(
         self, kind: str, target: Any, args: tuple, kwargs: dict,
         name: str | None = None, type_expr: Any = None, proxy_factory_fn: Any = None,
@@ -74,6 +75,7 @@ class TracerBase:
             name, type_expr,
         )
         return proxy_factory_fn(node) if proxy_factory_fn else self.proxy(node)
+    # --8<-- [end:create_proxy]
 
     def create_arg(self, a: Any) -> Any:
         """Convert an argument into a value a record can hold.
@@ -116,6 +118,7 @@ class TracerBase:
             )
         return key
 
+    # --8<-- [start:to_bool]
     def to_bool(self, obj: Proxy) -> bool:
         """Called by `bool(proxy)`: `if`, `while`, `and`, `or`, `not`, `assert`.
 
@@ -132,6 +135,7 @@ class TracerBase:
             "if the condition depends only on settings or shapes, decide it with plain "
             "Python values before tracing.",
         )
+    # --8<-- [end:to_bool]
 
     def iter(self, obj: Proxy) -> Iterator:
         """Called by `iter(proxy)`: `for` loops, `*proxy`, `list(proxy)`.
