@@ -159,7 +159,9 @@ def _message(excinfo) -> str:
         lines = text.splitlines()
         # pytest's assertion rewriting appends "assert <expr>" after the message.
         cut = next((i for i, line in enumerate(lines) if i and line.startswith("assert ")), len(lines))
-        return "\n".join(lines[:cut]) or "assertion failed (the grader gave no message)"
+        # ... and indents the message's continuation lines by two spaces.
+        kept = lines[:1] + [line.removeprefix("  ") for line in lines[1:cut]]
+        return "\n".join(kept) or "assertion failed (the grader gave no message)"
     return f"{type(exc).__name__}: {text}"
 
 
@@ -278,7 +280,8 @@ def gradescope(scores: list[Score]) -> dict:
 
 def _entry(name: str, score: float, max_score: float, output: str) -> dict:
     status = "passed" if score >= max_score else "failed"
-    return {"name": name, "score": round(score, 4), "max_score": round(max_score, 4), "output": output, "status": status}
+    # Unrounded: 3 tests of 10/3 points must add up to 10 for Gradescope.
+    return {"name": name, "score": score, "max_score": max_score, "output": output, "status": status}
 
 
 # --- command line -----------------------------------------------------------------

@@ -1,0 +1,221 @@
+"""Checks of the grading machinery, on the real manifest and on a throwaway course.
+
+The project's own run already proves that every grader passes on `solutions/` (it
+collects `tests/graders` with the default `--impl solutions`). These tests add the other
+half of the contract: the manifest is complete, every graded test fails on the untouched
+stubs, and `python -m tests.grading` reports 0 points on the stubs and full points on the
+solutions without crashing, whatever state a grader is in.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from tests.grading import GradingError, load_manifest, main
+from tests.graders.support import explain
+
+pytestmark = pytest.mark.meta
+
+ROOT = Path(__file__).resolve().parent.parent
+EXERCISES = load_manifest()
+
+
+def _python(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=600)
+
+
+def _test_names(source: str) -> list[str]:
+    tree = ast.parse(source)
+    return [n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
+
+
+# --- the real manifest ------------------------------------------------------------
+
+
+def test_manifest_lists_exercises():
+    assert EXERCISES, "exercises/points.toml lists no exercise; add one table per exercise (see its header)"
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.id)
+def test_manifest_entry_has_stub_solution_and_grader(exercise):
+    paths = [f"exercises/{exercise.module}.py", f"solutions/{exercise.module}.py", exercise.grader]
+    missing = [p for p in paths if not (ROOT / p).is_file()]
+    assert not missing, f"exercise {exercise.id} in exercises/points.toml names files that do not exist: {missing}"
+    source = (ROOT / exercise.grader).read_text(encoding="utf-8")
+    assert _test_names(source), f"{exercise.grader} has no test_ function; exercise {exercise.id} cannot score"
+    marker = f"pytest.mark.ch{exercise.chapter}"
+    assert marker in source, f"{exercise.grader}: add `pytestmark = {marker}` (exercise {exercise.id} is in chapter {exercise.chapter})"
+
+
+def _junit_outcomes(path: Path) -> dict[str, str]:
+    outcomes = {}
+    for case in ET.parse(path).iter("testcase"):
+        kinds = {child.tag for child in case}
+        outcome = "failed" if kinds & {"failure", "error"} else "skipped" if "skipped" in kinds else "passed"
+        outcomes[f"{case.get('classname')}::{case.get('name')}"] = outcome
+    return outcomes
+
+
+def test_every_graded_test_fails_on_the_untouched_stubs(tmp_path):
+    graders = [e.grader for e in EXERCISES if (ROOT / e.grader).is_file()]
+    assert graders, "no grader file of exercises/points.toml exists yet"
+    junit = tmp_path / "stubs.xml"
+    run = _python("-m", "pytest", "-q", "--tb=no", "-p", "no:cacheprovider", "--impl=exercises", f"--junitxml={junit}", *graders)
+    assert run.returncode in (0, 1) and junit.exists(), f"pytest could not run the graders on the stubs:\n{run.stdout}{run.stderr}"
+    outcomes = _junit_outcomes(junit)
+    ran = [name for name, outcome in outcomes.items() if outcome != "skipped"]
+    assert ran, f"no graded test ran on the stubs:\n{run.stdout}"
+    passed = [name for name, outcome in outcomes.items() if outcome == "passed"]
+    assert not passed, f"these graded tests pass on the untouched stubs in exercises/; a grader that passes on a stub is a bug: {passed}"
+
+
+@pytest.mark.parametrize("impl", ["exercises", "solutions"])
+def test_grading_tool_scores_stubs_zero_and_solutions_full(impl, tmp_path):
+    results = tmp_path / "results.json"
+    run = _python("-m", "tests.grading", f"--impl={impl}", f"--results={results}")
+    assert run.returncode == 0, f"python -m tests.grading --impl {impl} failed:\n{run.stdout}{run.stderr}"
+    assert "total" in run.stdout, run.stdout
+    report = json.loads(results.read_text(encoding="utf-8"))
+    assert report["max_score"] == sum(e.points for e in EXERCISES)
+    expected = 0 if impl == "exercises" else report["max_score"]
+    assert report["score"] == pytest.approx(expected), run.stdout
+    assert sum(t["max_score"] for t in report["tests"]) == pytest.approx(report["max_score"])
+    assert all(t["status"] == ("failed" if impl == "exercises" else "passed") for t in report["tests"]), run.stdout
+
+
+def test_grading_a_chapter_without_exercises_says_so(capsys):
+    assert main(["--chapter", "99"]) == 0
+    assert "No exercises in chapter 99" in capsys.readouterr().out
+
+
+# --- a throwaway course: every way a grader can be broken --------------------------
+
+MACHINERY = [
+    "pyproject.toml", "tests/__init__.py", "tests/conftest.py", "tests/grading.py",
+    "tests/graders/__init__.py", "tests/graders/support.py", "exercises/__init__.py", "solutions/__init__.py",
+]  # fmt: skip
+
+TOY = {
+    "exercises/points.toml": """
+        [exercises."9.1"]
+        title = "Double"
+        chapter = 9
+        module = "ch9_double"
+        grader = "tests/graders/test_ex9_1_double.py"
+        points = 10
+        [exercises."9.2"]
+        title = "Grader missing"
+        chapter = 9
+        module = "ch9_double"
+        grader = "tests/graders/test_ex9_2_missing.py"
+        points = 10
+        [exercises."9.3"]
+        title = "Stub raising on import"
+        chapter = 9
+        module = "ch9_on_import"
+        grader = "tests/graders/test_ex9_3_on_import.py"
+        points = 10
+        [exercises."9.4"]
+        title = "No tests"
+        chapter = 9
+        module = "ch9_double"
+        grader = "tests/graders/test_ex9_4_empty.py"
+        points = 10
+        [exercises."9.5"]
+        title = "Grader that cannot be collected"
+        chapter = 9
+        module = "ch9_double"
+        grader = "tests/graders/test_ex9_5_uncollectable.py"
+        points = 10
+        """,
+    "exercises/ch9_double.py": """
+        def double(x):
+            return x + 1  # a wrong attempt, not a stub: the grader's message must show
+        """,
+    "solutions/ch9_double.py": "def double(x):\n    return 2 * x\n",
+    "exercises/ch9_on_import.py": 'raise NotImplementedError("Exercise 9.3: write me, see chapters/09.md#on-import")\n',
+    "solutions/ch9_on_import.py": "VALUE = 3\n",
+    "tests/graders/test_ex9_1_double.py": """
+        import pytest
+        from tests.graders.support import explain
+        pytestmark = pytest.mark.ch9
+
+        def test_double(impl):
+            got = impl.load("ch9_double").double(2)
+            assert got == 4, explain("double(2) == 4", repr(got), "multiply by two", "chapters/09.md#double")
+
+        def test_double_on_device(impl, device):
+            import torch
+            x = torch.arange(3.0, device=device)
+            assert torch.equal(impl.load("ch9_double").double(x), 2 * x)
+        """,
+    "tests/graders/test_ex9_3_on_import.py": """
+        import pytest
+        pytestmark = pytest.mark.ch9
+
+        def test_value(impl):
+            assert impl.load("ch9_on_import").VALUE == 3
+        """,
+    "tests/graders/test_ex9_4_empty.py": '"""A grader without tests."""\n',
+    "tests/graders/test_ex9_5_uncollectable.py": 'raise RuntimeError("boom while importing the grader")\n',
+}
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("toy")
+    for path in MACHINERY:
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / path, root / path)
+    for path, text in TOY.items():
+        (root / path).write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
+    return root
+
+
+def test_grading_copes_with_every_broken_grader(toy):
+    run = _python("-m", "tests.grading", "--results=out/results.json", cwd=toy)
+    assert run.returncode == 0, run.stdout + run.stderr
+    for expected in [
+        "Expected: double(2) == 4\n    Got: 3\n    Hint: multiply by two\n    See: chapters/09.md#double",
+        "NotImplementedError: Exercise 9.3: write me, see chapters/09.md#on-import",
+        "grader missing: tests/graders/test_ex9_2_missing.py does not exist",
+        "no tests collected from tests/graders/test_ex9_4_empty.py",
+        "could not collect tests/graders/test_ex9_5_uncollectable.py",
+        "RuntimeError: boom while importing the grader",
+    ]:
+        assert expected in run.stdout, f"missing {expected!r} in:\n{run.stdout}"
+    assert "assert 3 == 4" not in run.stdout, "pytest's assertion rewrite should not follow the grader's message"
+    report = json.loads((toy / "out/results.json").read_text(encoding="utf-8"))
+    assert (report["score"], report["max_score"]) == (0, 50)
+
+
+def test_grading_splits_points_over_the_tests_that_ran(toy):
+    run = _python("-m", "tests.grading", "--impl=solutions", "--chapter=9", cwd=toy)
+    assert run.returncode == 0, run.stdout + run.stderr
+    rows = {line.split()[0]: line for line in run.stdout.splitlines() if line.startswith("  9.")}
+    assert rows["9.1"].endswith("10/10") and rows["9.3"].endswith("10/10"), run.stdout
+    assert rows["9.2"].endswith("0/10") and rows["9.4"].endswith("0/10"), run.stdout
+    assert "20/50" in run.stdout, run.stdout
+
+
+def test_broken_manifest_is_reported_with_where_and_how(tmp_path):
+    manifest = tmp_path / "points.toml"
+    manifest.write_text('[exercises."1.1"]\ntitle = "x"\nchapter = 1\nmodule = "m"\npoints = 10\n')
+    with pytest.raises(GradingError, match=r'\[exercises."1.1"\]: needs `grader` \(a str\)'):
+        load_manifest(manifest)
+
+
+def test_explain_orders_expected_got_hint_see():
+    message = explain("4", "3", "multiply by two", "chapters/01-proxy.md#operators")
+    assert message.splitlines() == ["Expected: 4", "Got: 3", "Hint: multiply by two", "See: chapters/01-proxy.md#operators"]
+    with pytest.raises(ValueError, match="chapters/<page>.md#<anchor>"):
+        explain("4", "3", "hint", "the book")
