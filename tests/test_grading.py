@@ -56,6 +56,16 @@ def test_manifest_entry_has_stub_solution_and_grader(exercise):
     assert marker in source, f"{exercise.grader}: add `pytestmark = {marker}` (exercise {exercise.id} is in chapter {exercise.chapter})"
 
 
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.id)
+def test_exercise_index_of_the_book_lists_the_manifest(exercise):
+    index = (ROOT / "chapters" / "exercises.md").read_text(encoding="utf-8")
+    row = f"| {exercise.title} | `exercises/{exercise.module}.py` | {exercise.points:g} |"
+    assert f"[{exercise.id}](" in index and row in index, (
+        f"chapters/exercises.md is out of date for exercise {exercise.id}: add or fix its row, "
+        f"`| [{exercise.id}](<chapter page>#<anchor>) {row}`"
+    )
+
+
 def _junit_outcomes(path: Path) -> dict[str, str]:
     outcomes = {}
     for case in ET.parse(path).iter("testcase"):
