@@ -1,0 +1,258 @@
+"""Exact `TraceError` messages: what went wrong, where, why, and how to fix it.
+
+Each untraceable line below is preceded by a `# marker: NAME` comment; the tests
+compute the line number from the marker, so editing this file cannot silently
+break them.
+"""
+
+from __future__ import annotations
+
+import torch
+
+import pytest
+
+from minifx.proxy import TraceError, trace_to_tape
+
+pytestmark = pytest.mark.ch1
+
+THIS_FILE = __file__
+
+
+def line_after(marker: str) -> int:
+    """The number of the line that follows the comment `# marker: <marker>`."""
+    with open(THIS_FILE) as source:
+        for number, line in enumerate(source, start=1):
+            if line.strip() == f"# marker: {marker}":
+                return number + 1
+    raise LookupError(f"no marker {marker!r} in {THIS_FILE}")
+
+
+def where(marker: str, function: str, source: str) -> str:
+    return f'  File "{THIS_FILE}", line {line_after(marker)}, in {function}\n    {source}'
+
+
+def trace_error(fn) -> str:
+    with pytest.raises(TraceError) as error:
+        trace_to_tape(fn)
+    return str(error.value)
+
+
+BOOL_WHY_FIX = (
+    "Why: %{0} stands for a value that is only computed when the program runs, so the "
+    "tracer cannot know which branch to record.\n"
+    "How to fix: compute both branches and choose with torch.where(condition, a, b); or, "
+    "if the condition depends only on settings or shapes, decide it with plain Python "
+    "values before tracing."
+)
+
+
+def bool_message(name: str, location: str) -> str:
+    return (
+        f"%{name} was used as a Python bool (in `if`, `while`, `and`, `or`, `not` or "
+        f"`assert`).\n{location}\n" + BOOL_WHY_FIX.format(name)
+    )
+
+
+def iter_message(name: str, location: str) -> str:
+    return (
+        f"%{name} was iterated over (a `for` loop, `*{name}`, `list({name})` or a starred "
+        f"assignment).\n{location}\n"
+        f"Why: the number of elements of %{name} is not known while tracing.\n"
+        f"How to fix: loop over a range of known length and index (`for i in range(n): "
+        f"{name}[i]`), or unpack a fixed number of names (`a, b = {name}.chunk(2)`)."
+    )
+
+
+def number_message(name: str, kind: str, location: str) -> str:
+    return (
+        f"%{name} was converted to {kind}.\n{location}\n"
+        f"Why: a Python number must be known now, but %{name} is only known when the "
+        f"program runs.\n"
+        "How to fix: keep the value a tensor (torch functions accept tensors), or pass "
+        "plain numbers into the traced function as arguments."
+    )
+
+
+INT_KIND = "an int (int(), range() or a list index)"
+FLOAT_KIND = "a float (float() or a math function)"
+
+
+def test_trace_error_is_a_value_error():
+    assert issubclass(TraceError, ValueError)
+
+
+def test_if_on_a_proxy():
+    def branchy(x):
+        # marker: if
+        if x.sum() > 0:
+            return x
+        return -x
+
+    location = where("if", "branchy", "if x.sum() > 0:")
+    assert trace_error(branchy) == bool_message("gt", location)
+
+
+def test_while_on_a_proxy():
+    def loopy(x):
+        # marker: while
+        while x < 10:
+            x = x * 2
+        return x
+
+    assert trace_error(loopy) == bool_message("lt", where("while", "loopy", "while x < 10:"))
+
+
+def test_and_on_a_proxy():
+    def both(x, y):
+        # marker: and
+        return x > 0 and y
+
+    assert trace_error(both) == bool_message("gt", where("and", "both", "return x > 0 and y"))
+
+
+def test_not_on_a_proxy():
+    def negated(x):
+        # marker: not
+        return not x
+
+    assert trace_error(negated) == bool_message("x", where("not", "negated", "return not x"))
+
+
+def test_for_loop_over_a_proxy():
+    def rows(x):
+        total = 0
+        # marker: for
+        for v in x:
+            total = total + v
+        return total
+
+    assert trace_error(rows) == iter_message("x", where("for", "rows", "for v in x:"))
+
+
+def test_star_call_on_a_proxy():
+    def spread(x):
+        # marker: star
+        return torch.stack(*x.relu())
+
+    location = where("star", "spread", "return torch.stack(*x.relu())")
+    assert trace_error(spread) == iter_message("relu", location)
+
+
+def test_len_of_a_proxy():
+    def length(x):
+        # marker: len
+        return x.view(len(x), -1)
+
+    location = where("len", "length", "return x.view(len(x), -1)")
+    assert trace_error(length) == (
+        f"len() was called on %x.\n{location}\n"
+        "Why: len() must return a Python int now, but the size of %x is not known while "
+        "tracing.\n"
+        "How to fix: use x.size(0) or x.shape[0], which are recorded like any other "
+        "operation."
+    )
+
+
+def test_int_of_a_proxy():
+    def to_int(x):
+        # marker: int
+        return x * int(x.max())
+
+    location = where("int", "to_int", "return x * int(x.max())")
+    assert trace_error(to_int) == number_message("max_1", INT_KIND, location)
+
+
+def test_float_of_a_proxy():
+    def to_float(x):
+        # marker: float
+        return x * float(x.mean())
+
+    location = where("float", "to_float", "return x * float(x.mean())")
+    assert trace_error(to_float) == number_message("mean", FLOAT_KIND, location)
+
+
+def test_range_of_a_proxy():
+    def counted(x, n):
+        # marker: range
+        for i in range(n):
+            x = x + i
+        return x
+
+    location = where("range", "counted", "for i in range(n):")
+    assert trace_error(counted) == number_message("n", INT_KIND, location)
+
+
+def test_proxy_as_a_dict_key():
+    def keyed(x):
+        # marker: dict-key
+        return x.view({x: 1})
+
+    location = where("dict-key", "keyed", "return x.view({x: 1})")
+    assert trace_error(keyed) == (
+        f"a traced value was used as a dict key.\n{location}\n"
+        "Why: keys are hashed now, but a Proxy's value is only known later.\n"
+        "How to fix: use plain Python values (strings, numbers) as keys."
+    )
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="TracerBase._dict_key's message does not name the Proxy used as a key (%x), "
+    "unlike every other message about a Proxy (DESIGN.md section 6: errors say where, "
+    "naming the value)",
+)
+def test_proxy_as_a_dict_key_names_the_value():
+    def keyed(x):
+        return x.view({x: 1})
+
+    assert "%x" in trace_error(keyed)
+
+
+class Opaque:
+    def __repr__(self) -> str:
+        return "<Opaque>"
+
+
+def test_unsupported_argument_type():
+    def opaque(x):
+        # marker: unsupported
+        return x.view(Opaque())
+
+    location = where("unsupported", "opaque", "return x.view(Opaque())")
+    assert trace_error(opaque) == (
+        f"an argument of type Opaque cannot be recorded: <Opaque>\n{location}\n"
+        "Why: a record holds only Proxies, Python numbers and strings, tensors, dtypes, "
+        "devices, None, Ellipsis and lists, tuples, dicts and slices of those.\n"
+        "How to fix: pass the value in another form (for example a tensor or a number), "
+        "or compute it outside the traced code."
+    )
+
+
+def test_star_args_parameter():
+    def variadic(x, *rest):
+        return x
+
+    with pytest.raises(TraceError) as error:
+        # marker: star-args
+        trace_to_tape(variadic)
+
+    location = where("star-args", "test_star_args_parameter", "trace_to_tape(variadic)")
+    assert str(error.value) == (
+        "test_star_args_parameter.<locals>.variadic() takes *rest, which has no fixed "
+        f"number of inputs.\n{location}\n"
+        "Why: each input becomes one placeholder, so the inputs must be named.\n"
+        "How to fix: give the function named parameters, or trace a small wrapper that "
+        "has them."
+    )
+
+
+def test_errors_name_the_innermost_user_frame():
+    def helper(v):
+        # marker: helper
+        return v if v.sum() else v
+
+    def outer(x):
+        return helper(x.relu())
+
+    location = where("helper", "helper", "return v if v.sum() else v")
+    assert trace_error(outer) == bool_message("sum_1", location)

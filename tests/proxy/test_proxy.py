@@ -1,0 +1,383 @@
+"""Unit tests of the Proxy, the tracer interface and the tape."""
+
+from __future__ import annotations
+
+import collections
+import copy
+import operator
+
+import pytest
+import torch
+import torch.fx
+import torch.nn.functional as F
+from torch import nn
+
+from minifx.proxy import (
+    OPCODES, Attribute, GraphAppendingTracer, Proxy, Record, Tape, TapeRecorder,
+    TraceError, TracerBase, trace_to_tape,
+)
+
+pytestmark = pytest.mark.ch1
+
+Point = collections.namedtuple("Point", ["x", "y"])
+
+
+def placeholder(tracer, name="x"):
+    return tracer.create_proxy("placeholder", name, (), {})
+
+
+@pytest.fixture
+def tracer():
+    return TapeRecorder()
+
+
+@pytest.fixture
+def x(tracer):
+    return placeholder(tracer)
+
+
+def walk(value):
+    """Every leaf inside nested lists, tuples, dicts and slices."""
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            yield from walk(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from walk(item)
+    elif isinstance(value, slice):
+        yield from walk((value.start, value.stop, value.step))
+    else:
+        yield value
+
+
+# -- records hold records --------------------------------------------------------
+
+def test_records_hold_records_in_place_of_proxies():
+    def fn(x, y):
+        h = torch.cat([x, y[:, 1:]], dim=0)
+        return torch.add(h, other=x.relu(), alpha=2), {"s": x.shape}
+
+    tape = trace_to_tape(fn)
+    leaves = [leaf for r in tape for leaf in walk((r.args, r.kwargs))]
+    assert not any(isinstance(leaf, Proxy) for leaf in leaves)
+    records = [leaf for leaf in leaves if isinstance(leaf, Record)]
+    assert {r.name for r in records} == {"x", "y", "getitem", "cat", "relu", "add", "getattr_1"}
+    assert all(r.graph is tape for r in records)
+
+
+def test_record_fields_and_repr():
+    tape = trace_to_tape(lambda x: torch.add(x, other=x, alpha=2))
+    add = tape.records[1]
+    assert (add.name, add.op, add.target) == ("add", "call_function", torch.add)
+    assert add.args == (tape.records[0],)
+    assert add.kwargs == {"other": tape.records[0], "alpha": 2}
+    assert repr(add) == "add"
+    assert len(tape) == 3 and list(tape) == tape.records
+
+
+# -- Attribute --------------------------------------------------------------------
+
+def test_attribute_records_nothing_until_used(tracer, x):
+    shape = x.shape
+    assert isinstance(shape, Attribute)
+    assert (shape.root, shape.attr) == (x, "shape")
+    assert [r.name for r in tracer.graph] == ["x"]
+
+
+def test_attribute_records_getattr_once_and_caches_it(tracer, x):
+    shape = x.shape
+    first = shape.node
+    assert shape.node is first
+    assert [(r.name, r.target, r.args) for r in tracer.graph][1:] == [
+        ("getattr_1", getattr, (x.node, "shape"))
+    ]
+
+
+def test_calling_an_attribute_records_a_method_not_a_getattr(tracer, x):
+    size = x.size(0)
+    assert [(r.op, r.target, r.args) for r in tracer.graph][1:] == [
+        ("call_method", "size", (x.node, 0))
+    ]
+    assert size.node.name == "size"
+
+
+# -- Proxy(node) ------------------------------------------------------------------
+
+def test_proxy_without_tracer_appends_to_the_nodes_tape():
+    tape = trace_to_tape(lambda x: x + 1)
+    add = tape.records[1]
+    proxy = Proxy(add)
+    assert isinstance(proxy.tracer, GraphAppendingTracer)
+    assert proxy.tracer.graph is tape
+    doubled = (proxy * 2).relu()
+    assert [r.name for r in tape] == ["x", "add", "output", "mul", "relu"]
+    assert doubled.node is tape.records[-1]
+    assert tape.records[3].args == (add, 2)
+
+
+def test_proxy_repr(x):
+    assert repr(x) == "Proxy(x)"
+    assert repr(x + 1) == "Proxy(add)"
+
+
+def test_proxies_are_hashable_by_identity(tracer, x):
+    y = placeholder(tracer, "y")
+    table = {x: "first", y: "second"}
+    assert table[x] == "first" and table[y] == "second"
+    assert len({x, y, x}) == 2
+    assert hash(x) == object.__hash__(x)
+    assert [r.name for r in tracer.graph] == ["x", "y"]
+
+
+def test_deepcopy_records_nothing(tracer, x):
+    copied = copy.deepcopy(x)
+    assert isinstance(copied, Proxy) and copied is not x
+    assert copied.node is x.node and copied.tracer is x.tracer
+    assert [r.name for r in tracer.graph] == ["x"]
+
+
+def test_pickle_state_round_trips(x):
+    state = x.__getstate__()
+    clone = Proxy.__new__(Proxy)
+    clone.__setstate__(dict(state))
+    assert clone.node is x.node and clone.tracer is x.tracer
+
+
+def test_calling_a_proxy_records_call_method(tracer, x):
+    x(1, key=2)
+    record = tracer.graph.records[-1]
+    assert (record.op, record.target, record.args, record.kwargs) == (
+        "call_method", "__call__", (x.node, 1), {"key": 2}
+    )
+
+
+def test_double_star_records_keys(tracer, x):
+    def takes_kwargs(**kwargs):
+        return kwargs
+
+    with pytest.raises(TraceError, match="%keys was iterated over"):
+        # `**x` first calls x.keys(), which is recorded; iterating over the
+        # keys then needs their number, which is unknown.
+        takes_kwargs(**x)
+    assert (tracer.graph.records[1].op, tracer.graph.records[1].target) == (
+        "call_method", "keys"
+    )
+
+
+def test_tensor_method_through_torch_function_is_a_call_method(tracer, x):
+    y = placeholder(tracer, "y")
+    result = Proxy.__torch_function__(torch.Tensor.add, (Proxy,), (x, y), {"alpha": 2})
+    assert (result.node.op, result.node.target) == ("call_method", "add")
+    assert result.node.args == (x.node, y.node)
+    assert result.node.kwargs == {"alpha": 2}
+
+
+def test_torch_function_finds_proxies_in_nested_keyword_arguments(tracer, x):
+    y = placeholder(tracer, "y")
+    out = torch.cat(tensors=[x, (y + 1)], dim=0)
+    assert out.node.target is torch.cat
+    assert out.node.kwargs["tensors"] == [x.node, tracer.graph.records[2]]
+
+
+# -- create_arg -------------------------------------------------------------------
+
+def test_create_arg_keeps_namedtuples(tracer, x):
+    arg = tracer.create_arg(Point(x, 3))
+    assert type(arg) is Point
+    assert arg == Point(x.node, 3)
+
+
+def test_create_arg_converts_slices_and_ranges(tracer, x):
+    assert tracer.create_arg(slice(x, None, 2)) == slice(x.node, None, 2)
+    assert tracer.create_arg(range(1, 5, 2)) == range(1, 5, 2)
+
+
+def test_create_arg_converts_dicts_lists_and_tuples(tracer, x):
+    arg = tracer.create_arg({"a": [x, (x, 1)], 2: None})
+    assert arg == {"a": [x.node, (x.node, 1)], 2: None}
+
+
+def test_create_arg_keeps_base_types(tracer):
+    values = [1, 2.5, True, 1j, "s", None, ..., torch.float16, torch.device("cpu"),
+              torch.contiguous_format, torch.strided]
+    assert [tracer.create_arg(v) for v in values] == values
+    tensor = torch.ones(2)
+    assert tracer.create_arg(tensor) is tensor
+
+
+def test_create_arg_rejects_a_proxy_as_dict_key(tracer, x):
+    with pytest.raises(TraceError, match="a traced value was used as a dict key"):
+        tracer.create_arg({x: 1})
+
+
+def test_create_arg_rejects_a_proxy_inside_a_tuple_key(tracer, x):
+    with pytest.raises(TraceError, match="dict key"):
+        tracer.create_arg({("k", x): 1})
+
+
+@pytest.mark.parametrize("value", [object(), {1, 2}, lambda: 0, b"bytes"],
+                         ids=["object", "set", "lambda", "bytes"])
+def test_create_arg_rejects_unsupported_types(tracer, value):
+    with pytest.raises(TraceError, match=f"an argument of type {type(value).__qualname__}"):
+        tracer.create_arg(value)
+
+
+# -- custom tracers ---------------------------------------------------------------
+
+class Tagged(Proxy):
+    """A Proxy subclass a custom tracer hands out."""
+
+
+class CustomTracer(TracerBase):
+    def __init__(self):
+        self.graph = Tape()
+        self.kinds = []
+
+    def create_node(self, kind, target, args, kwargs, name=None, type_expr=None):
+        self.kinds.append(kind)
+        return super().create_node(kind, target, args, kwargs, name, type_expr)
+
+    def create_proxy(self, kind, target, args, kwargs, name=None, type_expr=None,
+                     proxy_factory_fn=None):
+        return super().create_proxy(kind, target, args, kwargs, name, type_expr,
+                                    proxy_factory_fn=lambda node: Tagged(node, self))
+
+    def to_bool(self, obj):
+        return True
+
+    def iter(self, obj):
+        return iter([obj[0], obj[1]])
+
+
+def test_custom_tracer_overrides_are_used():
+    tracer = CustomTracer()
+    x = placeholder(tracer)
+    y = torch.relu(x)
+    assert type(x) is Tagged and type(y) is Tagged
+    assert tracer.kinds == ["placeholder", "call_function"]
+
+
+def test_custom_to_bool_records_the_true_branch():
+    tracer = CustomTracer()
+    x = placeholder(tracer)
+    out = x.relu() if x.sum() > 0 else x.neg()
+    assert [r.name for r in tracer.graph] == ["x", "sum_1", "gt", "relu"]
+    assert out.node.name == "relu"
+
+
+def test_custom_iter_is_used_by_for_loops():
+    tracer = CustomTracer()
+    x = placeholder(tracer)
+    total = None
+    for row in x:
+        total = row if total is None else total + row
+    assert [r.name for r in tracer.graph] == ["x", "getitem", "getitem_1", "add"]
+
+
+def test_proxy_factory_and_name_and_type_expr(tracer, x):
+    proxy = tracer.create_proxy("call_function", torch.relu, (x,), {}, name="my_relu",
+                                type_expr=torch.Tensor,
+                                proxy_factory_fn=lambda node: Tagged(node, tracer))
+    assert type(proxy) is Tagged
+    assert (proxy.node.name, proxy.node.type) == ("my_relu", torch.Tensor)
+
+
+def test_two_tracers_in_one_call_raise():
+    x = placeholder(TapeRecorder())
+    y = placeholder(TapeRecorder(), "y")
+    with pytest.raises(TraceError) as error:
+        torch.add(x, y)
+    assert str(error.value) == (
+        "add() received Proxies from 2 different tracers. Each trace records into one "
+        "place: do not mix values from two traces in one call."
+    )
+
+
+# -- the tape ---------------------------------------------------------------------
+
+def test_tape_rejects_an_unknown_opcode():
+    with pytest.raises(ValueError) as error:
+        Tape().create_node("call_everything", torch.relu)
+    assert str(error.value) == (
+        f"unknown opcode 'call_everything': a record's op is one of {OPCODES}"
+    )
+
+
+def test_opcodes_are_torch_fx_opcodes():
+    assert set(OPCODES) == {
+        "placeholder", "get_attr", "call_function", "call_method", "call_module", "output"
+    }
+
+
+def test_tape_prints_tensor_arguments_compactly():
+    tape = Tape()
+    x = tape.create_node("placeholder", "x")
+    tape.create_node("call_function", operator.add, (x, torch.zeros(2, 3)))
+    tape.create_node("call_function", operator.mul, (x, torch.tensor(1.0)))
+    assert str(tape).splitlines()[2:] == [
+        "    %add = call_function[target=operator.add](args = (%x, <Tensor 2x3 float32>), "
+        "kwargs = {})",
+        "    %mul = call_function[target=operator.mul](args = (%x, <Tensor scalar float32>), "
+        "kwargs = {})",
+    ]
+
+
+def test_trace_to_tape_on_a_module_records_forward():
+    module = nn.ReLU()
+    tape = trace_to_tape(module)
+    assert [(r.name, r.op, r.target, r.kwargs) for r in tape][:2] == [
+        # `input` is a builtin, so the placeholder's name gets a suffix.
+        ("input_1", "placeholder", "input", {}),
+        ("relu", "call_function", F.relu, {"inplace": False}),
+    ]
+    fx_nodes = torch.fx.symbolic_trace(module).graph.nodes
+    assert [(r.name, r.op, r.target) for r in tape][:-1] == [
+        (n.name, n.op, n.target) for n in fx_nodes
+    ][:-1]
+
+
+def test_star_args_parameter_raises():
+    def fn(x, *rest):
+        return x
+
+    with pytest.raises(TraceError, match=r"fn\(\) takes \*rest"):
+        trace_to_tape(fn)
+
+
+def test_star_star_kwargs_parameter_raises():
+    def fn(x, **options):
+        return x
+
+    with pytest.raises(TraceError, match=r"fn\(\) takes \*\*options"):
+        trace_to_tape(fn)
+
+
+def test_placeholder_defaults_are_kept():
+    def fn(x, y=3, *, scale=0.5):
+        return x * y * scale
+
+    tape = trace_to_tape(fn)
+    assert [(r.name, r.args) for r in tape if r.op == "placeholder"] == [
+        ("x", ()), ("y", (3,)), ("scale", (0.5,))
+    ]
+    assert str(tape).splitlines()[1:4] == [
+        "    %x = placeholder[target=x]",
+        "    %y = placeholder[target=y](default=3)",
+        "    %scale = placeholder[target=scale](default=0.5)",
+    ]
+
+
+def test_keyword_only_parameters_are_passed_by_keyword():
+    def fn(x, *, y):
+        return x - y
+
+    tape = trace_to_tape(fn)
+    assert tape.records[2].args == (tape.records[0], tape.records[1])
+
+
+def test_retracing_starts_a_fresh_tape():
+    recorder = TapeRecorder()
+    first = recorder.trace(lambda x: x + 1)
+    second = recorder.trace(lambda x: x + 1)
+    assert first is not second
+    assert [r.name for r in second] == ["x", "add", "output"]
