@@ -256,3 +256,28 @@ def test_errors_name_the_innermost_user_frame():
 
     location = where("helper", "helper", "return v if v.sum() else v")
     assert trace_error(outer) == bool_message("sum_1", location)
+
+
+def test_location_without_source_line():
+    namespace = {}
+    exec(compile("def generated(x):\n    if x:\n        return x\n", "<generated>", "exec"),
+         namespace)
+    assert trace_error(namespace["generated"]) == bool_message(
+        "x", '  File "<generated>", line 2, in generated'
+    )
+
+
+def test_no_location_when_no_frame_is_outside_the_libraries(monkeypatch):
+    import minifx.proxy.errors as errors
+
+    # Treat every file (and every frozen or generated `<...>` one) as library code:
+    # then no frame is the user's.
+    monkeypatch.setattr(errors, "_LIBRARY_DIRS", ("/", "<"))
+
+    def branchy(x):
+        if x:
+            return x
+
+    message = trace_error(branchy)
+    assert message == bool_message("x", "").replace("\n\n", "\n")
+    assert "File" not in message

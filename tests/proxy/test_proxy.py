@@ -381,3 +381,10 @@ def test_retracing_starts_a_fresh_tape():
     second = recorder.trace(lambda x: x + 1)
     assert first is not second
     assert [r.name for r in second] == ["x", "add", "output"]
+
+
+def test_tracers_are_found_inside_slices():
+    x = placeholder(TapeRecorder())
+    y = placeholder(TapeRecorder(), "y")
+    with pytest.raises(TraceError, match="received Proxies from 2 different tracers"):
+        Proxy.__torch_function__(torch.Tensor.__getitem__, (Proxy,), (x, slice(y, None)))
