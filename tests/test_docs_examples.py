@@ -61,4 +61,7 @@ def test_example(relpath, line, text):
     runner = doctest.DocTestRunner(optionflags=FLAGS)
     result = runner.run(test, out=report.append)
     assert result.attempted, f"{relpath}:{line}: the pycon block has no `>>>` example"
-    assert not result.failed, f"{relpath}:{line}: the example's output differs from the book:\n" + "".join(report)
+    assert not result.failed, (
+        f"{relpath}:{line}: the example does not run as printed (each block starts from empty "
+        f"globals, so it must import what it uses):\n"
+    ) + "".join(report)
