@@ -46,13 +46,16 @@ def target_to_name(target: Any) -> str:
 
     Args:
         target: a callable (named after its `__name__`) or a string (a method
-            name, a placeholder's name, a module path).
+            name, a placeholder's name, a module path; `__magic__` underscores
+            are dropped from strings only, as torch.fx does).
 
     Returns:
         The candidate, before uniqueness is enforced by a `Namespace`.
     """
-    name = target.__name__ if callable(target) else str(target)
-    if name.startswith("__") and name.endswith("__"):
+    if callable(target):
+        return snake_case(target.__name__)
+    name = str(target)
+    if name.startswith("__") and name.endswith("__"):  # a method such as "__call__"
         name = name[2:-2]
     return snake_case(name)
 

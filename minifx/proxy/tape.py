@@ -53,10 +53,11 @@ class Record:
     def format(self) -> str:
         """This record as one line of the tape's printout."""
         if self.op == "output":
-            return f"return {format_arg(self.args[0], with_percent=False)}"
-        head = f"%{self.name} = {self.op}[target={_format_target(self.target)}]"
+            return f"return {self.args[0]}"  # Python's repr; a Record's repr is its name
+        annotation = f" : {type_repr(self.type)}" if self.type is not None else ""
+        head = f"%{self.name}{annotation} = {self.op}[target={_format_target(self.target)}]"
         if self.op == "placeholder":
-            return head + (f"(default={format_arg(self.args[0])})" if self.args else "")
+            return head + (f"(default={self.args[0]})" if self.args else "")
         return f"{head}(args = {format_arg(self.args)}, kwargs = {format_arg(self.kwargs)})"
 
 
@@ -134,7 +135,8 @@ class TapeRecorder(TracerBase):
                 "give the function named parameters, or trace a small wrapper that has them.",
             )
         default = () if parameter.default is parameter.empty else (parameter.default,)
-        return self.create_proxy("placeholder", parameter.name, default, {})
+        annotation = None if parameter.annotation is parameter.empty else parameter.annotation
+        return self.create_proxy("placeholder", parameter.name, default, {}, type_expr=annotation)
 
 
 def trace_to_tape(fn: Callable) -> Tape:
@@ -149,22 +151,30 @@ def trace_to_tape(fn: Callable) -> Tape:
     return TapeRecorder().trace(fn)
 
 
-def format_arg(arg: Any, with_percent: bool = True) -> str:
+def format_arg(arg: Any) -> str:
     """Print an argument as torch.fx does: records as `%name`, containers recursively."""
     if isinstance(arg, list):
-        return "[" + ", ".join(format_arg(a, with_percent) for a in arg) + "]"
+        return "[" + ", ".join(format_arg(a) for a in arg) + "]"
     if isinstance(arg, tuple):
-        items = ", ".join(format_arg(a, with_percent) for a in arg)
+        items = ", ".join(format_arg(a) for a in arg)
         return f"({items},)" if len(arg) == 1 else f"({items})"
     if isinstance(arg, dict):
-        return "{" + ", ".join(f"{k}: {format_arg(v, with_percent)}" for k, v in arg.items()) + "}"
+        return "{" + ", ".join(f"{k}: {format_arg(v)}" for k, v in arg.items()) + "}"
     if isinstance(arg, Record):
-        return f"%{arg.name}" if with_percent else arg.name
+        return f"%{arg.name}"
     if isinstance(arg, torch.Tensor):
         # A constant tensor (say, a module's weight) would print all its values.
         shape = "x".join(map(str, arg.shape)) or "scalar"
         return f"<{type(arg).__name__} {shape} {str(arg.dtype).removeprefix('torch.')}>"
     return str(arg)
+
+
+def type_repr(annotation: Any) -> str:
+    """Print a type annotation as torch.fx does: `int`, `torch.Tensor`."""
+    if isinstance(annotation, type):
+        module = annotation.__module__
+        return annotation.__qualname__ if module == "builtins" else f"{module}.{annotation.__qualname__}"
+    return repr(annotation)
 
 
 def _format_target(target: Any) -> str:

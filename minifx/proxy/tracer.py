@@ -110,9 +110,9 @@ class TracerBase:
         )
 
     def _dict_key(self, key: Any) -> Any:
-        if any(True for _ in _proxies_in(key)):
+        for proxy in _proxies_in(key):
             raise untraceable(
-                "a traced value was used as a dict key.",
+                f"%{proxy.node.name} was used as a dict key.",
                 "keys are hashed now, but a Proxy's value is only known later.",
                 "use plain Python values (strings, numbers) as keys.",
             )

@@ -341,7 +341,7 @@ def test_deduplicated_names_appear_in_the_corpus():
 
 # -- printed forms ----------------------------------------------------------------
 
-_NUM_USERS = re.compile(r" : \[num_users=\d+\]")
+_NUM_USERS = re.compile(r"(?: :)? \[num_users=\d+\]")
 
 
 def fx_lines(fn):
@@ -349,10 +349,8 @@ def fx_lines(fn):
     return text.replace("graph():", "tape():", 1).splitlines()
 
 
-# Left out of the printed comparison: functions that return a dict (or a string),
-# because torch.fx prints `return` with Python's repr of the value (`{'relu': relu}`),
-# and annotated functions, because torch.fx prints the placeholder's type
-# (`%x : torch.Tensor`); the `xfail` tests below pin both down.
+# Functions that return a dict or a string, and annotated ones, are compared in their
+# own tests below.
 PRINTED = [
     arithmetic, reflected_bitwise, index_tuple_with_slice, index_ellipsis_none,
     index_step_slice, slice_with_proxy_bound, torch_keyword_proxy, torch_stack_tuple_dim,
@@ -376,24 +374,12 @@ def test_printed_tape_golden():
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Record.format prints `return` through format_arg, which drops the quotes of "
-    "strings (dict keys, string constants); torch.fx prints str(args[0]), i.e. "
-    "`return {'relu': relu, ...}`",
-)
 @pytest.mark.parametrize("fn", [returns_dict, returns_nested, returns_string],
                          ids=lambda fn: fn.__name__)
 def test_printed_return_of_dict_matches_torch_fx(fn):
     assert str(trace_to_tape(fn)).splitlines()[-1] == fx_lines(fn)[-1]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="TapeRecorder._placeholder ignores parameter annotations (records have "
-    "type None) and Record.format never prints a type; torch.fx records "
-    "`%x : torch.Tensor` and `%y : int`",
-)
 def test_annotated_placeholders_match_torch_fx():
     tape = trace_to_tape(annotated)
     assert [r.type for r in tape][:2] == [n.type for n in fx_graph(annotated).nodes][:2]

@@ -189,18 +189,12 @@ def test_proxy_as_a_dict_key():
 
     location = where("dict-key", "keyed", "return x.view({x: 1})")
     assert trace_error(keyed) == (
-        f"a traced value was used as a dict key.\n{location}\n"
+        f"%x was used as a dict key.\n{location}\n"
         "Why: keys are hashed now, but a Proxy's value is only known later.\n"
         "How to fix: use plain Python values (strings, numbers) as keys."
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="TracerBase._dict_key's message does not name the Proxy used as a key (%x), "
-    "unlike every other message about a Proxy (DESIGN.md section 6: errors say where, "
-    "naming the value)",
-)
 def test_proxy_as_a_dict_key_names_the_value():
     def keyed(x):
         return x.view({x: 1})

@@ -98,12 +98,6 @@ def test_target_to_name_matches_torch_fx(target):
     assert target_to_name(target) == fx_target_to_str(target)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="target_to_name strips __magic__ underscores from a callable's __name__ too; "
-    "torch.fx strips them only from string targets, so call_function on "
-    "torch.Tensor.__getitem__ is named `__getitem__` by torch.fx and `getitem` by minifx",
-)
 @pytest.mark.parametrize("target", [torch.Tensor.__getitem__, torch.Tensor.__add__],
                          ids=lambda target: target.__name__)
 def test_target_to_name_of_a_magic_callable_matches_torch_fx(target):
