@@ -100,7 +100,10 @@ def load_manifest(path: Path = MANIFEST) -> list[Exercise]:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise GradingError(f"cannot read the points manifest {path}: {exc}") from exc
-    exercises = [_exercise(path, id_, entry) for id_, entry in data.get("exercises", {}).items()]
+    tables = data.get("exercises", {})
+    if not isinstance(tables, dict) or not all(isinstance(t, dict) for t in tables.values()):
+        raise GradingError(f'{path}: write one table per exercise, [exercises."<chapter>.<n>"]; see the file\'s header')
+    exercises = [_exercise(path, id_, entry) for id_, entry in tables.items()]
     return sorted(exercises, key=lambda e: tuple(int(p) for p in e.id.split(".")))
 
 

@@ -224,6 +224,13 @@ def test_broken_manifest_is_reported_with_where_and_how(tmp_path):
         load_manifest(manifest)
 
 
+def test_manifest_that_is_not_tables_is_reported(tmp_path):
+    manifest = tmp_path / "points.toml"
+    manifest.write_text('exercises = ["1.1"]\n')
+    with pytest.raises(GradingError, match="one table per exercise"):
+        load_manifest(manifest)
+
+
 def test_explain_orders_expected_got_hint_see():
     message = explain("4", "3", "multiply by two", "chapters/01-proxy.md#operators")
     assert message.splitlines() == ["Expected: 4", "Got: 3", "Hint: multiply by two", "See: chapters/01-proxy.md#operators"]
