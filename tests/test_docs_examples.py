@@ -1,7 +1,8 @@
 """Every ```` ```pycon ```` block of the book runs, with `doctest`, exactly as printed.
 
-One test per block, named `chapters/<page>.md:<line>`. Each block starts from empty
-globals, so it must import what it uses. Blocks of chapter N's page carry the `chN` marker.
+One test per page, named `chapters/<page>.md`. A page's blocks run in order in one
+namespace, as a reader typing them into one Python session would: a block may use what an
+earlier block of the same page imported or defined. Chapter N's page carries the `chN` marker.
 """
 
 from __future__ import annotations
@@ -42,26 +43,30 @@ def collect() -> list:
     params = []
     for path in sorted((ROOT / "chapters").rglob("*.md")):
         relpath = path.relative_to(ROOT).as_posix()
-        for line, text in pycon_blocks(path):
-            params.append(pytest.param(relpath, line, text, id=f"{relpath}:{line}", marks=_chapter_marks(path)))
+        blocks = pycon_blocks(path)
+        if blocks:
+            params.append(pytest.param(relpath, blocks, id=relpath, marks=_chapter_marks(path)))
     return params
 
 
-BLOCKS = collect()
+PAGES = collect()
 
 
 def test_the_book_has_examples():
-    assert BLOCKS, "no ```pycon block found under chapters/; the chapters' examples are part of the tests"
+    assert PAGES, "no ```pycon block found under chapters/; the chapters' examples are part of the tests"
 
 
-@pytest.mark.parametrize(("relpath", "line", "text"), BLOCKS)
-def test_example(relpath, line, text):
-    test = doctest.DocTestParser().get_doctest(text, {}, f"{relpath}:{line}", str(ROOT / relpath), line)
-    report = []
-    runner = doctest.DocTestRunner(optionflags=FLAGS)
-    result = runner.run(test, out=report.append)
-    assert result.attempted, f"{relpath}:{line}: the pycon block has no `>>>` example"
-    assert not result.failed, (
-        f"{relpath}:{line}: the example does not run as printed (each block starts from empty "
-        f"globals, so it must import what it uses):\n"
-    ) + "".join(report)
+@pytest.mark.parametrize(("relpath", "blocks"), PAGES)
+def test_examples_of_page(relpath, blocks):
+    namespace: dict = {}
+    for line, text in blocks:
+        test = doctest.DocTestParser().get_doctest(text, namespace, f"{relpath}:{line}", str(ROOT / relpath), line)
+        report = []
+        runner = doctest.DocTestRunner(optionflags=FLAGS)
+        result = runner.run(test, out=report.append, clear_globs=False)
+        assert result.attempted, f"{relpath}:{line}: the pycon block has no `>>>` example"
+        assert not result.failed, (
+            f"{relpath}:{line}: the example does not run as printed (blocks of a page share one "
+            f"namespace, in page order):\n"
+        ) + "".join(report)
+        namespace = test.globs

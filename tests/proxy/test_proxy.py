@@ -388,3 +388,18 @@ def test_tracers_are_found_inside_slices():
     y = placeholder(TapeRecorder(), "y")
     with pytest.raises(TraceError, match="received Proxies from 2 different tracers"):
         Proxy.__torch_function__(torch.Tensor.__getitem__, (Proxy,), (x, slice(y, None)))
+
+
+def test_annotations_that_are_not_classes_print_like_torch_fx():
+    import typing
+
+    def annotated(x=None):
+        return x
+
+    # Set after definition: this file's `from __future__ import annotations` would
+    # otherwise turn the annotation into a string.
+    annotated.__annotations__ = {"x": typing.Optional[int]}
+    line = trace_to_tape(annotated).records[0].format()
+    fx_line = str(torch.fx.symbolic_trace(annotated).graph).splitlines()[1].strip()
+    assert line == fx_line.replace(" [num_users=1]", "")
+    assert line == "%x : typing.Optional[int] = placeholder[target=x](default=None)"
