@@ -17,6 +17,9 @@ BOOK_ADDR ?= 127.0.0.1:8000
 CH ?=
 RESULTS ?=
 
+# mkdocs-material prints a banner about its successor on every build; the book does not need it.
+export NO_MKDOCS_2_WARNING := 1
+
 VENV := .venv
 BIN := $(VENV)/bin
 # The stamp records that the venv matches pyproject.toml and this Makefile; editing

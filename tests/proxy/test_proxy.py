@@ -390,7 +390,11 @@ def test_tracers_are_found_inside_slices():
         Proxy.__torch_function__(torch.Tensor.__getitem__, (Proxy,), (x, slice(y, None)))
 
 
-def test_annotations_that_are_not_classes_print_like_torch_fx():
+@pytest.mark.parametrize(
+    "annotation, printed",
+    [("typing.Optional[int]", "typing.Optional[int]"), ("int", "int"), ("torch.Tensor", "torch.Tensor")],
+)
+def test_annotations_print_like_torch_fx(annotation, printed):
     import typing
 
     def annotated(x=None):
@@ -398,8 +402,8 @@ def test_annotations_that_are_not_classes_print_like_torch_fx():
 
     # Set after definition: this file's `from __future__ import annotations` would
     # otherwise turn the annotation into a string.
-    annotated.__annotations__ = {"x": typing.Optional[int]}
+    annotated.__annotations__ = {"x": eval(annotation, {"typing": typing, "torch": torch})}
     line = trace_to_tape(annotated).records[0].format()
     fx_line = str(torch.fx.symbolic_trace(annotated).graph).splitlines()[1].strip()
     assert line == fx_line.replace(" [num_users=1]", "")
-    assert line == "%x : typing.Optional[int] = placeholder[target=x](default=None)"
+    assert line == f"%x : {printed} = placeholder[target=x](default=None)"
