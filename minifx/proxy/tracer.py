@@ -127,8 +127,8 @@ class TracerBase:
         """
         name = obj.node.name
         raise untraceable(
-            f"%{name} was used as a Python bool (in `if`, `while`, `and`, `or`, "
-            "`not` or `assert`).",
+            f"%{name} was used as a Python bool (in `if`, `while`, `and`, `or`, `not`, "
+            "`assert`, a chained comparison like `0 < x < 1`, or `min()` / `max()`).",
             f"%{name} stands for a value that is only computed when the program runs, "
             "so the tracer cannot know which branch to record.",
             "compute both branches and choose with torch.where(condition, a, b); or, "

@@ -48,8 +48,9 @@ BOOL_WHY_FIX = (
 
 def bool_message(name: str, location: str) -> str:
     return (
-        f"%{name} was used as a Python bool (in `if`, `while`, `and`, `or`, `not` or "
-        f"`assert`).\n{location}\n" + BOOL_WHY_FIX.format(name)
+        f"%{name} was used as a Python bool (in `if`, `while`, `and`, `or`, `not`, "
+        f"`assert`, a chained comparison like `0 < x < 1`, or `min()` / `max()`).\n{location}\n"
+        + BOOL_WHY_FIX.format(name)
     )
 
 
@@ -79,6 +80,19 @@ FLOAT_KIND = "a float (float() or a math function)"
 
 def test_trace_error_is_a_value_error():
     assert issubclass(TraceError, ValueError)
+
+
+def test_chained_comparison_and_max_name_the_value():
+    def chained(x):
+        # marker: chained
+        return 0 < x < 1
+
+    def maximum(x):
+        # marker: max
+        return max(x, 1)
+
+    assert trace_error(chained) == bool_message("gt", where("chained", "chained", "return 0 < x < 1"))
+    assert trace_error(maximum) == bool_message("lt", where("max", "maximum", "return max(x, 1)"))
 
 
 def test_if_on_a_proxy():
