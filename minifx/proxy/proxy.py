@@ -155,7 +155,6 @@ class Proxy:
             # loop is static. Record proxy[0], proxy[1], ... as torch.fx does.
             return (self[i] for i in range(instruction.argval))
         return self.tracer.iter(self)
-    # --8<-- [end:untraceable]
 
     def __len__(self) -> int:
         raise untraceable(
@@ -172,6 +171,7 @@ class Proxy:
 
     def __float__(self) -> float:
         raise _needs_a_number(self, "a float (float() or a math function)")
+    # --8<-- [end:untraceable]
 
     # -- copying -------------------------------------------------------------------
     def __deepcopy__(self, memo: dict) -> Proxy:
