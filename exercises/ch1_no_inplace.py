@@ -26,9 +26,18 @@ def is_inplace_method(name: str) -> bool:
 class NoInplaceRecorder(TapeRecorder):
     """A `TapeRecorder` that raises `TraceError` on in-place operations.
 
-    Refuse in-place tensor methods (`x.add_(1)`, `x.relu_()`) and calls with
-    `inplace=True`; record everything else exactly as `TapeRecorder` does.
-    The error message must name the operation (`add_`, `relu`).
+    Refuse in-place tensor methods (`x.add_(1)`, `x.relu_()`, also
+    `t.add_(x)` on a real tensor `t`) and calls with `inplace=True`; record
+    everything else exactly as `TapeRecorder` does. The error message must
+    name the operation (`add_`, `relu`); one line is enough.
+
+    Out of scope: in-place *functions* such as `torch.relu_(x)`, and `x += 1`,
+    which reaches the tracer as `operator.add` (a Proxy has no `__iadd__`),
+    so there is nothing to refuse.
+
+    Remember what `create_proxy` receives: unconverted arguments. For
+    `call_method`, `target` is the method's name and `args[0]` the receiver,
+    which is not always a Proxy.
     """
 
     def create_proxy(self, kind, target, args, kwargs, *rest, **more):

@@ -32,8 +32,9 @@ def capture_trace_error() -> TraceError:
 
 
 def clip_or_negate_traceable(x: torch.Tensor) -> torch.Tensor:
-    """Return exactly what `clip_or_negate(x)` returns, for every `x`, without an `if`
-    on a traced value, so that `trace_to_tape(clip_or_negate_traceable)` succeeds.
+    """The same result as `clip_or_negate(x)` for every `x`, with no `if` on a traced value.
+
+    Then `trace_to_tape(clip_or_negate_traceable)` succeeds.
 
     Hint: compute both branches and let a torch function choose between them.
     """

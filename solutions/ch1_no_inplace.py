@@ -20,7 +20,8 @@ class NoInplaceRecorder(TapeRecorder):
 
     def create_proxy(self, kind, target, args, kwargs, *rest, **more):
         if kind == "call_method" and is_inplace_method(target):
-            raise TraceError(f"refusing the in-place method {target}() on %{args[0].node.name}")
+            # args[0] is the receiver: a Proxy, or a real tensor in `t.add_(x)`.
+            raise TraceError(f"refusing the in-place method {target}() on {args[0]!r}")
         if kwargs.get("inplace") is True:
             raise TraceError(f"refusing {target.__name__}(..., inplace=True)")
         return super().create_proxy(kind, target, args, kwargs, *rest, **more)

@@ -164,6 +164,17 @@ class Proxy:
             "use x.size(0) or x.shape[0], which are recorded like any other operation.",
         )
 
+    def __setitem__(self, index: Any, value: Any) -> None:
+        # torch.fx raises Python's TypeError here; one TraceError with a fix is clearer.
+        name = self.node.name
+        raise untraceable(
+            f"%{name} was assigned to by index (`{name}[...] = value`).",
+            "item assignment changes a tensor in place, and a Proxy records only "
+            "operations that return new values.",
+            f"build the new value instead, for example with torch.where(mask, value, {name}) "
+            f"or {name}.index_put(...), or write into a real tensor outside the traced code.",
+        )
+
     def __index__(self) -> int:
         raise _needs_a_number(self, "an int (int(), range() or a list index)")
 
@@ -228,10 +239,13 @@ def _needs_a_number(proxy: Proxy, kind: str) -> TraceError:
 def _the_one_tracer(function: Callable, arguments: Any) -> Any:
     tracers = {proxy.tracer for proxy in _proxies_in(arguments)}
     if len(tracers) != 1:
-        raise TraceError(
+        raise untraceable(
             f"{getattr(function, '__name__', function)}() received Proxies from "
-            f"{len(tracers)} different tracers. Each trace records into one place: "
-            "do not mix values from two traces in one call."
+            f"{len(tracers)} tracers.",
+            "each trace records into one graph, so one call cannot belong to two traces "
+            "(or to none, when the Proxy sits in a container minifx does not look into).",
+            "use values from one trace per call; pass Proxies directly or in lists, "
+            "tuples, dicts or slices.",
         )
     return tracers.pop()
 

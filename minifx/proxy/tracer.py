@@ -110,7 +110,8 @@ class TracerBase:
         )
 
     def _dict_key(self, key: Any) -> Any:
-        for proxy in _proxies_in(key):
+        proxy = next(_proxies_in(key), None)
+        if proxy is not None:
             raise untraceable(
                 f"%{proxy.node.name} was used as a dict key.",
                 "keys are hashed now, but a Proxy's value is only known later.",
@@ -138,18 +139,20 @@ class TracerBase:
     # --8<-- [end:to_bool]
 
     def iter(self, obj: Proxy) -> Iterator:
-        """Called by `iter(proxy)`: `for` loops, `*proxy`, `list(proxy)`.
+        """Called by `iter(proxy)`: `for` loops, `*proxy`, `list(proxy)`, and `**proxy`
+        (which first records `proxy.keys()`, then iterates over the keys).
 
         Raises:
             TraceError: always; a subclass may return an iterator instead.
         """
         name = obj.node.name
         raise untraceable(
-            f"%{name} was iterated over (a `for` loop, `*{name}`, `list({name})` "
-            "or a starred assignment).",
+            f"%{name} was iterated over (a `for` loop, `*{name}`, `list({name})`, "
+            "a starred assignment, or `**` unpacking, which iterates over `keys()`).",
             f"the number of elements of %{name} is not known while tracing.",
             "loop over a range of known length and index (`for i in range(n): "
-            f"{name}[i]`), or unpack a fixed number of names (`a, b = {name}.chunk(2)`).",
+            f"{name}[i]`), unpack a fixed number of names (`a, b = {name}.chunk(2)`), "
+            "or pass keyword arguments by name instead of `**`.",
         )
 
     def keys(self, obj: Proxy) -> Proxy:

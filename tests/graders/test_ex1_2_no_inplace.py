@@ -51,14 +51,19 @@ def _inplace_relu_method(x):
     return x.relu_()
 
 
+def _inplace_on_a_real_tensor(x):
+    return torch.ones(3).add_(x)
+
+
 def _inplace_keyword(x):
     return F.relu(x, inplace=True)
 
 
 @pytest.mark.parametrize(
     "fn, op",
-    [(_inplace_method, "add_"), (_inplace_relu_method, "relu_"), (_inplace_keyword, "relu")],
-    ids=["x.add_(1)", "x.relu_()", "F.relu(x, inplace=True)"],
+    [(_inplace_method, "add_"), (_inplace_relu_method, "relu_"),
+     (_inplace_on_a_real_tensor, "add_"), (_inplace_keyword, "relu")],
+    ids=["x.add_(1)", "x.relu_()", "t.add_(x)", "F.relu(x, inplace=True)"],
 )
 def test_inplace_operations_are_refused(ex, fn, op):
     recorder = ex.NoInplaceRecorder()
@@ -70,5 +75,5 @@ def test_inplace_operations_are_refused(ex, fn, op):
             "put the method's or function's name in the message.", SEE)
         return
     pytest.fail(explain(f"a TraceError for the in-place {op}", f"a tape:\n{tape}",
-                        "check kind == 'call_method' with an in-place name, and kwargs['inplace'].",
+                        "check kind == 'call_method' with an in-place name, and kwargs.get('inplace') is True; args[0] may be a real tensor, not a Proxy.",
                         SEE))

@@ -56,11 +56,12 @@ def bool_message(name: str, location: str) -> str:
 
 def iter_message(name: str, location: str) -> str:
     return (
-        f"%{name} was iterated over (a `for` loop, `*{name}`, `list({name})` or a starred "
-        f"assignment).\n{location}\n"
+        f"%{name} was iterated over (a `for` loop, `*{name}`, `list({name})`, a starred "
+        f"assignment, or `**` unpacking, which iterates over `keys()`).\n{location}\n"
         f"Why: the number of elements of %{name} is not known while tracing.\n"
         f"How to fix: loop over a range of known length and index (`for i in range(n): "
-        f"{name}[i]`), or unpack a fixed number of names (`a, b = {name}.chunk(2)`)."
+        f"{name}[i]`), unpack a fixed number of names (`a, b = {name}.chunk(2)`), "
+        f"or pass keyword arguments by name instead of `**`."
     )
 
 
@@ -289,3 +290,30 @@ def test_no_location_when_no_frame_is_outside_the_libraries(monkeypatch):
     message = trace_error(branchy)
     assert message == bool_message("x", "").replace("\n\n", "\n")
     assert "File" not in message
+
+
+def test_item_assignment_names_the_value():
+    def assign(x):
+        # marker: setitem
+        x[0] = 1
+        return x
+
+    location = where("setitem", "assign", "x[0] = 1")
+    assert trace_error(assign) == (
+        f"%x was assigned to by index (`x[...] = value`).\n{location}\n"
+        "Why: item assignment changes a tensor in place, and a Proxy records only "
+        "operations that return new values.\n"
+        "How to fix: build the new value instead, for example with "
+        "torch.where(mask, value, x) or x.index_put(...), or write into a real tensor "
+        "outside the traced code."
+    )
+
+
+def test_double_star_unpacking_explains_keys():
+    def splat(x):
+        # marker: splat
+        return torch.sum(**x)
+
+    message = trace_error(splat)
+    assert message.startswith("%keys was iterated over") and "`**` unpacking" in message
+    assert "pass keyword arguments by name instead of `**`" in message
