@@ -117,7 +117,9 @@ class TracerBase:
                 "keys are hashed now, but a Proxy's value is only known later.",
                 "use plain Python values (strings, numbers) as keys.",
             )
-        return key
+        # Keys go through the same conversion as values, as in torch.fx, so an
+        # unsupported key is refused with the same message as an unsupported value.
+        return self.create_arg(key)
 
     # --8<-- [start:to_bool]
     def to_bool(self, obj: Proxy) -> bool:

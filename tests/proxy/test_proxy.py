@@ -407,3 +407,12 @@ def test_annotations_print_like_torch_fx(annotation, printed):
     fx_line = str(torch.fx.symbolic_trace(annotated).graph).splitlines()[1].strip()
     assert line == fx_line.replace(" [num_users=1]", "")
     assert line == f"%x : {printed} = placeholder[target=x](default=None)"
+
+
+def test_dict_keys_are_converted_like_values():
+    tracer = TapeRecorder()
+    assert tracer.create_arg({("a", 1): 2, 3.5: "b"}) == {("a", 1): 2, 3.5: "b"}
+    with pytest.raises(TraceError, match="an argument of type object cannot be recorded"):
+        tracer.create_arg({object(): 1})
+    with pytest.raises(NotImplementedError):  # torch.fx refuses such a key too
+        torch.fx.Tracer().create_arg({object(): 1})
