@@ -18,6 +18,13 @@ _EXPORTS = {
     "TracerBase": "proxy",
     "GraphAppendingTracer": "proxy",
     "trace_to_tape": "proxy",
+    "Graph": "graph",
+    "Node": "graph",
+    "map_arg": "graph",
+    "map_aggregate": "graph",
+    "Tracer": "graph",
+    "wrap": "graph",
+    "PH": "graph",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -17,6 +17,7 @@ this list into torch.fx's Graph; the Proxy stays exactly the same.
 from __future__ import annotations
 
 import inspect
+import types
 from typing import Any, Callable, Iterator
 
 import torch
@@ -151,15 +152,27 @@ def trace_to_tape(fn: Callable) -> Tape:
     return TapeRecorder().trace(fn)
 
 
-def format_arg(arg: Any) -> str:
-    """Print an argument as torch.fx does: records as `%name`, containers recursively."""
+def format_arg(arg: Any, leaf: Callable[[Any], str] | None = None) -> str:
+    """Print an argument as torch.fx does: records as `%name`, containers recursively.
+
+    Args:
+        arg: the argument; lists, tuples and dicts are printed element by element.
+        leaf: prints everything else; by default records as `%name`, tensors
+            as a short summary and other values with `str`. Stage 2 passes its
+            own, which prints graph nodes.
+    """
+    leaf = leaf or _format_tape_leaf
     if isinstance(arg, list):
-        return "[" + ", ".join(format_arg(a) for a in arg) + "]"
+        return "[" + ", ".join(format_arg(a, leaf) for a in arg) + "]"
     if isinstance(arg, tuple):
-        items = ", ".join(format_arg(a) for a in arg)
+        items = ", ".join(format_arg(a, leaf) for a in arg)
         return f"({items},)" if len(arg) == 1 else f"({items})"
     if isinstance(arg, dict):
-        return "{" + ", ".join(f"{k}: {format_arg(v)}" for k, v in arg.items()) + "}"
+        return "{" + ", ".join(f"{k}: {format_arg(v, leaf)}" for k, v in arg.items()) + "}"
+    return leaf(arg)
+
+
+def _format_tape_leaf(arg: Any) -> str:
     if isinstance(arg, Record):
         return f"%{arg.name}"
     if isinstance(arg, torch.Tensor):
@@ -170,10 +183,14 @@ def format_arg(arg: Any) -> str:
 
 
 def type_repr(annotation: Any) -> str:
-    """Print a type annotation as torch.fx does: `int`, `torch.Tensor`."""
-    if isinstance(annotation, type):
+    """Print a type annotation as torch.fx does: `int`, `torch.Tensor`, `list[int]`."""
+    if isinstance(annotation, type) and not isinstance(annotation, types.GenericAlias):
         module = annotation.__module__
         return annotation.__qualname__ if module == "builtins" else f"{module}.{annotation.__qualname__}"
+    if annotation is ...:
+        return "..."
+    if isinstance(annotation, types.FunctionType):
+        return annotation.__name__
     return repr(annotation)
 
 

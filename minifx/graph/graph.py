@@ -1,0 +1,362 @@
+"""`Graph`: torch.fx's intermediate representation, a doubly linked list of `Node`s.
+
+The list is circular around a sentinel node, so inserting or erasing a node
+is O(1) anywhere, with no special case for the ends:
+
+    sentinel <-> %x <-> %add <-> %relu <-> output <-> (back to sentinel)
+
+Names are unique (`add`, `add_1`, ...), and every node's `users` and
+`all_input_nodes` (the use-def lists) are kept up to date by `Node` itself.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import warnings
+from typing import Any, Callable, Iterator
+
+from ..proxy.names import Namespace, target_to_name
+from . import invariants
+from .node import Node, map_arg
+
+_ONLY_BY_TARGET = ("call_function", "call_module")
+
+
+def _sentinel(graph: Graph) -> Node:
+    """The node before the first and after the last: an empty list is the sentinel alone."""
+    root = Node.__new__(Node)
+    root.graph, root.name, root.op, root.target = graph, "", "root", ""
+    root._prev = root._next = root
+    root.users, root._input_nodes, root._args, root._kwargs = {}, {}, (), {}
+    root._erased, root.meta, root.type = False, {}, None
+    return root
+
+
+class _NodeList:
+    """`graph.nodes`: iterates over the nodes in order, or backwards with `reversed`.
+
+    A node erased while the loop stands on it still knows its old neighbour,
+    so erasing during iteration is safe, as in torch.fx.
+    """
+
+    def __init__(self, graph: Graph, backwards: bool = False) -> None:
+        self._graph, self._backwards = graph, backwards
+
+    def __len__(self) -> int:
+        return self._graph._len
+
+    def __iter__(self) -> Iterator[Node]:
+        root = self._graph._root
+        step = "_prev" if self._backwards else "_next"
+        node = getattr(root, step)
+        while node is not root:
+            if not node._erased:
+                yield node
+            node = getattr(node, step)
+
+    def __reversed__(self) -> Iterator[Node]:
+        return iter(_NodeList(self._graph, not self._backwards))
+
+
+class _InsertPoint:
+    """Returned by `inserting_before/after`: moves the insertion point until exit.
+
+    As in torch.fx, the point moves as soon as this object is made, so the
+    `with` statement only decides when it moves back.
+    """
+
+    def __init__(self, graph: Graph, insert: Callable[[Node], None]) -> None:
+        self._graph, self._saved = graph, graph._insert
+        graph._insert = insert
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self._graph._insert = self._saved
+
+
+class Graph:
+    """A program as a list of `Node`s, in an order where inputs come before users.
+
+    Invariants (`lint()` checks each one; its messages name the number):
+
+    1. Every node's `op` is one of the six opcodes, and its `target` is a
+       callable for `call_function` and a `str` for the other opcodes.
+    2. The list is well linked: `n.next.prev is n` for every node, each node
+       belongs to this graph (`n.graph is self`) and none was erased.
+    3. Node names are unique.
+    4. Every node's inputs are nodes of this graph that come before it.
+    5. The use-def lists agree with the arguments: `n.all_input_nodes` is
+       exactly the nodes in `n.args` and `n.kwargs`, `n` is among the `users`
+       of each of them, and each of `n.users` really uses `n`.
+    6. There is at most one `output` node.
+    7. With an `owning_module`, every `get_attr` and `call_module` target
+       exists on it, and `call_module` targets are modules.
+
+    Args:
+        owning_module: the module whose attributes `get_attr` and
+            `call_module` targets name (set by chapter 3's GraphModule).
+        tracer_cls: the tracer class that made this graph, kept for retracing.
+        tracer_extras: extra arguments for that tracer.
+    """
+
+    def __init__(self, owning_module: Any = None, tracer_cls: type | None = None,
+                 tracer_extras: dict | None = None) -> None:
+        self._root = _sentinel(self)
+        self._insert: Callable[[Node], None] = self._root.prepend  # append at the end
+        self._len = 0
+        self._graph_namespace = Namespace()
+        self._nodes_by_op: dict[str, dict[Node, None]] = {}
+        self._nodes_by_target: dict[tuple[str, Any], dict[Node, None]] = {}
+        self.owning_module = owning_module
+        self._tracer_cls, self._tracer_extras = tracer_cls, tracer_extras
+
+    @property
+    def nodes(self) -> _NodeList:
+        """The nodes in order; supports `len`, iteration and `reversed`."""
+        return _NodeList(self)
+
+    # --8<-- [start:create_node]
+    def create_node(self, op: str, target: Any, args: tuple | None = None,
+                    kwargs: dict | None = None, name: str | None = None,
+                    type_expr: Any = None) -> Node:
+        """Make a node and insert it at the insertion point (by default, the end).
+
+        Args:
+            op: one of the six opcodes.
+            target: what the node calls or reads (see `Node`).
+            args: positional arguments; other nodes stand for their values.
+            kwargs: keyword arguments.
+            name: the name to start from; by default it comes from `target`.
+                A taken name gets a suffix: `add`, `add_1`, ...
+            type_expr: an optional type annotation.
+        """
+        unique_name = self._graph_namespace.create_name(name or target_to_name(target))
+        node = Node(self, unique_name, op, target, tuple(args or ()), dict(kwargs or {}), type_expr)
+        self._insert(node)
+        self._len += 1
+        self._nodes_by_op.setdefault(op, {})[node] = None
+        if op in _ONLY_BY_TARGET:
+            self._nodes_by_target.setdefault((op, target), {})[node] = None
+        return node
+    # --8<-- [end:create_node]
+
+    # --8<-- [start:erase_node]
+    def erase_node(self, to_erase: Node) -> None:
+        """Remove a node that nothing uses any more. O(1) plus its number of inputs.
+
+        Raises:
+            RuntimeError: if the node still has users, or belongs to another graph.
+        """
+        if to_erase.graph is not self:
+            raise RuntimeError(
+                f"cannot erase %{to_erase.name}: it belongs to another graph. Call "
+                "erase_node on the graph that holds it (node.graph.erase_node(node))."
+            )
+        if to_erase.users:
+            users = ", ".join(f"%{user.name}" for user in to_erase.users)
+            raise RuntimeError(
+                f"cannot erase %{to_erase.name}: it still has {len(to_erase.users)} user(s) "
+                f"({users}), which would be left reading a value that no longer exists. "
+                f"First make them use another value (%{to_erase.name}.replace_all_uses_with(new)) "
+                "or erase them."
+            )
+        if to_erase._erased:
+            warnings.warn(f"erase_node(%{to_erase.name}): the node was already erased", stacklevel=2)
+            return
+        to_erase._unlink()
+        to_erase._erased = True
+        self._len -= 1
+        self._nodes_by_op[to_erase.op].pop(to_erase, None)
+        self._nodes_by_target.get((to_erase.op, to_erase.target), {}).pop(to_erase, None)
+        # Nodes in its arguments become None, which removes it from their users.
+        to_erase._set_args_kwargs(map_arg(to_erase.args, lambda n: None),
+                                  map_arg(to_erase.kwargs, lambda n: None))
+    # --8<-- [end:erase_node]
+
+    # --8<-- [start:inserting]
+    def inserting_before(self, n: Node | None = None) -> _InsertPoint:
+        """Within `with graph.inserting_before(n):`, new nodes go right before `n`.
+
+        With `n=None` they go to the start of the graph.
+        """
+        if n is None:
+            return self.inserting_after(self._root)
+        self._check_owned(n, "inserting_before")
+        return _InsertPoint(self, n.prepend)
+
+    def inserting_after(self, n: Node | None = None) -> _InsertPoint:
+        """Within `with graph.inserting_after(n):`, new nodes go right after `n`.
+
+        Each new node goes *right after `n`*, so two new nodes come out in
+        reverse order; to add a chain, insert after the last new node.
+        With `n=None` they go to the end of the graph.
+        """
+        if n is None:
+            return self.inserting_before(self._root)
+        self._check_owned(n, "inserting_after")
+        return _InsertPoint(self, n.append)
+    # --8<-- [end:inserting]
+
+    def _check_owned(self, n: Node, method: str) -> None:
+        if n.graph is not self:
+            raise ValueError(
+                f"{method}(%{n.name}): the node belongs to another graph, so new nodes cannot "
+                "be inserted next to it here. Pass a node of this graph."
+            )
+
+    # --8<-- [start:builders]
+    def placeholder(self, name: str, type_expr: Any = None,
+                    default_value: Any = inspect.Signature.empty) -> Node:
+        """An input of the program, named `name`, with an optional default."""
+        args = () if default_value is inspect.Signature.empty else (default_value,)
+        return self.create_node("placeholder", name, args, type_expr=type_expr)
+
+    def get_attr(self, qualified_name: str, type_expr: Any = None) -> Node:
+        """Read an attribute of the module, such as `"layer1.0.weight"`."""
+        self._warn_if_missing(qualified_name, "get_attr")
+        return self.create_node("get_attr", qualified_name, type_expr=type_expr)
+
+    def call_module(self, module_name: str, args: tuple | None = None,
+                    kwargs: dict | None = None, type_expr: Any = None) -> Node:
+        """Call the submodule at path `module_name`, such as `"layer1.0.conv1"`."""
+        self._warn_if_missing(module_name, "call_module")
+        return self.create_node("call_module", module_name, args, kwargs, type_expr=type_expr)
+
+    def call_method(self, method_name: str, args: tuple | None = None,
+                    kwargs: dict | None = None, type_expr: Any = None) -> Node:
+        """Call the method `method_name` on `args[0]`: `x.view(2, 3)`."""
+        return self.create_node("call_method", method_name, args, kwargs, type_expr=type_expr)
+
+    def call_function(self, the_function: Callable, args: tuple | None = None,
+                      kwargs: dict | None = None, type_expr: Any = None,
+                      name: str | None = None) -> Node:
+        """Call a free function, such as `torch.relu` or `operator.add`."""
+        return self.create_node("call_function", the_function, args, kwargs, name, type_expr)
+
+    def output(self, result: Any, type_expr: Any = None) -> Node:
+        """Return `result` (a node, or a tuple/list/dict of them) from the program."""
+        return self.create_node("output", "output", (result,), type_expr=type_expr)
+    # --8<-- [end:builders]
+
+    def _warn_if_missing(self, path: str, op: str) -> None:
+        if self.owning_module is not None and not invariants.has_path(self.owning_module, path):
+            warnings.warn(
+                f"{op}({path!r}): the owning module has no attribute {path!r}, so the graph "
+                "will fail when it runs. Add it to the module first (add_submodule, setattr).",
+                stacklevel=3,
+            )
+
+    def find_nodes(self, *, op: str, target: Any = None, sort: bool = True) -> list[Node]:
+        """The nodes with opcode `op` (and `target`, if given), found through an index.
+
+        Args:
+            op: the opcode to look for.
+            target: if given, only nodes with this target.
+            sort: return them in graph order (a walk over the graph); with
+                `False`, in the order they were created.
+        """
+        if target is not None and op in _ONLY_BY_TARGET:
+            found = list(self._nodes_by_target.get((op, target), {}))
+        else:
+            found = [n for n in self._nodes_by_op.get(op, {}) if target is None or n.target == target]
+        if sort and len(found) > 1:
+            wanted = set(found)
+            found = [n for n in self.nodes if n in wanted]
+        return found
+
+    # --8<-- [start:node_copy]
+    def node_copy(self, node: Node, arg_transform: Callable[[Node], Any] = lambda n: n) -> Node:
+        """Copy `node` (from any graph) into this one, at the insertion point.
+
+        Args:
+            node: the node to copy.
+            arg_transform: maps each node in `node`'s arguments to its
+                counterpart in this graph; usually `lambda n: val_map[n]`.
+        """
+        args, kwargs = map_arg(node.args, arg_transform), map_arg(node.kwargs, arg_transform)
+        copied = self.create_node(node.op, node.target, args, kwargs, node.name, node.type)
+        copied.meta = copy.copy(node.meta)
+        return copied
+
+    def graph_copy(self, g: Graph, val_map: dict[Node, Node],
+                   return_output_node: bool = False) -> Any:
+        """Copy every node of `g` except its output into this graph.
+
+        Args:
+            g: the graph to copy from.
+            val_map: filled with old node -> new node; nodes already in it are
+                not copied but mapped (to splice `g` onto existing values).
+            return_output_node: also return `g`'s output node.
+
+        Returns:
+            The copied output value (`output.args[0]` with nodes mapped), and
+            the old output node too if `return_output_node`; `None` if `g`
+            has no output.
+        """
+        for node in g.nodes:
+            if node in val_map:
+                continue
+            if node.op == "output":
+                value = map_arg(node.args[0], lambda n: val_map[n])
+                return (value, node) if return_output_node else value
+            val_map[node] = self.node_copy(node, lambda n: val_map[n])
+        return None
+    # --8<-- [end:node_copy]
+
+    def __deepcopy__(self, memo: dict) -> Graph:
+        """A new graph with the same nodes, names and meta (copied one level deep)."""
+        copied = Graph(tracer_cls=self._tracer_cls, tracer_extras=self._tracer_extras)
+        result = copied.graph_copy(self, val_map={}, return_output_node=True)
+        if result is not None:
+            value, old_output = result
+            copied.output(value, type_expr=old_output.type).meta = copy.copy(old_output.meta)
+        return copied
+
+    # --8<-- [start:eliminate_dead_code]
+    def eliminate_dead_code(self, is_impure_node: Callable[[Node], bool] | None = None) -> bool:
+        """Erase every node whose value nobody uses and that has no side effect.
+
+        Walking backwards means that erasing a node can make its inputs
+        unused in time for the walk to reach them.
+
+        Args:
+            is_impure_node: decides which nodes must stay; by default
+                `Node.is_impure` (placeholders, output, in-place calls, ...).
+
+        Returns:
+            Whether anything was erased.
+        """
+        self.lint()
+        is_impure = is_impure_node or Node.is_impure
+        erased = False
+        for node in reversed(self.nodes):
+            if not node.users and not is_impure(node):
+                self.erase_node(node)
+                erased = True
+        return erased
+    # --8<-- [end:eliminate_dead_code]
+
+    def lint(self) -> None:
+        """Check the numbered invariants of the class docstring.
+
+        Raises:
+            RuntimeError: naming the broken invariant, the node, and how to fix it.
+        """
+        invariants.check_all(self)
+
+    # --8<-- [start:str]
+    def __str__(self) -> str:
+        """The graph as torch.fx prints it: `graph():` and one line per node."""
+        return "\n".join(["graph():", *(f"    {node.format_node()}" for node in self.nodes)])
+    # --8<-- [end:str]
+
+    def print_tabular(self) -> None:
+        """Print one row per node: opcode, name, target, args, kwargs."""
+        header = ["opcode", "name", "target", "args", "kwargs"]
+        rows = [[n.op, n.name, str(n.target), str(n.args), str(n.kwargs)] for n in self.nodes]
+        widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+        for row in [header, ["-" * w for w in widths], *rows]:
+            print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
