@@ -133,7 +133,8 @@ class Graph:
                 A taken name gets a suffix: `add`, `add_1`, ...
             type_expr: an optional type annotation.
         """
-        unique_name = self._graph_namespace.create_name(name or target_to_name(target))
+        candidate = name if name is not None else target_to_name(target)
+        unique_name = self._graph_namespace.create_name(candidate)
         node = Node(self, unique_name, op, target, tuple(args or ()), dict(kwargs or {}), type_expr)
         self._insert(node)
         self._len += 1

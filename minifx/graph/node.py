@@ -21,9 +21,9 @@ from ..proxy.tape import OPCODES, format_arg, type_repr
 # In-place calls, random draws and asserts change something other than their
 # result, so dead-code elimination must keep them even when nothing uses them.
 _SIDE_EFFECT_FUNCTIONS = {operator.setitem, operator.delitem}
-_SIDE_EFFECT_NAMES = {"_assert", "_assert_async", "rand", "randn", "randint", "randperm",
-                      "rand_like", "randn_like", "randint_like", "normal", "poisson",
-                      "bernoulli", "multinomial", "manual_seed", "print"}
+_SIDE_EFFECT_NAMES = {"_assert", "_assert_async", "manual_seed", "print"}
+_RANDOM_NAMES = {"rand", "randn", "randint", "randperm", "rand_like", "randn_like",
+                 "randint_like", "normal", "poisson", "bernoulli", "multinomial"}
 
 
 class _ImmutableList(list):
@@ -255,13 +255,17 @@ class Node:
         return changed
     # --8<-- [end:replace_all_uses_with]
 
-    def is_impure(self) -> bool:
+    def is_impure(self, impure_random: bool = True) -> bool:
         """Whether dead-code elimination must keep this node even without users.
 
         Placeholders and the output are the graph's interface; in-place methods
         (`x.add_(1)`), in-place or random functions, asserts and
         `operator.setitem` change something other than their result; a
         module is impure if it says so with `_is_impure = True`.
+
+        Args:
+            impure_random: count random functions (`torch.rand`, ...) as
+                impure, since they advance the random generator.
         """
         if self.op in ("placeholder", "output"):
             return True
@@ -270,7 +274,7 @@ class Node:
         if self.op == "call_function":
             name = getattr(self.target, "__name__", "")
             return (self.target in _SIDE_EFFECT_FUNCTIONS or name in _SIDE_EFFECT_NAMES
-                    or _is_in_place(name))
+                    or (impure_random and name in _RANDOM_NAMES) or _is_in_place(name))
         if self.op == "call_module":
             return getattr(self._owning_submodule(), "_is_impure", False)
         return False
