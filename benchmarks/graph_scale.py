@@ -1,0 +1,378 @@
+"""How graph building and editing scale: minifx.graph and torch.fx side by side.
+
+Run it from the repository root:
+
+    python -m benchmarks.graph_scale                      # 1k, 10k and 100k nodes
+    python -m benchmarks.graph_scale --sizes 1000 10000 --repeat 5
+    python -m benchmarks.graph_scale --check              # exit 1 if minifx is not linear
+
+For each library and each size N, one pipeline runs on a chain of N nodes and
+times six operations separately (`OPERATIONS`):
+
+| operation | what it does                                                   | nodes after |
+|-----------|----------------------------------------------------------------|-------------|
+| build     | placeholder, N call_function nodes (add, relu, ...), output    | N + 2       |
+| erase     | every other call_function node: rewire its users to its input  | N/2 + 2     |
+|           | with `replace_all_uses_with`, then `erase_node`, while walking |             |
+|           | `graph.nodes`                                                  |             |
+| insert    | `with graph.inserting_after(n)`: a `mul(n, 2)` after each node | N + 3       |
+| rauw      | after each node a `neg(n)`, and every other user of `n` moved  | 2N + 5      |
+|           | onto it with `replace_all_uses_with` (how observers are added) |             |
+| lint      | `graph.lint()`                                                 |             |
+| print     | `str(graph)`                                                   |             |
+
+The operations are written once, against the API that minifx shares with
+torch.fx, and receive the library as a module (`torch.fx` or `minifx.graph`),
+so both libraries do exactly the same work; `tests/test_benchmarks.py`
+checks that their edited graphs print the same.
+
+Every operation is O(N) in a correct implementation: each node is visited a
+constant number of times and each edit touches O(1) nodes. The report gives,
+per operation, the time ratio minifx / torch.fx and each library's growth
+from the second-largest to the largest size: for 10k -> 100k, a linear
+operation grows about 10x; more than `slack` times that (20x by default) is
+flagged NOT LINEAR.
+
+Timing is best-of-`repeat`: the whole pipeline runs `repeat` times on fresh
+graphs and each operation keeps its fastest run. Garbage collection is off
+while an operation is timed (as `timeit` does), and collected between runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import gc
+import operator
+import os
+import platform
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable
+
+import torch
+import torch.fx
+
+import minifx.graph
+
+LIBRARIES: dict[str, ModuleType] = {"minifx": minifx.graph, "torch.fx": torch.fx}
+DEFAULT_SIZES = (1_000, 10_000, 100_000)
+# The chain alternates these, so names and targets vary as in a real model.
+CHAIN_FUNCTIONS = (operator.add, torch.relu)
+
+
+# --- the operations, written once for both libraries -------------------------------
+
+def build_chain(fx: ModuleType, n: int) -> Any:
+    """A graph `x -> add -> relu -> add -> ... -> output` with `n` call_function nodes."""
+    graph = fx.Graph()
+    value = graph.placeholder("x")
+    for i in range(n):
+        if CHAIN_FUNCTIONS[i % 2] is operator.add:
+            value = graph.call_function(operator.add, (value, 1))
+        else:
+            value = graph.call_function(torch.relu, (value,))
+    graph.output(value)
+    return graph
+
+
+def erase_every_other(fx: ModuleType, graph: Any) -> None:
+    """Erase every other call_function node, rewiring its users to its first input.
+
+    Erasing the node the loop stands on is allowed in both libraries: an erased
+    node keeps its link to the next one.
+    """
+    index = 0
+    for node in graph.nodes:
+        if node.op != "call_function":
+            continue
+        if index % 2 == 1:
+            node.replace_all_uses_with(node.args[0])
+            graph.erase_node(node)
+        index += 1
+
+
+def insert_after_every(fx: ModuleType, graph: Any) -> None:
+    """After every node but the output, insert `mul(node, 2)` (an unused node)."""
+    for node in list(graph.nodes):  # a snapshot, or the loop would visit its own insertions
+        if node.op == "output":
+            continue
+        with graph.inserting_after(node):
+            graph.call_function(operator.mul, (node, 2))
+
+
+def replace_all_uses(fx: ModuleType, graph: Any) -> None:
+    """After every node `n` but the output, insert `neg(n)` and move `n`'s users onto it.
+
+    This is how a pass puts an observer behind every value: each
+    `replace_all_uses_with` touches only `n`'s users, so the pass is O(N).
+    """
+    for node in list(graph.nodes):
+        if node.op == "output":
+            continue
+        with graph.inserting_after(node):
+            observer = graph.call_function(operator.neg, (node,))
+        node.replace_all_uses_with(observer, delete_user_cb=lambda user: user is not observer)
+
+
+def lint(fx: ModuleType, graph: Any) -> None:
+    """Check the graph's invariants."""
+    graph.lint()
+
+
+def print_graph(fx: ModuleType, graph: Any) -> str:
+    """The graph as text, as `print(graph)` shows it."""
+    return str(graph)
+
+
+# The pipeline, in order: `build` makes the graph, each later step edits or reads it.
+OPERATIONS: tuple[tuple[str, Callable[[ModuleType, Any], Any]], ...] = (
+    ("erase", erase_every_other),
+    ("insert", insert_after_every),
+    ("rauw", replace_all_uses),
+    ("lint", lint),
+    ("print", print_graph),
+)
+OPERATION_NAMES = ("build", *(name for name, _ in OPERATIONS))
+
+
+def run_pipeline(fx: ModuleType, n: int,
+                 timer: Callable[[str, Callable[[], Any]], Any] | None = None) -> Any:
+    """Build a chain of `n` nodes and apply every operation to it, in order.
+
+    Args:
+        fx: `torch.fx` or `minifx.graph`.
+        n: the number of call_function nodes in the chain.
+        timer: called as `timer(name, thunk)` for each operation; it must call
+            `thunk()` and return its result. By default the thunk is just called.
+
+    Returns:
+        The edited graph.
+    """
+    timer = timer or (lambda name, thunk: thunk())
+    graph = timer("build", lambda: build_chain(fx, n))
+    for name, operation in OPERATIONS:
+        timer(name, lambda: operation(fx, graph))
+    return graph
+
+
+# --- timing -------------------------------------------------------------------------
+
+def _timed(thunk: Callable[[], Any]) -> tuple[float, Any]:
+    """Run `thunk` with the garbage collector off (as timeit does); seconds and result."""
+    gc.disable()
+    try:
+        start = time.perf_counter()
+        result = thunk()
+        return time.perf_counter() - start, result
+    finally:
+        gc.enable()
+
+
+def measure(fx: ModuleType, n: int, repeat: int, budget_s: float = 60.0) -> tuple[dict[str, float], int]:
+    """Best-of-`repeat` seconds for each operation on a chain of `n` nodes.
+
+    Repeats stop early (after at least one) once `budget_s` seconds are spent,
+    so a quadratic operation cannot stall the whole run.
+
+    Returns:
+        `{operation: seconds}` and the number of repeats actually run.
+    """
+    best: dict[str, float] = {}
+    started, runs = time.perf_counter(), 0
+
+    def timer(name: str, thunk: Callable[[], Any]) -> Any:
+        seconds, result = _timed(thunk)
+        best[name] = min(best.get(name, float("inf")), seconds)
+        return result
+
+    while runs < repeat and (runs == 0 or time.perf_counter() - started < budget_s):
+        gc.collect()  # the previous run's graph is a cycle-rich heap; free it untimed
+        run_pipeline(fx, n, timer)
+        runs += 1
+    gc.collect()
+    return best, runs
+
+
+@dataclass
+class Results:
+    """Seconds per (library, operation, size), and how many repeats each size got."""
+
+    sizes: list[int]
+    seconds: dict[tuple[str, str, int], float] = field(default_factory=dict)
+    runs: dict[tuple[str, int], int] = field(default_factory=dict)
+
+    def ratio(self, operation: str, n: int) -> float:
+        """minifx time / torch.fx time: below 1, minifx is faster."""
+        return self.seconds["minifx", operation, n] / self.seconds["torch.fx", operation, n]
+
+    def growth(self, library: str, operation: str) -> float:
+        """time(largest size) / time(second-largest size)."""
+        small, large = self.sizes[-2], self.sizes[-1]
+        return self.seconds[library, operation, large] / self.seconds[library, operation, small]
+
+    def growth_limit(self, slack: float) -> float:
+        """The growth above which an operation counts as not linear."""
+        return slack * self.sizes[-1] / self.sizes[-2]
+
+
+def run_all(sizes: list[int], repeat: int, budget_s: float = 60.0,
+            progress: Callable[[str], None] = lambda line: None) -> Results:
+    """Measure every library at every size."""
+    results = Results(sorted(sizes))
+    for n in results.sizes:
+        for library, fx in LIBRARIES.items():
+            best, runs = measure(fx, n, repeat, budget_s)
+            results.runs[library, n] = runs
+            for operation, seconds in best.items():
+                results.seconds[library, operation, n] = seconds
+            progress(f"  {library:8} n={n:>7,}: {sum(best.values()):7.2f} s for all operations "
+                     f"(best of {runs})")
+    return results
+
+
+def not_linear(results: Results, slack: float, library: str = "minifx") -> list[str]:
+    """The operations whose growth from the second-largest to the largest size exceeds
+    `slack` times the size ratio (20x for 10k -> 100k with the default slack of 2)."""
+    if len(results.sizes) < 2:
+        return []
+    limit = results.growth_limit(slack)
+    return [op for op in OPERATION_NAMES if results.growth(library, op) > limit]
+
+
+# --- reporting ----------------------------------------------------------------------
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g}" if seconds < 0.1 else f"{seconds * 1e3:,.0f}"
+
+
+def _size(n: int) -> str:
+    return f"{n // 1000}k" if n % 1000 == 0 else str(n)
+
+
+def table_rows(results: Results, slack: float) -> tuple[list[str], list[list[str]], list[str], list[list[str]]]:
+    """The two tables, as header and rows: times and ratios, then growth."""
+    time_header = ["operation", "nodes", "minifx (ms)", "torch.fx (ms)", "minifx / torch.fx"]
+    time_rows = [[op, _size(n), _ms(results.seconds["minifx", op, n]),
+                  _ms(results.seconds["torch.fx", op, n]), f"{results.ratio(op, n):.2f}"]
+                 for op in OPERATION_NAMES for n in results.sizes]
+    if len(results.sizes) < 2:
+        return time_header, time_rows, [], []
+    small, large = _size(results.sizes[-2]), _size(results.sizes[-1])
+    limit = results.growth_limit(slack)
+    growth_header = ["operation", f"minifx {small} -> {large}", f"torch.fx {small} -> {large}",
+                     f"minifx (linear ~ {results.sizes[-1] / results.sizes[-2]:.0f}, limit {limit:.0f})"]
+    growth_rows = []
+    for op in OPERATION_NAMES:
+        mine, theirs = results.growth("minifx", op), results.growth("torch.fx", op)
+        growth_rows.append([op, f"{mine:.1f}x", f"{theirs:.1f}x",
+                            "NOT LINEAR" if mine > limit else "linear"])
+    return time_header, time_rows, growth_header, growth_rows
+
+
+def format_text(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(cell.rjust(w) if i else cell.ljust(w) for i, (cell, w)
+                       in enumerate(zip(row, widths))) for row in [header, *rows]]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def format_markdown(header: list[str], rows: list[list[str]]) -> str:
+    align = ["---"] + ["---:"] * (len(header) - 1)
+    return "\n".join("| " + " | ".join(row) + " |" for row in [header, align, *rows])
+
+
+def machine_description() -> str:
+    """CPU, core count, Python and torch versions, for the report's header."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return (f"{cpu}, {os.cpu_count()} logical cores, {platform.system()} {platform.release()}; "
+            f"Python {platform.python_version()}, torch {torch.__version__}")
+
+
+def markdown_report(results: Results, slack: float, repeat: int, note: str) -> str:
+    time_header, time_rows, growth_header, growth_rows = table_rows(results, slack)
+    runs = sorted(set(results.runs.values()))
+    lines = [
+        "# Graph scale: minifx.graph vs torch.fx",
+        "",
+        f"Produced by `python -m benchmarks.graph_scale` on "
+        f"{datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}.",
+        "",
+        f"- Machine: {machine_description()}.",
+    ]
+    if note:
+        lines.append(f"- Note: {note}")
+    lines += [
+        f"- Best of {repeat} runs per operation"
+        + ("" if runs == [repeat] else f" (some sizes stopped early after {runs[0]}: time budget)")
+        + "; garbage collection off while timing.",
+        "- Times are wall-clock milliseconds. A ratio below 1 means minifx is faster.",
+        "- See `benchmarks/README.md` for what each operation does and how to read the tables.",
+        "",
+        "## Times and ratios",
+        "",
+        format_markdown(time_header, time_rows),
+        "",
+    ]
+    if growth_rows:
+        lines += [
+            "## Growth from the second-largest to the largest size",
+            "",
+            "A linear operation grows by the size ratio; above the limit it is flagged NOT LINEAR.",
+            "",
+            format_markdown(growth_header, growth_rows),
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.graph_scale", description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(DEFAULT_SIZES),
+                        help="numbers of call_function nodes in the chain (default: 1000 10000 100000)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per size; the fastest counts (default: 3)")
+    parser.add_argument("--budget", type=float, default=60.0,
+                        help="seconds per library and size after which repeats stop early (default: 60)")
+    parser.add_argument("--slack", type=float, default=2.0,
+                        help="flag growth above slack x the size ratio (default: 2, i.e. 20x for 10k -> 100k)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="also write the tables as Markdown to this file (the committed one is "
+                             "benchmarks/results/graph_scale.md)")
+    parser.add_argument("--note", default="", help="a line for the Markdown header, e.g. about the machine's load")
+    parser.add_argument("--check", action="store_true",
+                        help="exit with status 1 if any minifx operation grows faster than the limit")
+    args = parser.parse_args(argv)
+
+    print(f"graph_scale: sizes {args.sizes}, best of {args.repeat}; {machine_description()}", flush=True)
+    results = run_all(args.sizes, args.repeat, args.budget, progress=lambda line: print(line, flush=True))
+    time_header, time_rows, growth_header, growth_rows = table_rows(results, args.slack)
+    print()
+    print(format_text(time_header, time_rows))
+    if growth_rows:
+        print()
+        print(format_text(growth_header, growth_rows))
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(markdown_report(results, args.slack, args.repeat, args.note))
+        print(f"\nwrote {args.out}")
+    slow = not_linear(results, args.slack)
+    if slow:
+        print(f"\nNOT LINEAR in minifx: {', '.join(slow)} (growth above "
+              f"{results.growth_limit(args.slack):.0f}x)")
+    if args.check and len(results.sizes) < 2:
+        print("--check needs at least two sizes", file=sys.stderr)
+        return 2
+    return 1 if args.check and slow else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
