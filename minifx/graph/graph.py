@@ -173,8 +173,7 @@ class Graph:
         self._nodes_by_op[to_erase.op].pop(to_erase, None)
         self._nodes_by_target.get((to_erase.op, to_erase.target), {}).pop(to_erase, None)
         # Nodes in its arguments become None, which removes it from their users.
-        to_erase._set_args_kwargs(map_arg(to_erase.args, lambda n: None),
-                                  map_arg(to_erase.kwargs, lambda n: None))
+        to_erase._set_args_kwargs(to_erase.args, to_erase.kwargs, transform=lambda n: None)
     # --8<-- [end:erase_node]
 
     # --8<-- [start:inserting]

@@ -11,20 +11,24 @@ so that a broken graph says which rule, which node, and what to do.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
 from ..proxy.tape import OPCODES
-from .node import Node, get_path, map_arg
+from .node import Node, get_path
 
 
 def check_all(graph: Any) -> None:
     """Run every check, in the order of the invariants' numbers."""
     nodes = check_links(graph)  # invariant 2 first: the others walk the list
-    for check in (check_opcodes, check_unique_names, check_inputs_come_first,
-                  check_use_def, check_one_output):
-        check(graph, nodes)
+    check_opcodes(graph, nodes)
+    check_unique_names(graph, nodes)
+    # Walk each node's arguments once; checks 4 and 5 both need what they use.
+    uses = {node: nodes_in_arguments(node) for node in nodes}
+    check_inputs_come_first(graph, nodes, uses)
+    check_use_def(graph, nodes, uses)
+    check_one_output(graph, nodes)
     if graph.owning_module is not None:
         check_targets_exist(graph, nodes)
 
@@ -87,11 +91,11 @@ def check_unique_names(graph: Any, nodes: list[Node]) -> None:
         seen.add(node.name)
 
 
-def check_inputs_come_first(graph: Any, nodes: list[Node]) -> None:
+def check_inputs_come_first(graph: Any, nodes: list[Node], uses: dict[Node, dict]) -> None:
     """4. Every input of a node is a node of this graph that comes before it."""
     defined: set[Node] = set()
     for node in nodes:
-        for used in _nodes_in_arguments(node):
+        for used in uses[node]:
             if used.graph is not graph:
                 raise _broken(4, "inputs come first", node, f"it uses %{used.name}, a node "
                               "of another graph.", "when copying nodes from another graph, map "
@@ -103,13 +107,13 @@ def check_inputs_come_first(graph: Any, nodes: list[Node]) -> None:
         defined.add(node)
 
 
-def check_use_def(graph: Any, nodes: list[Node]) -> None:
+def check_use_def(graph: Any, nodes: list[Node], uses: dict[Node, dict]) -> None:
     """5. `all_input_nodes` and `users` agree with every node's arguments."""
     fix = "change arguments only by assigning node.args / node.kwargs (or update_arg, " \
           "replace_input_with), which keeps users and inputs in step; never edit node.users."
     for node in nodes:
-        used = _nodes_in_arguments(node)
-        if set(used) != set(node.all_input_nodes):
+        used = uses[node]
+        if used.keys() != node._input_nodes.keys():
             raise _broken(5, "use-def lists agree", node, f"its arguments use "
                           f"{_names(used)} but all_input_nodes is {_names(node.all_input_nodes)}.", fix)
         for input_node in used:
@@ -117,7 +121,8 @@ def check_use_def(graph: Any, nodes: list[Node]) -> None:
                 raise _broken(5, "use-def lists agree", node, f"it uses %{input_node.name}, "
                               f"but is missing from %{input_node.name}.users.", fix)
         for user in node.users:
-            if node not in _nodes_in_arguments(user):
+            user_uses = uses[user] if user in uses else nodes_in_arguments(user)
+            if node not in user_uses:
                 raise _broken(5, "use-def lists agree", node, f"%{user.name} is listed among its "
                               "users but does not use it.", fix)
 
@@ -153,11 +158,22 @@ def has_path(root: Any, path: str) -> bool:
     return get_path(root, path, missing) is not missing
 
 
-def _nodes_in_arguments(node: Node) -> list[Node]:
+def nodes_in_arguments(node: Node) -> dict[Node, None]:
+    """The nodes in `node.args` and `node.kwargs`, read from the arguments themselves
+    (not from the use-def lists that lint is checking), in order of first use."""
     found: dict[Node, None] = {}
-    collect: Callable[[Node], Node] = lambda n: found.setdefault(n)  # noqa: E731
-    map_arg((node.args, node.kwargs), collect)
-    return list(found)
+    pending = [node.kwargs, node.args]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, Node):
+            found[value] = None
+        elif isinstance(value, (tuple, list)):
+            pending.extend(reversed(value))
+        elif isinstance(value, dict):
+            pending.extend(reversed(list(value.values())))
+        elif isinstance(value, slice):
+            pending.extend((value.step, value.stop, value.start))
+    return found
 
 
 def _names(nodes: list[Node]) -> str:

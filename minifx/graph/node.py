@@ -149,15 +149,23 @@ class Node:
     def kwargs(self, new_kwargs: dict) -> None:
         self._set_args_kwargs(self._args, new_kwargs)
 
-    def _set_args_kwargs(self, new_args: tuple, new_kwargs: dict) -> None:
-        """The one place where arguments change, so the one place use-def lists change."""
+    def _set_args_kwargs(self, new_args: tuple, new_kwargs: dict,
+                         transform: Callable[[Node], Any] | None = None) -> None:
+        """The one place where arguments change, so the one place use-def lists change.
+
+        `transform`, if given, first maps each node in the new arguments
+        (to swap one input for another), in the same walk.
+        """
         for old_input in self._input_nodes:
             old_input.users.pop(self)
         self._input_nodes = {}
 
-        def record_use(node: Node) -> Node:
-            self._input_nodes.setdefault(node)
-            node.users.setdefault(self)
+        def record_use(node: Node) -> Any:
+            if transform is not None:
+                node = transform(node)
+            if isinstance(node, Node):
+                self._input_nodes.setdefault(node)
+                node.users.setdefault(self)
             return node
 
         self._args = map_arg(tuple(new_args), record_use)
@@ -222,7 +230,7 @@ class Node:
     def replace_input_with(self, old_input: Node, new_input: Node) -> None:
         """Use `new_input` wherever this node's arguments use `old_input`."""
         swap = lambda node: new_input if node is old_input else node  # noqa: E731
-        self._set_args_kwargs(map_arg(self._args, swap), map_arg(self._kwargs, swap))
+        self._set_args_kwargs(self._args, self._kwargs, transform=swap)
 
     # --8<-- [start:replace_all_uses_with]
     def replace_all_uses_with(self, replace_with: Node,
