@@ -421,6 +421,10 @@ class Tracer(TracerBase):
                 if code.co_flags & flag:
                     args.append(self._placeholder(stars + next(star_names), {}, signature, fn))
             root_fn = _all_positional(root_fn, len(args))
+        if any(not spec.is_leaf() for spec in pytree.tree_flatten(tuple(args))[1].children()):
+            # An input given as a structure (`(PH, 2)`): as torch.fx does, the
+            # graph then returns its outputs flattened into a list.
+            root_fn = _flattening_outputs(root_fn)
         return root_fn, args
     # --8<-- [end:create_args_for_root]
 
@@ -476,6 +480,16 @@ def _all_positional(fn: Callable, count: int) -> Callable:
     code = code.replace(co_flags=code.co_flags & ~_HAS_VARARGS, co_argcount=count,
                         co_kwonlyargcount=0)
     return FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+
+
+def _flattening_outputs(fn: Callable) -> Callable:
+    """`fn`, returning the leaves of its result as a flat list."""
+
+    @functools.wraps(fn)
+    def flattened(*args: Any) -> list:
+        return pytree.tree_leaves(fn(*args))
+
+    return flattened
 
 
 def _torch_fx_wrap_registrations() -> dict[tuple[int, str], dict[str, Any]]:

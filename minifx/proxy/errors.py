@@ -15,11 +15,14 @@ from types import FrameType
 
 import torch
 
-# Frames inside these folders are library machinery, never the user's line.
+# Frames inside these folders are library machinery, never the user's line...
 _LIBRARY_DIRS = (
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,  # minifx/
     os.path.dirname(os.path.abspath(torch.__file__)) + os.sep,  # torch/
 )
+# ...except the forward methods of torch.nn's modules, which a tracer with
+# fewer leaf modules runs; there, the failing line is the one to show.
+_MODULE_CODE_DIR = os.path.join(_LIBRARY_DIRS[1], "nn", "modules") + os.sep
 
 
 class TraceError(ValueError):
@@ -52,6 +55,9 @@ def untraceable(what: str, why: str, fix: str) -> TraceError:
 def user_location() -> str | None:
     """The innermost stack frame outside minifx and torch, formatted like a traceback.
 
+    Code of `torch.nn` modules counts as the user's: a tracer that traces
+    through a `BatchNorm2d` should point at its failing line.
+
     Returns:
         `File "path", line N, in function` and the source line, or `None`
         when no user frame exists (everything ran inside the libraries).
@@ -66,6 +72,10 @@ def user_location() -> str | None:
 
 
 def _user_frame(frame: FrameType | None) -> FrameType | None:
-    while frame is not None and frame.f_code.co_filename.startswith(_LIBRARY_DIRS):
+    while frame is not None and _is_library(frame.f_code.co_filename):
         frame = frame.f_back
     return frame
+
+
+def _is_library(filename: str) -> bool:
+    return filename.startswith(_LIBRARY_DIRS) and not filename.startswith(_MODULE_CODE_DIR)
