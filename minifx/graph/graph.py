@@ -26,7 +26,8 @@ _ONLY_BY_TARGET = ("call_function", "call_module")
 def _sentinel(graph: Graph) -> Node:
     """The node before the first and after the last: an empty list is the sentinel alone."""
     root = Node.__new__(Node)
-    root.graph, root.name, root.op, root.target = graph, "", "root", ""
+    root.graph, root.name = graph, ""
+    root._op, root._target = "root", ""
     root._prev = root._next = root
     root.users, root._input_nodes, root._args, root._kwargs = {}, {}, (), {}
     root._erased, root.meta, root.type = False, {}, None
@@ -138,11 +139,20 @@ class Graph:
         node = Node(self, unique_name, op, target, tuple(args or ()), dict(kwargs or {}), type_expr)
         self._insert(node)
         self._len += 1
-        self._nodes_by_op.setdefault(op, {})[node] = None
-        if op in _ONLY_BY_TARGET:
-            self._nodes_by_target.setdefault((op, target), {})[node] = None
+        self._index(node)
         return node
     # --8<-- [end:create_node]
+
+    def _index(self, node: Node) -> None:
+        """Record `node` in the index `find_nodes` searches (by op, and by target)."""
+        self._nodes_by_op.setdefault(node.op, {})[node] = None
+        if node.op in _ONLY_BY_TARGET:
+            self._nodes_by_target.setdefault((node.op, node.target), {})[node] = None
+
+    def _unindex(self, node: Node) -> bool:
+        """Remove `node` from the index; return whether it was there."""
+        self._nodes_by_target.get((node.op, node.target), {}).pop(node, None)
+        return self._nodes_by_op.get(node.op, {}).pop(node, False) is None
 
     # --8<-- [start:erase_node]
     def erase_node(self, to_erase: Node) -> None:
@@ -151,11 +161,6 @@ class Graph:
         Raises:
             RuntimeError: if the node still has users, or belongs to another graph.
         """
-        if to_erase.graph is not self:
-            raise RuntimeError(
-                f"cannot erase %{to_erase.name}: it belongs to another graph. Call "
-                "erase_node on the graph that holds it (node.graph.erase_node(node))."
-            )
         if to_erase.users:
             users = ", ".join(f"%{user.name}" for user in to_erase.users)
             raise RuntimeError(
@@ -164,14 +169,18 @@ class Graph:
                 f"First make them use another value (%{to_erase.name}.replace_all_uses_with(new)) "
                 "or erase them."
             )
+        if to_erase.graph is not self:
+            raise RuntimeError(
+                f"cannot erase %{to_erase.name}: it belongs to another graph. Call "
+                "erase_node on the graph that holds it (node.graph.erase_node(node))."
+            )
         if to_erase._erased:
             warnings.warn(f"erase_node(%{to_erase.name}): the node was already erased", stacklevel=2)
             return
         to_erase._unlink()
         to_erase._erased = True
         self._len -= 1
-        self._nodes_by_op[to_erase.op].pop(to_erase, None)
-        self._nodes_by_target.get((to_erase.op, to_erase.target), {}).pop(to_erase, None)
+        self._unindex(to_erase)
         # Nodes in its arguments become None, which removes it from their users.
         to_erase._set_args_kwargs(to_erase.args, to_erase.kwargs, transform=lambda n: None)
     # --8<-- [end:erase_node]

@@ -63,14 +63,19 @@ def check_links(graph: Any) -> list[Node]:
     fix = ("edit the list only with graph methods (create_node, erase_node, "
            "node.prepend/append), never by setting _prev/_next or node.graph.")
     while node is not root:
-        if node._next._prev is not node:
-            raise _broken(2, "a well-linked list", node, "node.next.prev is not the node "
-                          "itself, so walking forwards and backwards disagree.", fix)
+        if node._next._prev is not node or node._prev._next is not node:
+            raise _broken(2, "a well-linked list", node, "node.next.prev or node.prev.next is "
+                          "not the node itself, so walking forwards and backwards disagree.", fix)
         if node.graph is not graph:
             raise _broken(2, "a well-linked list", node, "it belongs to another graph.",
                           "copy nodes between graphs with graph.node_copy(node, arg_transform).")
         if node._erased:
             raise _broken(2, "a well-linked list", node, "it was erased but is still linked.", fix)
+        if node not in graph._nodes_by_op.get(node.op, {}):
+            raise _broken(2, "a well-linked list", node, "the graph did not create it (it is "
+                          "missing from the graph's index), so its name may clash and "
+                          "find_nodes cannot see it.", "create nodes with graph.create_node "
+                          "(or the opcode builders, or graph.node_copy), never with Node(...).")
         nodes.append(node)
         if len(nodes) > graph._len:
             raise _broken(2, "a well-linked list", node, f"the list has more nodes than the "
@@ -96,6 +101,10 @@ def check_inputs_come_first(graph: Any, nodes: list[Node], uses: dict[Node, dict
     defined: set[Node] = set()
     for node in nodes:
         for used in uses[node]:
+            if used is node:
+                raise _broken(4, "inputs come first", node, "it uses itself, so its value "
+                              "would be needed before it is computed.", f"give %{node.name} "
+                              "the node it should read instead (node.replace_input_with).")
             if used.graph is not graph:
                 raise _broken(4, "inputs come first", node, f"it uses %{used.name}, a node "
                               "of another graph.", "when copying nodes from another graph, map "

@@ -49,7 +49,14 @@ class _ImmutableList(list):
 class _ImmutableDict(dict):
     """The dict a node stores; see `_ImmutableList`."""
 
-    _refuse = _ImmutableList._refuse
+    def _refuse(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError(
+            "a dict inside a Node's args or kwargs cannot be changed in place, because the "
+            "graph would not see the change and its use-def lists would go stale. Build a new "
+            "dict and assign it: node.kwargs = {**node.kwargs, key: value}, or use "
+            "node.update_kwarg(key, value)."
+        )
+
     __setitem__ = __delitem__ = __ior__ = pop = popitem = clear = update = setdefault = _refuse
 
     def __hash__(self) -> int:
@@ -114,7 +121,7 @@ class Node:
     def __init__(self, graph: Any, name: str, op: str, target: Any,
                  args: tuple, kwargs: dict, return_type: Any = None) -> None:
         _check_op_and_target(name, op, target)
-        self.graph, self.name, self.op, self.target = graph, name, op, target
+        self.graph, self.name, self._op, self._target = graph, name, op, target
         self.type = return_type
         self.meta: dict[str, Any] = {}
         self.users: dict[Node, None] = {}
@@ -129,6 +136,31 @@ class Node:
 
     def __repr__(self) -> str:
         return self.name
+
+    @property
+    def op(self) -> str:
+        """The opcode; a new one is also recorded in the graph's `find_nodes` index."""
+        return self._op
+
+    @op.setter
+    def op(self, new_op: str) -> None:
+        self._reindex(lambda: setattr(self, "_op", new_op))
+
+    @property
+    def target(self) -> Any:
+        """What is called or read; a new one is also recorded in the `find_nodes` index."""
+        return self._target
+
+    @target.setter
+    def target(self, new_target: Any) -> None:
+        self._reindex(lambda: setattr(self, "_target", new_target))
+
+    def _reindex(self, change: Callable[[], None]) -> None:
+        """Apply `change` while keeping the graph's index (by op and target) current."""
+        indexed = not self._erased and self.graph._unindex(self)
+        change()
+        if indexed:
+            self.graph._index(self)
 
     # --8<-- [start:use_def]
     @property
@@ -194,11 +226,7 @@ class Node:
         Raises:
             ValueError: if `x` belongs to another graph.
         """
-        if x.graph is not self.graph:
-            raise ValueError(
-                f"cannot move %{x.name} next to %{self.name}: they belong to different "
-                "graphs. Copy it into this graph with graph.node_copy(node, arg_transform) instead."
-            )
+        self._check_same_graph(x)
         if x is self:
             return
         x._unlink()
@@ -208,7 +236,15 @@ class Node:
 
     def append(self, x: Node) -> None:
         """Move `x` so that it comes right after this node. O(1)."""
+        self._check_same_graph(x)
         self._next.prepend(x)
+
+    def _check_same_graph(self, x: Node) -> None:
+        if x.graph is not self.graph:
+            raise ValueError(
+                f"cannot move %{x.name} next to %{self.name}: they belong to different "
+                "graphs. Copy it into this graph with graph.node_copy(node, arg_transform) instead."
+            )
 
     def _unlink(self) -> None:
         """Take this node out of the list; its own pointers are kept so that an

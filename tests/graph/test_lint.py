@@ -99,7 +99,7 @@ def test_invariant_2_next_prev_mismatch():
     graph, _, add, _, output = small_graph()
     add._next = output  # skips %sin forwards, but not backwards
     assert lint_message(graph) == (
-        "Graph.lint: invariant 2 (a well-linked list) is broken at %add: node.next.prev is not "
+        "Graph.lint: invariant 2 (a well-linked list) is broken at %add: node.next.prev or node.prev.next is not "
         "the node itself, so walking forwards and backwards disagree.\n" + LINK_FIX
     )
 
@@ -312,12 +312,14 @@ def test_erase_node_with_several_users_names_them_all():
 
 
 def test_erase_node_of_another_graph():
-    graph, _, add, _, _ = small_graph()
+    graph, _, _, _, output = small_graph()
+    # The output has no users, so the only thing wrong is the graph (torch.fx checks
+    # users first, and so does minifx).
     with pytest.raises(RuntimeError) as error:
-        Graph().erase_node(add)
+        Graph().erase_node(output)
     assert str(error.value) == (
-        "cannot erase %add: it belongs to another graph. Call erase_node on the graph that holds "
-        "it (node.graph.erase_node(node))."
+        "cannot erase %output: it belongs to another graph. Call erase_node on the graph that "
+        "holds it (node.graph.erase_node(node))."
     )
     assert len(graph.nodes) == 4
 
@@ -447,3 +449,13 @@ def test_existing_targets_do_not_warn():
         graph.get_attr("layer.weight")
         graph.call_module("layer", ())
 
+
+
+def test_invariant_4_a_node_that_uses_itself():
+    graph, _, add, _, _ = small_graph()
+    add.args = (add, 1)
+    assert lint_message(graph) == (
+        "Graph.lint: invariant 4 (inputs come first) is broken at %add: it uses itself, so its "
+        "value would be needed before it is computed.\n"
+        "How to fix: give %add the node it should read instead (node.replace_input_with)."
+    )
