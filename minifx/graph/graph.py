@@ -112,6 +112,8 @@ class Graph:
         self._nodes_by_op: dict[str, dict[Node, None]] = {}
         self._nodes_by_target: dict[tuple[str, Any], dict[Node, None]] = {}
         self.owning_module = owning_module
+        # Set by the Tracer when inputs were given as structures (see PytreeInfo).
+        self.pytree_info: Any = None
         self._tracer_cls, self._tracer_extras = tracer_cls, tracer_extras
 
     @property
@@ -318,6 +320,7 @@ class Graph:
     def __deepcopy__(self, memo: dict) -> Graph:
         """A new graph with the same nodes, names and meta (copied one level deep)."""
         copied = Graph(tracer_cls=self._tracer_cls, tracer_extras=self._tracer_extras)
+        copied.pytree_info = self.pytree_info
         result = copied.graph_copy(self, val_map={}, return_output_node=True)
         if result is not None:
             value, old_output = result

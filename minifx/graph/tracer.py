@@ -24,7 +24,7 @@ import inspect
 import math
 import warnings
 from types import FunctionType, ModuleType
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import torch
 from torch.utils import _pytree as pytree
@@ -41,6 +41,20 @@ _HAS_VARARGS = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
 
 # (id of a module's globals, function name) -> those globals; filled by `wrap`.
 _wrapped_functions: dict[tuple[int, str], dict[str, Any]] = {}
+
+
+class PytreeInfo(NamedTuple):
+    """How a graph traced with structured `concrete_args` flattens its inputs and outputs.
+
+    Attributes:
+        arg_names: the traced function's parameter names (`self` first for a module).
+        in_spec: the structure of the inputs, as `torch.utils._pytree` describes it.
+        out_spec: the structure of the outputs, which the graph returns flattened.
+    """
+
+    arg_names: list
+    in_spec: Any
+    out_spec: Any
 
 
 class _Placeholder:
@@ -421,12 +435,28 @@ class Tracer(TracerBase):
                 if code.co_flags & flag:
                     args.append(self._placeholder(stars + next(star_names), {}, signature, fn))
             root_fn = _all_positional(root_fn, len(args))
-        if any(not spec.is_leaf() for spec in pytree.tree_flatten(tuple(args))[1].children()):
+        in_spec = pytree.tree_flatten(tuple(args))[1]
+        if any(not spec.is_leaf() for spec in in_spec.children()):
             # An input given as a structure (`(PH, 2)`): as torch.fx does, the
-            # graph then returns its outputs flattened into a list.
-            root_fn = _flattening_outputs(root_fn)
+            # graph then returns its outputs flattened into a list, and keeps
+            # both structures for chapter 3's code generator to put back.
+            root_fn = self._flattening_outputs(root_fn, ["self"] * is_module + names, in_spec)
         return root_fn, args
     # --8<-- [end:create_args_for_root]
+
+    def _flattening_outputs(self, fn: Callable, arg_names: list[str],
+                            in_spec: pytree.TreeSpec) -> Callable:
+        """`fn`, returning the leaves of its result as a flat list; the input and
+        output structures are kept in `graph.pytree_info`."""
+        graph = self.graph
+
+        @functools.wraps(fn)
+        def flattened(*args: Any) -> list:
+            leaves, out_spec = pytree.tree_flatten(fn(*args))
+            graph.pytree_info = PytreeInfo(arg_names, in_spec, out_spec)
+            return leaves
+
+        return flattened
 
     def _placeholder(self, name: str, concrete_args: dict, signature: inspect.Signature,
                      fn: Callable) -> Any:
@@ -480,16 +510,6 @@ def _all_positional(fn: Callable, count: int) -> Callable:
     code = code.replace(co_flags=code.co_flags & ~_HAS_VARARGS, co_argcount=count,
                         co_kwonlyargcount=0)
     return FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
-
-
-def _flattening_outputs(fn: Callable) -> Callable:
-    """`fn`, returning the leaves of its result as a flat list."""
-
-    @functools.wraps(fn)
-    def flattened(*args: Any) -> list:
-        return pytree.tree_leaves(fn(*args))
-
-    return flattened
 
 
 def _torch_fx_wrap_registrations() -> dict[tuple[int, str], dict[str, Any]]:
