@@ -1,0 +1,217 @@
+"""Differential tests: stage 2's `Tracer` against `torch.fx.Tracer` on the corpus.
+
+Every case of `tests/graph/corpus.py` is traced twice, on two fresh roots, by
+`torch.fx.Tracer` (the oracle) and by `minifx.graph.Tracer`. The printed
+graphs must be equal byte for byte, and the nodes must have the same names
+and opcodes in the same order. A few golden strings pin the printouts that
+the book shows, so a change in torch.fx cannot silently change them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import warnings
+from typing import Any
+
+import pytest
+import torch
+import torch.fx
+
+import minifx
+import minifx.graph
+from tests.graph import wrapped_helpers as wh
+from tests.graph.corpus import CASES, Case, resolve_ph
+
+pytestmark = pytest.mark.ch2
+
+CASES_BY_NAME = {c.name: c for c in CASES}
+
+
+# -- tracing one case with each library --------------------------------------------
+
+def trace_with(base: type, ph: Any, c: Case) -> Any:
+    """Trace a fresh root of case `c` with a tracer built on `base`."""
+    root, concrete_args = c.make()
+    with warnings.catch_warnings():
+        # Both libraries warn alike for concrete values they cannot assert on.
+        warnings.simplefilter("ignore")
+        return c.tracer(base).trace(root, resolve_ph(concrete_args, ph))
+
+
+def trace_torch(c: Case) -> torch.fx.Graph:
+    return trace_with(torch.fx.Tracer, torch.fx._symbolic_trace.PH, c)
+
+
+def trace_minifx(c: Case) -> minifx.graph.Graph:
+    return trace_with(minifx.graph.Tracer, minifx.graph.PH, c)
+
+
+def minifx_printout(c: Case, graph: minifx.graph.Graph) -> str:
+    """minifx's printout, with the case's documented target-name differences mapped back."""
+    text = str(graph)
+    for mini_text, torch_text in c.mini_aliases:
+        assert mini_text in text, f"alias {mini_text!r} no longer occurs; remove it from the case"
+        text = text.replace(mini_text, torch_text)
+    return text
+
+
+def diff(expected: str, actual: str) -> str:
+    lines = difflib.unified_diff(expected.splitlines(), actual.splitlines(),
+                                 "torch.fx", "minifx", lineterm="")
+    return "\n".join(lines)
+
+
+# -- the differential tests ---------------------------------------------------------
+
+def test_corpus_is_large_enough():
+    assert len(CASES) >= 50, f"the corpus has only {len(CASES)} cases"
+
+
+def test_case_names_are_unique():
+    assert len(CASES_BY_NAME) == len(CASES)
+
+
+@pytest.mark.parametrize("c", CASES, ids=[c.name for c in CASES])
+def test_graph_prints_like_torch_fx(c: Case):
+    expected = str(trace_torch(c))
+    actual = minifx_printout(c, trace_minifx(c))
+    assert actual == expected, f"printouts differ:\n{diff(expected, actual)}"
+
+
+@pytest.mark.parametrize("c", CASES, ids=[c.name for c in CASES])
+def test_node_names_and_opcodes_match(c: Case):
+    expected = [(n.name, n.op) for n in trace_torch(c).nodes]
+    actual = [(n.name, n.op) for n in trace_minifx(c).nodes]
+    assert actual == expected, "nodes differ:\n" + diff(
+        "\n".join(map(str, expected)), "\n".join(map(str, actual)))
+
+
+@pytest.mark.parametrize("c", CASES, ids=[c.name for c in CASES])
+def test_traced_graph_lints(c: Case):
+    trace_minifx(c).lint()
+
+
+# -- keeping the wrap comparisons honest ----------------------------------------------
+
+def test_minifx_wrapped_helpers_are_unknown_to_torch_fx():
+    """The minifx.wrap cases would prove nothing if torch.fx.wrap registered them too,
+    because minifx honours torch.fx.wrap registrations as well."""
+    registered = {name for (_, name) in torch.fx._symbolic_trace._wrapped_fns_to_patch}
+    assert registered.isdisjoint(wh.MINI_WRAPPED_NAMES)
+
+
+@pytest.mark.parametrize("root", [wh.uses_mini_rows_prefix, wh.uses_mini_clamp_positive,
+                                  wh.uses_wrapped_round], ids=lambda fn: fn.__name__)
+def test_minifx_wrapped_helpers_cannot_be_traced_through(root):
+    """Without autowrap_functions, torch.fx traces into the helper and fails, so a
+    minifx graph holding one call of it shows that minifx.wrap took effect."""
+    with pytest.raises((TypeError, ValueError)):
+        torch.fx.Tracer().trace(root)
+
+
+def _unwrapped_rows_prefix(x):
+    # The body of wrapped_helpers.rows_prefix, in a module where nothing is wrapped.
+    return x[: min(len(x), 2)]
+
+
+@pytest.mark.parametrize("tracer", [torch.fx.Tracer, minifx.graph.Tracer], ids=["torch.fx", "minifx"])
+def test_wrapped_helper_body_cannot_be_traced_through(tracer: type):
+    """So a graph that holds one call of `rows_prefix` shows its registration took effect."""
+    with pytest.raises(Exception, match="len"):
+        tracer().trace(_unwrapped_rows_prefix)
+
+
+def test_wrapped_call_is_marked_in_meta():
+    """Both libraries mark the node of a wrapped call with meta["is_wrapped"]."""
+    c = CASES_BY_NAME["minifx_wrapped_by_name"]
+    for graph in (trace_torch(c), trace_minifx(c)):
+        wrapped = [n for n in graph.nodes if n.meta.get("is_wrapped")]
+        assert [n.name for n in wrapped] == ["mini_rows_prefix"]
+
+
+def test_tensor_constants_are_stored_on_the_root():
+    """`_tensor_constant0` is set on the root the tracer used, as torch.fx does."""
+    c = CASES_BY_NAME["TwoTensorConstants"]
+    root, _ = c.make()
+    minifx.graph.Tracer().trace(root)
+    assert torch.equal(root._tensor_constant0, torch.tensor([2.0]))
+    assert torch.equal(root._tensor_constant1, torch.zeros(3))
+
+
+def test_tracing_leaves_torch_nn_unpatched():
+    """After a trace (even a failing one) nn.Module's __call__ and __getattr__ are back."""
+    call, getattr_ = torch.nn.Module.__call__, torch.nn.Module.__getattr__
+    trace_minifx(CASES_BY_NAME["NestedUserModules"])
+    with pytest.raises(minifx.TraceError):
+        minifx.graph.Tracer().trace(_unwrapped_rows_prefix)
+    assert (torch.nn.Module.__call__, torch.nn.Module.__getattr__) == (call, getattr_)
+    assert wh.mini_rows_prefix.__name__ == "mini_rows_prefix"
+    assert not getattr(wh.mini_rows_prefix, "_minifx_stand_in", False)
+
+
+# -- golden strings: the printouts the book shows ------------------------------------
+
+MLP_GRAPH = """\
+graph():
+    %x : [num_users=1] = placeholder[target=x]
+    %fc1 : [num_users=1] = call_module[target=fc1](args = (%x,), kwargs = {})
+    %relu : [num_users=1] = call_function[target=torch.nn.functional.relu](args = (%fc1,), kwargs = {inplace: False})
+    %fc2 : [num_users=1] = call_module[target=fc2](args = (%relu,), kwargs = {})
+    return fc2"""
+
+
+INDEXING_GRAPH = """\
+graph():
+    %x : [num_users=1] = placeholder[target=x]
+    %getitem : [num_users=1] = call_function[target=operator.getitem](args = (%x, (0, slice(1, None, None))), kwargs = {})
+    return getitem"""
+
+
+BASIC_BLOCK_GRAPH = """\
+graph():
+    %x : [num_users=2] = placeholder[target=x]
+    %conv1 : [num_users=1] = call_module[target=conv1](args = (%x,), kwargs = {})
+    %bn1 : [num_users=1] = call_module[target=bn1](args = (%conv1,), kwargs = {})
+    %relu : [num_users=1] = call_module[target=relu](args = (%bn1,), kwargs = {})
+    %conv2 : [num_users=1] = call_module[target=conv2](args = (%relu,), kwargs = {})
+    %bn2 : [num_users=1] = call_module[target=bn2](args = (%conv2,), kwargs = {})
+    %add : [num_users=1] = call_function[target=operator.add](args = (%bn2, %x), kwargs = {})
+    %relu_1 : [num_users=1] = call_module[target=relu](args = (%add,), kwargs = {})
+    return relu_1"""
+
+
+MINIFX_WRAP_GRAPH = """\
+graph():
+    %x : [num_users=1] = placeholder[target=x]
+    %mini_rows_prefix : [num_users=1] = call_function[target=tests.graph.wrapped_helpers.mini_rows_prefix](args = (%x, 2), kwargs = {})
+    %relu : [num_users=1] = call_method[target=relu](args = (%mini_rows_prefix,), kwargs = {})
+    return relu"""
+
+
+MINIFX_WRAPPED_BUILTIN_GRAPH = """\
+graph():
+    %x : [num_users=1] = placeholder[target=x]
+    %mul : [num_users=1] = call_function[target=operator.mul](args = (%x, 10), kwargs = {})
+    %round_1 : [num_users=1] = call_function[target=builtins.round](args = (%mul,), kwargs = {})
+    %truediv : [num_users=1] = call_function[target=operator.truediv](args = (%round_1, 10), kwargs = {})
+    return truediv"""
+
+
+def test_minifx_wrapped_builtin_golden():
+    """minifx.wrap("round") has no torch.fx.Tracer equivalent in this module, so the graph
+    is pinned. It is what torch.fx prints for the same program in a module that calls
+    torch.fx.wrap("round") instead (`round_1`, because `round` is a builtin's name)."""
+    actual = str(minifx.graph.Tracer().trace(wh.uses_wrapped_round))
+    expected = MINIFX_WRAPPED_BUILTIN_GRAPH
+    assert actual == expected, f"printout changed:\n{diff(expected, actual)}"
+
+
+@pytest.mark.parametrize("name, golden", [
+    ("MLP", MLP_GRAPH),
+    ("index_tuple_with_slice", INDEXING_GRAPH),
+    ("resnet_basic_block", BASIC_BLOCK_GRAPH),
+    ("minifx_wrapped_by_name", MINIFX_WRAP_GRAPH),
+], ids=["mlp", "indexing", "resnet_basic_block", "minifx_wrap"])
+def test_golden_printout(name: str, golden: str):
+    actual = str(trace_minifx(CASES_BY_NAME[name]))
+    assert actual == golden, f"printout changed:\n{diff(golden, actual)}"

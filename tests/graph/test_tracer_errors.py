@@ -1,0 +1,308 @@
+"""Exact messages of the errors a user can hit with stage 2's `Tracer` and `wrap`.
+
+Each error is checked by its full text: what went wrong, where (the user's
+`file:line` and source line, for errors raised while tracing), why, and how to
+fix it. The line a message must point at follows a `# marker: NAME` comment,
+and the tests compute its number from the marker, so editing this file cannot
+silently break them.
+"""
+
+import functools
+import inspect
+
+import pytest
+import torch
+import torch.nn as nn
+
+import minifx
+import minifx.graph
+from minifx.graph import PH, Tracer
+
+pytestmark = pytest.mark.ch2
+
+THIS_FILE = __file__
+
+
+def line_after(marker: str) -> int:
+    """The number of the line that follows the comment `# marker: <marker>`."""
+    with open(THIS_FILE) as source:
+        for number, line in enumerate(source, start=1):
+            if line.strip() == f"# marker: {marker}":
+                return number + 1
+    raise LookupError(f"no marker {marker!r} in {THIS_FILE}")
+
+
+def where(marker: str, function: str, source: str) -> str:
+    return f'  File "{THIS_FILE}", line {line_after(marker)}, in {function}\n    {source}'
+
+
+def error_of(kind: type, thunk) -> str:
+    """The message of the `kind` error that `thunk()` raises (and nothing broader)."""
+    with pytest.raises(kind) as error:
+        thunk()
+    assert type(error.value) is kind, f"expected exactly {kind.__name__}, got {type(error.value).__name__}"
+    return str(error.value)
+
+
+def bool_message(name: str, location: str) -> str:
+    return (
+        f"%{name} was used as a Python bool (in `if`, `while`, `and`, `or`, `not`, "
+        f"`assert`, a chained comparison like `0 < x < 1`, or `min()` / `max()`).\n{location}\n"
+        f"Why: %{name} stands for a value that is only computed when the program runs, so the "
+        "tracer cannot know which branch to record.\n"
+        "How to fix: compute both branches and choose with torch.where(condition, a, b); or, "
+        "if the condition depends only on settings or shapes, decide it with plain Python "
+        "values before tracing."
+    )
+
+
+# -- a module that is not a submodule ---------------------------------------------------
+
+def not_a_submodule_message(kind: str, location: str) -> str:
+    return (
+        f"a {kind} module was called that is not a submodule of the traced module.\n"
+        f"{location}\n"
+        "Why: a call_module node names its module by its path in the root module, and this "
+        "one has no path (it was probably created inside forward).\n"
+        f"How to fix: create it in __init__ and store it as an attribute (self.layer = "
+        f"nn.{kind}(...)), or call the functional form (torch.nn.functional)."
+    )
+
+
+class CreatesReluInForward(nn.Module):
+    def forward(self, x):
+        # marker: relu-in-forward
+        return nn.ReLU()(x)
+
+
+STRAY_LINEAR = nn.Linear(2, 2)
+
+
+class CallsAGlobalLinear(nn.Module):
+    def forward(self, x):
+        # marker: global-linear
+        return STRAY_LINEAR(x) + 1
+
+
+def test_module_created_inside_forward_is_not_a_submodule():
+    message = error_of(NameError, lambda: Tracer().trace(CreatesReluInForward()))
+    location = where("relu-in-forward", "forward", "return nn.ReLU()(x)")
+    assert message == not_a_submodule_message("ReLU", location)
+
+
+def test_module_owned_by_no_one_is_not_a_submodule():
+    message = error_of(NameError, lambda: Tracer().trace(CallsAGlobalLinear()))
+    location = where("global-linear", "forward", "return STRAY_LINEAR(x) + 1")
+    assert message == not_a_submodule_message("Linear", location)
+
+
+# -- a parameter that the root does not own ---------------------------------------------
+
+def foreign_parameter_message(location: str) -> str:
+    return (
+        "a parameter that is not part of the traced module was used.\n"
+        f"{location}\n"
+        "Why: a get_attr node reads a parameter by its path in the root module, and this one "
+        "has none (it was probably created inside forward, or belongs to another module).\n"
+        "How to fix: create the parameter in __init__ and store it as an attribute of the module."
+    )
+
+
+class UsesAnotherModulesWeight(nn.Module):
+    def forward(self, x):
+        # marker: foreign-weight
+        return x @ STRAY_LINEAR.weight
+
+
+class CreatesParameterInForward(nn.Module):
+    def forward(self, x):
+        # marker: parameter-in-forward
+        return x * nn.Parameter(torch.ones(2))
+
+
+def test_parameter_of_another_module():
+    message = error_of(NameError, lambda: Tracer().trace(UsesAnotherModulesWeight()))
+    location = where("foreign-weight", "forward", "return x @ STRAY_LINEAR.weight")
+    assert message == foreign_parameter_message(location)
+
+
+def test_parameter_created_inside_forward():
+    message = error_of(NameError, lambda: Tracer().trace(CreatesParameterInForward()))
+    location = where("parameter-in-forward", "forward", "return x * nn.Parameter(torch.ones(2))")
+    assert message == foreign_parameter_message(location)
+
+
+# -- wrap ------------------------------------------------------------------------------
+
+def register_inside_a_function():
+    minifx.wrap("torch_sum_helper")
+
+
+def test_wrap_inside_a_function():
+    message = error_of(RuntimeError, register_inside_a_function)
+    assert message == (
+        "wrap('torch_sum_helper') was called inside register_inside_a_function(), but it must "
+        "be called at the top level of a module: it replaces the name in that module's globals "
+        "while tracing. Move the call next to the function's definition."
+    )
+
+
+def test_wrap_as_a_decorator_inside_a_function():
+    def decorate_inside():
+        @minifx.graph.wrap
+        def helper(x):
+            return x
+
+    message = error_of(RuntimeError, decorate_inside)
+    assert message == (
+        "wrap('helper') was called inside decorate_inside(), but it must be called at the top "
+        "level of a module: it replaces the name in that module's globals while tracing. Move "
+        "the call next to the function's definition."
+    )
+
+
+@pytest.mark.parametrize("value, shown", [(3, "int: 3"), (None, "NoneType: None"),
+                                          (["f"], "list: ['f']")])
+def test_wrap_of_something_neither_callable_nor_a_name(value, shown):
+    message = error_of(TypeError, lambda: minifx.wrap(value))
+    assert message == f"wrap() takes a function or the name of a global function, got {shown}."
+
+
+def test_minifx_wrap_is_the_graph_stage_wrap():
+    assert minifx.wrap is minifx.graph.wrap
+
+
+# -- concrete_args -------------------------------------------------------------------------
+
+def two_inputs(x, y):
+    return x + y
+
+
+class TwoInputForward(nn.Module):
+    def forward(self, x, mask):
+        return x * mask
+
+
+def test_concrete_args_tuple_too_long_for_a_function():
+    message = error_of(TypeError, lambda: Tracer().trace(two_inputs, (PH, PH, 3)))
+    assert message == "concrete_args has 3 values but the traced function takes 2 inputs (x, y)."
+
+
+def test_concrete_args_tuple_too_short_for_a_module():
+    # `self` is not an input: the module's forward takes two.
+    message = error_of(TypeError, lambda: Tracer().trace(TwoInputForward(), (PH, PH, PH, PH)))
+    assert message == "concrete_args has 4 values but the traced function takes 2 inputs (x, mask)."
+
+
+# -- what can be traced --------------------------------------------------------------------
+
+class CallableObject:
+    def __call__(self, x):
+        return x + 1
+
+    def __repr__(self) -> str:
+        return "CallableObject()"
+
+
+def not_a_function_message(shown: str) -> str:
+    return (
+        f"cannot trace {shown}: the tracer needs a Python function (or a module whose forward "
+        "is one), because it reads the parameter names from its code. Wrap the callable in a def."
+    )
+
+
+@pytest.mark.parametrize("make, shown", [
+    (lambda: CallableObject(), "CallableObject()"),
+    (lambda: CallableObject().__call__, "<bound method CallableObject.__call__ of CallableObject()>"),
+    (lambda: len, "<built-in function len>"),
+], ids=["callable-object", "bound-method", "builtin"])
+def test_tracing_a_callable_that_is_not_a_function(make, shown):
+    message = error_of(TypeError, lambda: Tracer().trace(make()))
+    assert message == not_a_function_message(shown)
+
+
+class PartialForward(nn.Module):
+    forward = functools.partial(two_inputs, y=1)
+
+
+def test_module_whose_forward_is_not_a_function():
+    message = error_of(TypeError, lambda: Tracer().trace(PartialForward()))
+    assert message == not_a_function_message(repr(PartialForward.forward))
+
+
+def test_param_shapes_constant_is_not_supported():
+    message = error_of(NotImplementedError, lambda: Tracer(param_shapes_constant=True))
+    assert message == (
+        "Tracer(param_shapes_constant=True) is not supported by minifx; trace with the default "
+        "and read parameter shapes before tracing instead."
+    )
+
+
+# -- untraceable code inside a traced module -----------------------------------------------
+
+class Branchy(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+
+    def forward(self, x):
+        x = self.lin(x)
+        # marker: module-if
+        if x.sum() > 0:
+            return x
+        return -x
+
+
+class BranchyInside(nn.Module):
+    """The failing line is in a user submodule's forward, one call deeper."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = Branchy()
+
+    def forward(self, x):
+        return self.inner(x) * 2
+
+
+def test_if_on_a_proxy_inside_a_module():
+    message = error_of(minifx.TraceError, lambda: Tracer().trace(Branchy()))
+    assert message == bool_message("gt", where("module-if", "forward", "if x.sum() > 0:"))
+
+
+def test_if_on_a_proxy_inside_a_submodule():
+    message = error_of(minifx.TraceError, lambda: Tracer().trace(BranchyInside()))
+    assert message == bool_message("gt", where("module-if", "forward", "if x.sum() > 0:"))
+
+
+class NoLeaves(Tracer):
+    """Traces into every module, torch.nn's included."""
+
+    def is_leaf_module(self, m: nn.Module, module_qualified_name: str) -> bool:
+        return False
+
+
+class WithBatchNorm(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.bn = nn.BatchNorm2d(3)
+
+    def forward(self, x):
+        return self.bn(x)
+
+
+def test_if_on_a_proxy_inside_torch_nn_code_points_at_torch_nn():
+    """A tracer that traces into BatchNorm2d fails on its input check; the message shows
+    that line of torch.nn, since that is the line the user needs to see."""
+    check = nn.BatchNorm2d._check_input_dim
+    lines, first = inspect.getsourcelines(check)
+    offset = next(i for i, line in enumerate(lines) if "if input.dim()" in line)
+    location = (f'  File "{inspect.getsourcefile(check)}", line {first + offset}, in _check_input_dim\n'
+                f"    {lines[offset].strip()}")
+    message = error_of(minifx.TraceError, lambda: NoLeaves().trace(WithBatchNorm()))
+    assert message == bool_message("ne", location)
+
+
+def test_a_failed_trace_restores_torch_nn():
+    call, getattr_ = nn.Module.__call__, nn.Module.__getattr__
+    error_of(minifx.TraceError, lambda: Tracer().trace(BranchyInside()))
+    assert (nn.Module.__call__, nn.Module.__getattr__) == (call, getattr_)
