@@ -424,9 +424,15 @@ class Tracer(TracerBase):
         if is_module:
             names, args = names[1:], [self.root]
         if isinstance(concrete_args, tuple):
+            if len(names) + is_module == 1 and concrete_args and code.co_flags & _HAS_VARARGS:
+                # `forward(self, *inputs)` (or `f(a, *rest)`) with a tuple: torch.fx
+                # makes one input per element, named `input_0`, `input_1`, ...
+                return root_fn, args + [self.create_proxy("placeholder", f"input_{i}", (), {})
+                                        for i in range(len(concrete_args))]
             if len(concrete_args) != len(names):
-                raise TypeError(f"concrete_args has {len(concrete_args)} values but the "
-                                f"traced function takes {len(names)} inputs ({', '.join(names)}).")
+                raise TypeError(f"concrete_args has {_count(len(concrete_args), 'value')} but the "
+                                f"traced function takes {_count(len(names), 'input')}"
+                                + (f" ({', '.join(names)})." if names else "."))
             concrete_args = dict(zip(names, concrete_args))
         args += [self._placeholder(name, concrete_args or {}, signature, fn) for name in names]
         if code.co_kwonlyargcount or code.co_flags & _HAS_VARARGS:
@@ -496,6 +502,10 @@ class Tracer(TracerBase):
 
         return pytree.tree_map(replace, value)
     # --8<-- [end:specialise]
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" + ("" if number == 1 else "s")
 
 
 def _assert_is_none(value: Any, message: str) -> None:

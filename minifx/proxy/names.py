@@ -109,7 +109,8 @@ def qualified_name(function: Any) -> str:
     """How a target function is printed: `operator.add`, `torch.relu`, `builtins.getattr`.
 
     The module is the function's `__module__`, with the private `_operator`
-    shown as `operator`; tensor methods print as `torch.Tensor.<name>`.
+    shown as `operator` and `torch._ops` as `torch.ops`; tensor methods
+    print as `torch.Tensor.<name>`.
     """
     name = getattr(function, "__name__", repr(function))
     module = getattr(function, "__module__", None)
@@ -117,6 +118,8 @@ def qualified_name(function: Any) -> str:
         return f"torch.Tensor.{name}"
     if module == "_operator":
         module = "operator"
+    elif module and module.startswith("torch._ops"):  # operators live at torch.ops.*
+        module = "torch.ops" + module.removeprefix("torch._ops")
     return f"{module}.{name}" if module else name
 
 
