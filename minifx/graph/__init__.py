@@ -8,6 +8,7 @@ six opcodes (`placeholder`, `get_attr`, `call_function`, `call_method`,
 
 from .graph import Graph
 from .node import Node, map_aggregate, map_arg
-from .tracer import PH, Tracer, wrap
+from .tracer import PH, Tracer
+from .wrapping import wrap
 
 __all__ = ["Graph", "Node", "map_arg", "map_aggregate", "Tracer", "wrap", "PH"]

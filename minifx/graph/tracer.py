@@ -13,12 +13,11 @@ module level, which is where torch.fx's design lives:
 
 The tracer sees module calls and attribute reads by replacing
 `nn.Module.__call__` and `nn.Module.__getattr__` for the duration of
-`trace()` only, exactly as torch.fx does; `_Patcher` undoes every change.
+`trace()` only, exactly as torch.fx does; `wrapping.Patcher` undoes every change.
 """
 
 from __future__ import annotations
 
-import builtins
 import functools
 import inspect
 import math
@@ -30,18 +29,15 @@ import torch
 from torch.utils import _pytree as pytree
 
 from ..proxy.errors import untraceable
-from ..proxy.proxy import Proxy, _proxies_in
+from ..proxy.proxy import Proxy
 from ..proxy.tracer import BASE_TYPES, TracerBase
 from .graph import Graph
 from .node import Node
+from .wrapping import Patcher, recorded_as_one_call, registered_functions
 
 _ORIGINAL_MODULE_GETATTR = torch.nn.Module.__getattr__
 _ORIGINAL_MODULE_CALL = torch.nn.Module.__call__
 _HAS_VARARGS = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
-
-# (id of a module's globals, function name) -> those globals; filled by `wrap`.
-_wrapped_functions: dict[tuple[int, str], dict[str, Any]] = {}
-
 
 class PytreeInfo(NamedTuple):
     """How a graph traced with structured `concrete_args` flattens its inputs and outputs.
@@ -65,99 +61,6 @@ class _Placeholder:
 
 
 PH = _Placeholder()
-
-
-# --8<-- [start:wrap]
-def wrap(fn_or_name: str | Callable) -> str | Callable:
-    """Record calls to a module-level function as one `call_function` node.
-
-    Call it at the top level of the module that defines (or imports) the
-    function, by name or as a decorator. While tracing, the function's name
-    in that module's globals is replaced by a stand-in that records a node
-    whenever an argument is a Proxy, so the function body is never traced:
-
-        def clamp_len(x, n):
-            return x[: min(len(x), n)]   # len() of a Proxy would fail
-
-        minifx.wrap("clamp_len")
-
-    Raises:
-        TypeError: if given neither a function nor a name.
-        RuntimeError: if called anywhere but at a module's top level.
-    """
-    if isinstance(fn_or_name, str):
-        name = fn_or_name
-    elif callable(fn_or_name):
-        name = fn_or_name.__name__
-    else:
-        raise TypeError(
-            f"wrap() takes a function or the name of a global function, got "
-            f"{type(fn_or_name).__name__}: {fn_or_name!r}."
-        )
-    caller = inspect.currentframe().f_back
-    if caller.f_code.co_name != "<module>":
-        raise RuntimeError(
-            f"wrap({name!r}) was called inside {caller.f_code.co_name}(), but it must be called "
-            "at the top level of a module: it replaces the name in that module's globals "
-            "while tracing. Move the call next to the function's definition."
-        )
-    _wrapped_functions[(id(caller.f_globals), name)] = caller.f_globals
-    return fn_or_name
-# --8<-- [end:wrap]
-
-
-def _recorded_as_one_call(original: Callable) -> Callable:
-    """A stand-in for `original` that records one node when given a Proxy."""
-
-    @functools.wraps(original)
-    def stand_in(*args: Any, **kwargs: Any) -> Any:
-        proxy = next(_proxies_in((args, kwargs)), None)
-        if proxy is None:
-            return original(*args, **kwargs)
-        result = proxy.tracer.create_proxy("call_function", original, args, kwargs)
-        result.node.meta["is_wrapped"] = True
-        return result
-
-    stand_in._minifx_stand_in = True
-    return stand_in
-
-
-class _Patcher:
-    """Replaces attributes and global names, and puts every one back on exit."""
-
-    def __init__(self) -> None:
-        self._undo: list[Callable[[], None]] = []
-        self._visited: set[int] = set()
-
-    def patch(self, namespace: dict[str, Any], name: str, new: Any) -> None:
-        """Set `namespace[name] = new` until exit (once: a stand-in is never wrapped again)."""
-        if getattr(namespace.get(name), "_minifx_stand_in", False):
-            return
-        if name in namespace:
-            old = namespace[name]
-            self._undo.append(lambda: namespace.__setitem__(name, old))
-        else:
-            self._undo.append(lambda: namespace.pop(name, None))
-        namespace[name] = new
-
-    def patch_method(self, cls: type, name: str, new: Any) -> None:
-        """Set `cls.name = new` until exit."""
-        old = cls.__dict__[name]
-        self._undo.append(lambda: setattr(cls, name, old))
-        setattr(cls, name, new)
-
-    def visit_once(self, thing: Any) -> bool:
-        """True the first time `thing` is seen, so each module's globals are scanned once."""
-        first = id(thing) not in self._visited
-        self._visited.add(id(thing))
-        return first
-
-    def __enter__(self) -> _Patcher:
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        while self._undo:
-            self._undo.pop()()
 
 
 class Tracer(TracerBase):
@@ -213,7 +116,7 @@ class Tracer(TracerBase):
         fn = self._start(root)
         fn_globals = fn.__globals__
         fn, args = self.create_args_for_root(fn, isinstance(root, torch.nn.Module), concrete_args)
-        with _Patcher() as patcher:
+        with Patcher() as patcher:
             self._patch_modules(patcher)
             self._patch_wrapped_functions(patcher, fn_globals)
             result = fn(*args)
@@ -251,7 +154,7 @@ class Tracer(TracerBase):
             self._collect_tensor_attrs(child, f"{prefix}{name}.")
 
     # --8<-- [start:patch_modules]
-    def _patch_modules(self, patcher: _Patcher) -> None:
+    def _patch_modules(self, patcher: Patcher) -> None:
         """Send module calls to `call_module` and attribute reads to `getattr`."""
         parameter_proxy_cache: dict[str, Proxy] = {}
 
@@ -271,23 +174,20 @@ class Tracer(TracerBase):
         patcher.patch_method(torch.nn.Module, "__call__", module_call)
     # --8<-- [end:patch_modules]
 
-    def _patch_wrapped_functions(self, patcher: _Patcher, fn_globals: dict[str, Any]) -> None:
+    def _patch_wrapped_functions(self, patcher: Patcher, fn_globals: dict[str, Any]) -> None:
         """Install stand-ins for `wrap`ped functions (minifx's and torch.fx's) and autowraps."""
-        registrations = {**_torch_fx_wrap_registrations(), **_wrapped_functions}
-        for (_, name), namespace in registrations.items():
-            original = namespace.get(name, getattr(builtins, name, None))
-            if original is not None:
-                patcher.patch(namespace, name, _recorded_as_one_call(original))
+        for (_, name), (namespace, original) in registered_functions().items():
+            patcher.patch(namespace, name, recorded_as_one_call(original))
         self._autowrap(patcher, fn_globals)
         for module in self._autowrap_search:
             self._autowrap(patcher, vars(module))
 
-    def _autowrap(self, patcher: _Patcher, namespace: dict[str, Any]) -> None:
+    def _autowrap(self, patcher: Patcher, namespace: dict[str, Any]) -> None:
         if not patcher.visit_once(namespace):
             return
         for name, value in list(namespace.items()):
             if not name.startswith("_") and callable(value) and id(value) in self._autowrap_ids:
-                patcher.patch(namespace, name, _recorded_as_one_call(value))
+                patcher.patch(namespace, name, recorded_as_one_call(value))
 
     # --8<-- [start:leaf]
     def is_leaf_module(self, m: torch.nn.Module, module_qualified_name: str) -> bool:
@@ -520,11 +420,3 @@ def _all_positional(fn: Callable, count: int) -> Callable:
     code = code.replace(co_flags=code.co_flags & ~_HAS_VARARGS, co_argcount=count,
                         co_kwonlyargcount=0)
     return FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
-
-
-def _torch_fx_wrap_registrations() -> dict[tuple[int, str], dict[str, Any]]:
-    """Functions that libraries registered with `torch.fx.wrap` (torchvision does)."""
-    import torch.fx._symbolic_trace as torch_fx_trace  # only read, never changed
-
-    return dict(getattr(torch_fx_trace, "_wrapped_fns_to_patch", {}))
-

@@ -1,0 +1,140 @@
+"""`wrap`: record a whole function as one `call_function` node, and the patching behind it.
+
+While tracing, the Tracer temporarily replaces some names with stand-ins:
+
+- `nn.Module.__call__` and `nn.Module.__getattr__` (see `Tracer.trace`);
+- functions registered with `wrap` (or with `torch.fx.wrap`), in the
+  globals of the module that registered them;
+- autowrapped functions such as `math.sqrt`, wherever they are found.
+
+A stand-in records one node when an argument is a Proxy and calls the real
+function otherwise. `Patcher` remembers every replacement and undoes all of
+them when tracing ends, even if it fails.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import inspect
+from typing import Any, Callable
+
+from ..proxy.proxy import _proxies_in
+
+# (id of a module's globals, function name) -> those globals; filled by `wrap`.
+_wrapped_functions: dict[tuple[int, str], dict[str, Any]] = {}
+
+
+
+# --8<-- [start:wrap]
+def wrap(fn_or_name: str | Callable) -> str | Callable:
+    """Record calls to a module-level function as one `call_function` node.
+
+    Call it at the top level of the module that defines (or imports) the
+    function, by name or as a decorator. While tracing, the function's name
+    in that module's globals is replaced by a stand-in that records a node
+    whenever an argument is a Proxy, so the function body is never traced:
+
+        def clamp_len(x, n):
+            return x[: min(len(x), n)]   # len() of a Proxy would fail
+
+        minifx.wrap("clamp_len")
+
+    Raises:
+        TypeError: if given neither a function nor a name.
+        RuntimeError: if called anywhere but at a module's top level.
+    """
+    if isinstance(fn_or_name, str):
+        name = fn_or_name
+    elif callable(fn_or_name):
+        name = fn_or_name.__name__
+    else:
+        raise TypeError(
+            f"wrap() takes a function or the name of a global function, got "
+            f"{type(fn_or_name).__name__}: {fn_or_name!r}."
+        )
+    caller = inspect.currentframe().f_back
+    if caller.f_code.co_name != "<module>":
+        raise RuntimeError(
+            f"wrap({name!r}) was called inside {caller.f_code.co_name}(), but it must be called "
+            "at the top level of a module: it replaces the name in that module's globals "
+            "while tracing. Move the call next to the function's definition."
+        )
+    _wrapped_functions[(id(caller.f_globals), name)] = caller.f_globals
+    return fn_or_name
+# --8<-- [end:wrap]
+
+
+def recorded_as_one_call(original: Callable) -> Callable:
+    """A stand-in for `original` that records one node when given a Proxy."""
+
+    @functools.wraps(original)
+    def stand_in(*args: Any, **kwargs: Any) -> Any:
+        proxy = next(_proxies_in((args, kwargs)), None)
+        if proxy is None:
+            return original(*args, **kwargs)
+        result = proxy.tracer.create_proxy("call_function", original, args, kwargs)
+        result.node.meta["is_wrapped"] = True
+        return result
+
+    stand_in._minifx_stand_in = True
+    return stand_in
+
+
+class Patcher:
+    """Replaces attributes and global names, and puts every one back on exit."""
+
+    def __init__(self) -> None:
+        self._undo: list[Callable[[], None]] = []
+        self._visited: set[int] = set()
+
+    def patch(self, namespace: dict[str, Any], name: str, new: Any) -> None:
+        """Set `namespace[name] = new` until exit (once: a stand-in is never wrapped again)."""
+        if getattr(namespace.get(name), "_minifx_stand_in", False):
+            return
+        if name in namespace:
+            old = namespace[name]
+            self._undo.append(lambda: namespace.__setitem__(name, old))
+        else:
+            self._undo.append(lambda: namespace.pop(name, None))
+        namespace[name] = new
+
+    def patch_method(self, cls: type, name: str, new: Any) -> None:
+        """Set `cls.name = new` until exit."""
+        old = cls.__dict__[name]
+        self._undo.append(lambda: setattr(cls, name, old))
+        setattr(cls, name, new)
+
+    def visit_once(self, thing: Any) -> bool:
+        """True the first time `thing` is seen, so each module's globals are scanned once."""
+        first = id(thing) not in self._visited
+        self._visited.add(id(thing))
+        return first
+
+    def __enter__(self) -> Patcher:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        while self._undo:
+            self._undo.pop()()
+
+
+def _torch_fx_wrap_registrations() -> dict[tuple[int, str], dict[str, Any]]:
+    """Functions that libraries registered with `torch.fx.wrap` (torchvision does)."""
+    import torch.fx._symbolic_trace as torch_fx_trace  # only read, never changed
+
+    return dict(getattr(torch_fx_trace, "_wrapped_fns_to_patch", {}))
+
+
+def registered_functions() -> dict[tuple[int, str], tuple[dict[str, Any], Any]]:
+    """Every `wrap`ped name (minifx's and torch.fx's) -> (the globals holding it, the function).
+
+    A name that is not in its globals yet but is a builtin (`wrap("len")`)
+    maps to the builtin.
+    """
+    found = {}
+    for key, namespace in {**_torch_fx_wrap_registrations(), **_wrapped_functions}.items():
+        original = namespace.get(key[1], getattr(builtins, key[1], None))
+        if original is not None:
+            found[key] = (namespace, original)
+    return found
