@@ -27,6 +27,7 @@ from typing import Any, Callable
 import torch
 
 from .errors import TraceError, untraceable
+from .names import target_to_name
 
 
 # --8<-- [start:records]
@@ -125,7 +126,10 @@ class Proxy:
         tracer = _the_one_tracer(function, (args, kwargs))
         if torch.overrides.is_tensor_method_or_property(function):
             return tracer.create_proxy("call_method", function.__name__, args, kwargs)
-        return tracer.create_proxy("call_function", function, args, kwargs)
+        # The name is passed explicitly, as torch.fx does: a tracer that swaps the
+        # target in create_proxy still gets a node named after the call written.
+        name = target_to_name(function.__name__)
+        return tracer.create_proxy("call_function", function, args, kwargs, name=name)
     # --8<-- [end:torch_function]
 
     # -- methods and attributes ----------------------------------------------------
