@@ -205,6 +205,16 @@ class Node:
     # --8<-- [end:use_def]
 
     @property
+    def stack_trace(self) -> str | None:
+        """Where in the user's code this node was recorded, if a pass stored it
+        in `meta["stack_trace"]` (minifx's Tracer does not record it)."""
+        return self.meta.get("stack_trace")
+
+    @stack_trace.setter
+    def stack_trace(self, trace: str | None) -> None:
+        self.meta["stack_trace"] = trace
+
+    @property
     def all_input_nodes(self) -> list[Node]:
         """The distinct nodes used in `args` and `kwargs`, in order of first use."""
         return list(self._input_nodes)

@@ -106,3 +106,11 @@ def test_create_arg_override_can_store_new_types():
     graphs = {library: make(base)().trace(UsesScale()) for library, base in BASES.items()}
     assert str(graphs["minifx"]) == str(graphs["torch.fx"])
     assert "args = (%x, 2.0)" in str(graphs["minifx"])
+
+
+def test_stack_trace_lives_in_meta_as_in_torch_fx():
+    for graph_type in (minifx.graph.Graph, torch.fx.Graph):
+        node = graph_type().placeholder("x")
+        assert node.stack_trace is None
+        node.stack_trace = 'File "model.py", line 3'
+        assert node.meta["stack_trace"] == 'File "model.py", line 3'
