@@ -26,3 +26,25 @@ def explain(expected: str, got: str, hint: str, see: str) -> str:
             f"explain(see={see!r}): point at a book section as 'chapters/<page>.md#<anchor>'"
         )
     return f"Expected: {expected}\nGot: {got}\nHint: {hint}\nSee: {see}"
+
+
+def explain_graphs(what: str, want: str, got: str, hint: str, see: str) -> str:
+    """`explain(...)` for two printed graphs: the first line that differs, then both graphs.
+
+    Args:
+        what: what the graph is, such as "the graph after remove_noops".
+        want: the expected `str(graph)`.
+        got: the `str(graph)` the code under test produced.
+        hint: as for `explain`.
+        see: as for `explain`.
+    """
+    want_lines, got_lines = want.splitlines(), got.splitlines()
+    first_difference = next((i for i, (a, b) in enumerate(zip(want_lines, got_lines)) if a != b),
+                            min(len(want_lines), len(got_lines)))
+    end = "(the graph ends here)"
+    want_line = want_lines[first_difference].strip() if first_difference < len(want_lines) else end
+    got_line = got_lines[first_difference].strip() if first_difference < len(got_lines) else end
+    line = first_difference + 1
+    message = explain(f"{what}; line {line} of the graph: {want_line}", f"line {line}: {got_line}",
+                      hint, see)
+    return f"{message}\n\nExpected graph:\n{want}\n\nGot graph:\n{got}"

@@ -10,7 +10,7 @@ from torch import nn
 
 from minifx.graph import Tracer
 from minifx.proxy import TraceError
-from tests.graders.support import explain
+from tests.graders.support import explain, explain_graphs
 
 pytestmark = pytest.mark.ch2
 
@@ -37,16 +37,7 @@ class _FxOpaque(torch.fx.Tracer):
 
 
 def _graph_message(what: str, want: str, got: str, hint: str) -> str:
-    """`explain(...)` for two printed graphs: the first line that differs, then both graphs."""
-    want_lines, got_lines = want.splitlines(), got.splitlines()
-    k = next((i for i, (a, b) in enumerate(zip(want_lines, got_lines)) if a != b),
-             min(len(want_lines), len(got_lines)))
-    end = "(the graph ends here)"
-    want_line = want_lines[k].strip() if k < len(want_lines) else end
-    got_line = got_lines[k].strip() if k < len(got_lines) else end
-    message = explain(f"{what}; line {k + 1} of the graph: {want_line}",
-                      f"line {k + 1}: {got_line}", hint, SEE)
-    return f"{message}\n\nExpected graph:\n{want}\n\nGot graph:\n{got}"
+    return explain_graphs(what, want, got, hint, SEE)
 
 
 def _trace(tracer, model, what, hint="Clip's forward cannot be traced, so Clip must be a leaf."):

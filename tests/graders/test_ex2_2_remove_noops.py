@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from minifx.graph import Tracer
-from tests.graders.support import explain
+from tests.graders.support import explain, explain_graphs
 
 pytestmark = pytest.mark.ch2
 
@@ -25,16 +25,7 @@ def ex(impl):
 
 
 def _graph_message(what: str, want: str, got: str, hint: str) -> str:
-    """`explain(...)` for two printed graphs: the first line that differs, then both graphs."""
-    want_lines, got_lines = want.splitlines(), got.splitlines()
-    k = next((i for i, (a, b) in enumerate(zip(want_lines, got_lines)) if a != b),
-             min(len(want_lines), len(got_lines)))
-    end = "(the graph ends here)"
-    want_line = want_lines[k].strip() if k < len(want_lines) else end
-    got_line = got_lines[k].strip() if k < len(got_lines) else end
-    message = explain(f"{what}; line {k + 1} of the graph: {want_line}",
-                      f"line {k + 1}: {got_line}", hint, SEE)
-    return f"{message}\n\nExpected graph:\n{want}\n\nGot graph:\n{got}"
+    return explain_graphs(what, want, got, hint, SEE)
 
 
 class Head(nn.Module):

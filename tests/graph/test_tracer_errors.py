@@ -18,22 +18,19 @@ import minifx
 import minifx.graph
 from minifx.graph import PH, Tracer
 
+from tests import markers
+
 pytestmark = pytest.mark.ch2
 
 THIS_FILE = __file__
 
 
 def line_after(marker: str) -> int:
-    """The number of the line that follows the comment `# marker: <marker>`."""
-    with open(THIS_FILE) as source:
-        for number, line in enumerate(source, start=1):
-            if line.strip() == f"# marker: {marker}":
-                return number + 1
-    raise LookupError(f"no marker {marker!r} in {THIS_FILE}")
+    return markers.line_after(THIS_FILE, marker)
 
 
 def where(marker: str, function: str, source: str) -> str:
-    return f'  File "{THIS_FILE}", line {line_after(marker)}, in {function}\n    {source}'
+    return markers.traceback_lines(THIS_FILE, marker, function, source)
 
 
 def error_of(kind: type, thunk) -> str:
