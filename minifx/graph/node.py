@@ -15,8 +15,7 @@ from __future__ import annotations
 import operator
 from typing import Any, Callable
 
-from ..proxy.names import qualified_name
-from ..proxy.tape import OPCODES, format_arg, type_repr
+from ..proxy.tape import OPCODES, format_arg, format_target, type_repr
 
 # In-place calls, random draws and asserts change something other than their
 # result, so dead-code elimination must keep them even when nothing uses them.
@@ -349,7 +348,7 @@ class Node:
         typed = self.type if self.op == "placeholder" else self.type is not None
         annotation = f"{type_repr(self.type)} " if typed else ""
         head = (f"%{self.name} : {annotation}[num_users={len(self.users)}] = "
-                f"{self.op}[target={_format_target(self.target)}]")
+                f"{self.op}[target={format_target(self.target)}]")
         if self.op == "placeholder":
             return head + (f"(default={self.args[0]})" if self.args else "")
         if self.op == "get_attr":
@@ -360,14 +359,6 @@ class Node:
 
 def _format(arg: Any) -> str:
     return format_arg(arg, leaf=lambda a: f"%{a.name}" if isinstance(a, Node) else str(a))
-
-
-def _format_target(target: Any) -> str:
-    if isinstance(target, str):
-        return target
-    if getattr(target, "__module__", None) == "builtins":
-        return f"builtins.{target.__name__}"
-    return qualified_name(target)
 
 
 def _is_in_place(name: Any) -> bool:

@@ -56,7 +56,7 @@ class Record:
         if self.op == "output":
             return f"return {self.args[0]}"  # Python's repr; a Record's repr is its name
         annotation = f" : {type_repr(self.type)}" if self.type is not None else ""
-        head = f"%{self.name}{annotation} = {self.op}[target={_format_target(self.target)}]"
+        head = f"%{self.name}{annotation} = {self.op}[target={format_target(self.target)}]"
         if self.op == "placeholder":
             return head + (f"(default={self.args[0]})" if self.args else "")
         return f"{head}(args = {format_arg(self.args)}, kwargs = {format_arg(self.kwargs)})"
@@ -194,5 +194,6 @@ def type_repr(annotation: Any) -> str:
     return repr(annotation)
 
 
-def _format_target(target: Any) -> str:
+def format_target(target: Any) -> str:
+    """Print a target as torch.fx does: strings as they are, functions by qualified name."""
     return target if isinstance(target, str) else qualified_name(target)
