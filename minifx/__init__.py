@@ -25,6 +25,10 @@ _EXPORTS = {
     "Tracer": "graph",
     "wrap": "graph",
     "PH": "graph",
+    "GraphModule": "codegen",
+    "PythonCode": "codegen",
+    "python_code": "codegen",
+    "symbolic_trace": "codegen",
 }
 
 __all__ = sorted(_EXPORTS)

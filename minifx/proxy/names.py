@@ -88,6 +88,10 @@ class Namespace:
         self._last_suffix[base] = suffix
         return name
 
+    def reserve(self, name: str) -> None:
+        """Take `name` exactly as given (say, a parameter named `input`), so no later name collides."""
+        self._used.add(name)
+
     def __contains__(self, name: str) -> bool:
         return name in self._used
 

@@ -1,0 +1,545 @@
+"""`python_code(graph)`: turn a `Graph` into the source of a `forward` method.
+
+Each node becomes one line, named after the node:
+
+    def forward(self, x):
+        linear = self.linear(x);  x = None
+        relu = torch.relu(linear);  linear = None
+        return relu
+
+The text is torch.fx's, byte for byte, for every graph its tracer makes. Two
+rules keep the generated code safe and correct whatever the graph holds:
+
+- Every name in the source comes from one `Namespace`: node names become
+  variables, and every object the code refers to (a function, a class, a
+  constant that has no literal) becomes a *global* with its own name, passed
+  to `exec` in a dict. Nothing a node's name or target says is pasted as code:
+  a target is looked up and bound, and a path like `torch.relu` is written out
+  only after checking that it leads to the very same object.
+- A value is set to `None` right after its last use (`x = None`), so that
+  memory is freed as early as in eager mode.
+"""
+
+from __future__ import annotations
+
+import builtins
+import enum
+import keyword
+import math
+import re
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from ..graph.node import Node, _ImmutableDict, _ImmutableList
+from ..graph.wrapping import wrap
+from ..proxy.names import Namespace
+from ..proxy.tape import type_repr
+from . import pytree as fx_pytree_helpers
+
+# Operators written as Python syntax, as torch.fx writes them.
+BINARY_OPERATORS = {
+    "add": "{} + {}", "sub": "{} - {}", "mul": "{} * {}", "truediv": "{} / {}",
+    "floordiv": "{} // {}", "mod": "{} % {}", "pow": "{} ** {}", "matmul": "{} @ {}",
+    "lshift": "{} << {}", "rshift": "{} >> {}", "and_": "{} & {}", "or_": "{} | {}",
+    "xor": "{} ^ {}", "eq": "{} == {}", "ne": "{} != {}", "lt": "{} < {}",
+    "gt": "{} > {}", "le": "{} <= {}", "ge": "{} >= {}", "getitem": "{}[{}]",
+}
+UNARY_OPERATORS = {"neg": "-{}", "pos": "+{}", "invert": "~{}"}
+INPLACE_OPERATORS = {
+    "iadd": "{} += {}", "isub": "{} -= {}", "imul": "{} *= {}", "itruediv": "{} /= {}",
+    "ifloordiv": "{} //= {}", "imod": "{} %= {}", "ipow": "{} **= {}", "imatmul": "{} @= {}",
+    "ilshift": "{} <<= {}", "irshift": "{} >>= {}", "iand": "{} &= {}", "ior": "{} |= {}",
+    "ixor": "{} ^= {}", "setitem": "{}[{}] = {}",
+}
+
+# Globals every generated function gets, under these names when they are free.
+CUSTOM_BUILTINS = {
+    "inf": (math.inf, "from math import inf"),
+    "nan": (math.nan, "from math import nan"),
+    "NoneType": (type(None), "NoneType = type(None)"),
+    "torch": (torch, "import torch"),
+    "device": (torch.device, "from torch import device"),
+    "fx_pytree": (fx_pytree_helpers, "import minifx.codegen.pytree as fx_pytree"),
+    "pytree": (torch.utils._pytree, "import torch.utils._pytree as pytree"),
+}
+
+# Values whose repr() is a Python literal that evaluates back to them.
+_LITERAL_TYPES = (type(None), bool, int, str, bytes, type(...))
+_PARAMETER = re.compile(r"^\*{0,2}[A-Za-z_][A-Za-z0-9_]*$")
+_TORCH_MODULE = re.compile(r"^torch(\.(?!_dynamo\.|_inductor\.)[^.]+)*$")
+_DTYPE_ABBREVIATIONS = {
+    torch.float64: "f64", torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16",
+    torch.int64: "i64", torch.int32: "i32", torch.int16: "i16", torch.int8: "i8",
+    torch.uint8: "u8", torch.bool: "b8", torch.complex64: "c64", torch.complex128: "c128",
+}
+
+
+@dataclass
+class PythonCode:
+    """The generated source and what it needs to run.
+
+    Attributes:
+        src: the source of `def forward(self, ...)`, with `wrap(...)` lines
+            before it when the graph calls wrapped functions.
+        globals: name -> object, for every global name `src` uses; `exec` the
+            source in (a copy of) this dict.
+        lineno_map: line number in `src` -> index of the node that line runs,
+            used to say which node an error came from.
+    """
+
+    src: str
+    globals: dict[str, Any]
+    lineno_map: dict[int, int] = field(default_factory=dict)
+
+
+def python_code(graph: Any, root_module: str = "self", *, verbose: bool = False) -> PythonCode:
+    """Generate the Python source of `graph` as a `forward` method.
+
+    torch.fx has this as the method `Graph.python_code`; in minifx it is a free
+    function of stage 3, because stage 2's `Graph` does not know about code.
+
+    Args:
+        graph: the `Graph` to turn into code.
+        root_module: the name through which `get_attr` and `call_module`
+            targets are reached (`self.layer1.conv`).
+        verbose: add comments with each node's stack trace and, where
+            `node.meta` holds a tensor (or its metadata), its dtype and shape,
+            as `GraphModule.print_readable` shows them.
+
+    Returns:
+        The source and its globals.
+
+    Raises:
+        ValueError: if a placeholder's target is not a valid parameter name,
+            or a node's argument is a node of another graph.
+    """
+    return _SourceWriter(graph, root_module, verbose).write()
+
+
+class _SourceWriter:
+    """Writes one graph's source; one method per opcode emits that opcode's line."""
+
+    def __init__(self, graph: Any, root_module: str, verbose: bool) -> None:
+        self.graph, self.root_module, self.verbose = graph, root_module, verbose
+        self.names = Namespace()
+        self.globals: dict[str, Any] = {}
+        self._global_names: dict[int, str] = {}
+        self.parameters: list[str] = []
+        self.body: list[str] = []
+        self.line_nodes: list[int | None] = []  # for each body line, its node's index
+        self.return_annotation = ""
+        self.wrapped: dict[str, None] = {}
+        self.last_comment: str | None = None
+        self.local = self._name_locals()
+        for name, (value, _) in CUSTOM_BUILTINS.items():
+            self.global_name(value, name)
+
+    # --8<-- [start:names]
+    def _name_locals(self) -> dict[Node, str]:
+        """Give every node its variable name: its own name, made valid and unique.
+
+        Placeholders' parameter names come first, exactly as written, since
+        they are the signature; the names of globals are chosen later and so
+        never shadow a local.
+        """
+        self.names.reserve(self.root_module)
+        local: dict[Node, str] = {}
+        for node in self.graph.nodes:
+            if node.op == "placeholder":
+                parameter = _parameter_name(node)
+                self.names.reserve(parameter)
+                if node.name == parameter:
+                    local[node] = parameter
+        for node in self.graph.nodes:
+            if node not in local:
+                local[node] = self.names.create_name(node.name)
+        return local
+
+    def global_name(self, value: Any, hint: str) -> str:
+        """The name through which the generated code reaches `value`.
+
+        Objects from torch are written as their path (`torch.relu`) when that
+        path really leads to them; everything else is bound as a global.
+        """
+        if id(value) in self._global_names:
+            return self._global_names[id(value)]
+        path = self._torch_path(value)
+        if path is not None:
+            return path
+        if hint in self.globals and self.globals[hint] is value:
+            return hint
+        if _refers_to_builtin(hint, value) and hint not in self.names:
+            self.names.reserve(hint)
+            name = hint
+        else:
+            name = self.names.create_name(hint)
+        self.globals[name] = value
+        self._global_names[id(value)] = name
+        return name
+    # --8<-- [end:names]
+
+    def _torch_path(self, value: Any) -> str | None:
+        """`torch.nn.functional.relu` for objects torch exports under that path, else None."""
+        module = getattr(value, "__module__", None)
+        if (value is torch.device or not isinstance(module, str)
+                or not _TORCH_MODULE.match(module) or id(torch) not in self._global_names):
+            return None
+        path = _qualified_name(value)
+        if path.split(".")[0] != "torch" or _resolve(path) is not value:
+            return None
+        return self._global_names[id(torch)] + path[len("torch"):]
+
+    # --8<-- [start:write]
+    def write(self) -> PythonCode:
+        last_uses = _last_uses(self.graph)
+        for index, node in enumerate(self.graph.nodes):
+            start = len(self.body)
+            if self.verbose:
+                self._comment(node)
+            getattr(self, node.op)(node)
+            if node.op not in ("placeholder", "output"):
+                freed = last_uses.get(node, []) + ([node] if not node.users else [])
+                if freed:
+                    self.body[-1] += ";  " + " = ".join([self.local[n] for n in freed] + ["None"])
+            self.line_nodes.extend([index] * (len(self.body) - start))
+        return self._assemble()
+    # --8<-- [end:write]
+
+    # --8<-- [start:opcodes]
+    def placeholder(self, node: Node) -> None:
+        parameter = _parameter_name(node)
+        default = f" = {self.expression(node.args[0])}" if node.args else ""
+        self.parameters.append(f"{node.target}{self._annotation(node)}{default}")
+        if self.local[node] != parameter:
+            self.body.append(f"{self.local[node]} = {parameter}")
+
+    def get_attr(self, node: Node) -> None:
+        self._assign(node, attribute_chain(self.root_module, node.target))
+
+    def call_module(self, node: Node) -> None:
+        module = attribute_chain(self.root_module, node.target)
+        self._assign(node, f"{module}({self.arguments(node.args, node.kwargs)})")
+
+    def call_method(self, node: Node) -> None:
+        receiver, *args = node.args
+        method = attribute_chain(self._operand(receiver), node.target)
+        self._assign(node, f"{method}({self.arguments(args, node.kwargs)})")
+
+    def call_function(self, node: Node) -> None:
+        target, args = node.target, node.args
+        operator_name = getattr(target, "__name__", None)
+        if getattr(target, "__module__", None) == "_operator" and not node.kwargs:
+            if operator_name in INPLACE_OPERATORS:
+                statement = INPLACE_OPERATORS[operator_name].format(*map(self._operand, args))
+                self.body.append(f"{statement};  {self.local[node]} = {self.expression(args[0])}")
+                return
+            syntax = {**BINARY_OPERATORS, **UNARY_OPERATORS}.get(operator_name)
+            if syntax and syntax.count("{}") == len(args):
+                self._assign(node, syntax.format(*self._operator_operands(operator_name, args)))
+                return
+        function = self.global_name(target, _global_hint(target))
+        if (function == "getattr" and target is builtins.getattr and len(args) == 2
+                and not node.kwargs and isinstance(args[1], str) and args[1].isidentifier()):
+            self._assign(node, attribute_chain(self._operand(args[0]), args[1]))
+            return
+        self._assign(node, f"{function}({self.arguments(args, node.kwargs)})")
+        if node.meta.get("is_wrapped", False):
+            self.wrapped.setdefault(function)
+
+    def output(self, node: Node) -> None:
+        if node.type is not None:
+            self.return_annotation = f" -> {self.annotation(node.type)}"
+        result = self.expression(node.args[0])
+        if self.graph.pytree_info is not None and self.graph.pytree_info.out_spec is not None:
+            pytree = self.global_name(torch.utils._pytree, "pytree")
+            result = f"{pytree}.tree_unflatten({result}, self._out_spec)"
+        self.body.append(f"return {result}")
+    # --8<-- [end:opcodes]
+
+    def _assign(self, node: Node, expression: str) -> None:
+        self.body.append(f"{self.local[node]}{self._annotation(node)} = {expression}")
+
+    def _annotation(self, node: Node) -> str:
+        if self.verbose:
+            shape = _shape_annotation(node)
+            if shape is not None:
+                return f': "{shape}"'
+        return "" if node.type is None else f" : {self.annotation(node.type)}"
+
+    def _operator_operands(self, operator_name: str, args: tuple) -> list[str]:
+        """Operands of an operator; a negative literal before `**` needs brackets."""
+        operands = [self.expression(a) for a in args]
+        if operator_name == "pow" and operands[0].startswith("-"):
+            operands[0] = f"({operands[0]})"
+        return operands
+
+    def _operand(self, arg: Any) -> str:
+        """An expression that can be followed by `.name` or `[...]`."""
+        text = self.expression(arg)
+        return f"({text})" if text.startswith("-") or _is_number_literal(arg) else text
+
+    def arguments(self, args: tuple | list, kwargs: dict) -> str:
+        """`a, b, key = value`: the call's arguments, as torch.fx spaces them."""
+        parts = [self.expression(a) for a in args]
+        for key, value in kwargs.items():
+            if not isinstance(key, str) or not key.isidentifier() or keyword.iskeyword(key):
+                parts.append(f"**{{{key!r}: {self.expression(value)}}}")
+            else:
+                parts.append(f"{key} = {self.expression(value)}")
+        return ", ".join(parts)
+
+    # --8<-- [start:expression]
+    def expression(self, arg: Any) -> str:
+        """Python source that evaluates to `arg` (a node, a constant or a container)."""
+        if isinstance(arg, Node):
+            return self._node_variable(arg)
+        if isinstance(arg, float) and type(arg) is float:
+            return self._float(arg)
+        if type(arg) in _LITERAL_TYPES:
+            return repr(arg)
+        if isinstance(arg, tuple) and hasattr(type(arg), "_fields"):
+            cls = self.global_name(type(arg), _global_hint(type(arg)))
+            return f"{cls}({', '.join(self.expression(a) for a in arg)})"
+        if isinstance(arg, tuple):
+            items = ", ".join(self.expression(a) for a in arg)
+            return f"({items},)" if len(arg) == 1 else f"({items})"
+        if isinstance(arg, list):
+            return self._of_type(arg, "[" + ", ".join(self.expression(a) for a in arg) + "]")
+        if isinstance(arg, dict):
+            items = ", ".join(f"{self.expression(k)}: {self.expression(v)}" for k, v in arg.items())
+            return self._of_type(arg, "{" + items + "}")
+        if type(arg) is slice:
+            return f"slice({self.expression(arg.start)}, {self.expression(arg.stop)}, " \
+                   f"{self.expression(arg.step)})"
+        return self._special_constant(arg)
+    # --8<-- [end:expression]
+
+    def _of_type(self, container: list | dict, literal: str) -> str:
+        """A list or dict literal; a subclass (say `OrderedDict`) is rebuilt from it.
+
+        The graph's own read-only list and dict types print as plain literals.
+        """
+        if type(container) in (list, dict, _ImmutableList, _ImmutableDict):
+            return literal
+        return f"{self.global_name(type(container), _global_hint(type(container)))}({literal})"
+
+    def _node_variable(self, node: Node) -> str:
+        if node not in self.local:
+            raise ValueError(
+                f"python_code: an argument refers to %{node.name}, which is not a node of this "
+                "graph (was it erased, or copied from another graph without node_copy?). "
+                "How to fix: run graph.lint() to find the node that uses it, and pass a node "
+                "of this graph instead."
+            )
+        return self.local[node]
+
+    def _float(self, value: float) -> str:
+        if math.isnan(value):
+            return self.global_name(math.nan, "nan")
+        if math.isinf(value):
+            return ("-" if value < 0 else "") + self.global_name(math.inf, "inf")
+        return repr(value)
+
+    def _special_constant(self, arg: Any) -> str:
+        """dtypes, devices, enums and other objects: by a checked path, or as a global."""
+        if isinstance(arg, (torch.dtype, torch.layout, torch.memory_format)):
+            torch_name = self.global_name(torch, "torch")
+            attribute = str(arg).removeprefix("torch.")
+            if getattr(torch, attribute, None) is arg:
+                return f"{torch_name}.{attribute}"
+        if type(arg) is torch.device:
+            index = "" if arg.index is None else f", index={arg.index}"
+            return f"{self.global_name(torch.device, 'device')}(type={arg.type!r}{index})"
+        if isinstance(arg, complex) and type(arg) is complex and math.isfinite(abs(arg)):
+            return repr(arg)
+        if isinstance(arg, enum.Enum) and arg.name.isidentifier() and not keyword.iskeyword(arg.name):
+            return f"{self.global_name(type(arg), type(arg).__name__)}.{arg.name}"
+        return self.global_name(arg, _global_hint(arg))
+
+    def annotation(self, annotation: Any) -> str:
+        """A type annotation, with every class it names reachable as a global."""
+        if annotation == ():
+            return "()"
+        if isinstance(annotation, types.UnionType):
+            return "|".join(self.annotation(a) for a in typing.get_args(annotation))
+        origin = getattr(annotation, "__origin__", None)
+        if origin is not None:
+            if isinstance(annotation, typing._GenericAlias):  # typing.List[int] and friends
+                origin = _TYPING_ORIGINS.get(origin, origin)
+            origin_name = self.global_name(origin, type_repr(origin))
+            arguments = typing.get_args(annotation)
+            if not arguments:
+                return origin_name
+            return f"{origin_name}[{','.join(self.annotation(a) for a in arguments)}]"
+        return self.global_name(annotation, type_repr(annotation))
+
+    def _comment(self, node: Node) -> None:
+        """`print_readable`'s comment: where the nodes that follow came from."""
+        if node.op in ("placeholder", "output"):
+            return
+        summary = _stack_summary(node.stack_trace) or "No stacktrace found for following nodes"
+        if summary != self.last_comment:
+            self.last_comment = summary
+            self.body.extend(["", f"# {summary}"] if self.body else [f"# {summary}"])
+
+    def _assemble(self) -> PythonCode:
+        prologue = "".join(f"    {line}\n" if line else "\n" for line in self._unflatten_inputs())
+        parameters = list(self.parameters)
+        if not parameters or parameters[0] != self.root_module:
+            parameters.insert(0, self.root_module)
+        signature = f"def forward({', '.join(parameters)}){self.return_annotation}:"
+        wrap_lines = ""
+        if self.wrapped:
+            wrap_name = self.global_name(wrap, "wrap")
+            wrap_lines = "\n".join(f'{wrap_name}("{name}")' for name in self.wrapped)
+        head = f"\n{wrap_lines}\n\n{signature}\n{prologue}"
+        first_body_line = head.count("\n") + 1
+        lineno_map = {first_body_line + i: node for i, node in enumerate(self.line_nodes)
+                      if node is not None}
+        body = "".join(f"    {line}\n" for line in self.body or ["pass"])
+        return PythonCode(head + body + "    ", self.globals, lineno_map)
+
+    def _unflatten_inputs(self) -> list[str]:
+        """With structured concrete_args: the signature takes the structures, and
+        the first line flattens them into the placeholders (torch.fx's text)."""
+        info = self.graph.pytree_info
+        if info is None:
+            return []
+        placeholders = self.parameters
+        self.parameters = list(info.arg_names)
+        if not placeholders:
+            return []
+        if info.arg_names[:1] == ["self"]:
+            placeholders = ["self", *placeholders]
+        annotated = [p for p in placeholders if ":" in p]
+        lines = ["".join(p + "; " for p in annotated), ""] if annotated else []
+        names = ", ".join(p.split(":")[0] for p in placeholders)
+        helpers = self.global_name(fx_pytree_helpers, "fx_pytree")
+        return lines + [f"{names}, = {helpers}.tree_flatten_spec("
+                        f"[{', '.join(info.arg_names)}], self._in_spec)"]
+
+
+_TYPING_ORIGINS = {list: typing.List, dict: typing.Dict, set: typing.Set,  # noqa: UP006
+                   frozenset: typing.FrozenSet, tuple: typing.Tuple, type: typing.Type}  # noqa: UP006
+
+
+def attribute_chain(base: str, target: str) -> str:
+    """`self.layer1.conv` for `layer1.conv`; parts that are not names use `getattr`.
+
+    A part such as `0` (a `Sequential` child) or `class` (a keyword) cannot
+    follow a dot, so it is written `getattr(self.layers, "0")`.
+    """
+    expression = base
+    for part in target.split("."):
+        if part.isidentifier() and not keyword.iskeyword(part):
+            expression = f"{expression}.{part}"
+        else:
+            expression = f"getattr({expression}, {_string_literal(part)})"
+    return expression
+
+
+def _string_literal(text: str) -> str:
+    """A double-quoted literal, as torch.fx writes attribute names; repr() when that is not safe."""
+    if text.isprintable() and '"' not in text and "\\" not in text:
+        return f'"{text}"'
+    return repr(text)
+
+
+def _parameter_name(node: Node) -> str:
+    """The placeholder's parameter name without `*`; it must be a valid parameter."""
+    target = node.target
+    if not isinstance(target, str) or not _PARAMETER.match(target) or \
+            keyword.iskeyword(target.lstrip("*")):
+        raise ValueError(
+            f"python_code: placeholder %{node.name} has target {target!r}, which is not a valid "
+            "Python parameter name, so it cannot appear in `def forward(...)`. "
+            "How to fix: give the placeholder an identifier as its target (optionally "
+            "with a leading * or **), for example graph.placeholder('x')."
+        )
+    return target.lstrip("*")
+
+
+def _last_uses(graph: Any) -> dict[Node, list[Node]]:
+    """node -> the values whose last use is at that node (torch.fx's order)."""
+    seen: set[Node] = set()
+    freed_at: dict[Node, list[Node]] = {}
+    for node in reversed(graph.nodes):
+        for used in node._input_nodes:
+            if used not in seen:
+                seen.add(used)
+                freed_at.setdefault(node, []).append(used)
+    return freed_at
+
+
+def _refers_to_builtin(name: str, value: Any) -> bool:
+    """True if `name` is a builtin (or a custom builtin) that is `value` itself."""
+    if name in CUSTOM_BUILTINS:
+        return CUSTOM_BUILTINS[name][0] is value
+    return getattr(builtins, name, None) is value
+
+
+def _qualified_name(value: Any) -> str:
+    """torch.fx's qualified name: `getattr`, `torch.Tensor.add`, `math.sqrt`, `_operator.not_`."""
+    name = getattr(value, "__name__", type(value).__name__)
+    if getattr(builtins, name, None) is value:
+        return name
+    if getattr(torch.Tensor, name, None) is value and isinstance(
+            value, (types.MethodDescriptorType, types.WrapperDescriptorType, types.FunctionType)):
+        return f"torch.Tensor.{name}"
+    module = getattr(value, "__module__", None) or ""
+    module = module.replace("torch._ops", "torch.ops")
+    return f"{module}.{name}" if module else name
+
+
+def _global_hint(value: Any) -> str:
+    """The name a global starts from: `math.sqrt` -> `math_sqrt` (made valid later)."""
+    if isinstance(value, (type, types.FunctionType, types.BuiltinFunctionType)) or callable(value):
+        try:
+            return _qualified_name(value)
+        except Exception:  # an odd callable: its name is only a hint
+            return type(value).__name__
+    if isinstance(value, torch.Tensor):
+        return "_tensor_constant"
+    return f"_{type(value).__name__}_constant"
+
+
+def _resolve(path: str) -> Any:
+    """Follow a dotted path from `torch`; None if any step is missing."""
+    value: Any = torch
+    for part in path.split(".")[1:]:
+        if not part.isidentifier() or keyword.iskeyword(part):
+            return None
+        value = getattr(value, part, None)
+    return value
+
+
+def _is_number_literal(arg: Any) -> bool:
+    return type(arg) in (int, float, complex)
+
+
+def _shape_annotation(node: Node) -> str | None:
+    """`f32[2, 3]` from a tensor (or tensor metadata) in `node.meta`, as print_readable shows."""
+    value = node.meta.get("val", node.meta.get("tensor_meta"))
+    dtype, shape = getattr(value, "dtype", None), getattr(value, "shape", None)
+    if dtype not in _DTYPE_ABBREVIATIONS or shape is None:
+        return None
+    return f"{_DTYPE_ABBREVIATIONS[dtype]}[{', '.join(str(s) for s in shape)}]"
+
+
+def _stack_summary(stack_trace: str | None) -> str | None:
+    """`File: model.py:12 in forward, code: return x + 1` from a stack trace's last frame."""
+    if not stack_trace:
+        return None
+    lines = stack_trace.strip().split("\n")
+    frame = re.compile(r'^File "(.+)", line (\d+), in (.+)$')
+    for index in range(len(lines) - 2, -1, -1):
+        match = frame.match(lines[index].strip())
+        if match:
+            file, line, function = match.groups()
+            return f"File: {file}:{line} in {function}, code: {lines[index + 1].strip()}"
+    return None
+

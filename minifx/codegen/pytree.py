@@ -1,0 +1,72 @@
+"""Flattening structured inputs in generated code (`fx_pytree` in the source).
+
+A graph traced with structured `concrete_args` (`{"a": PH, "b": PH}`) has one
+placeholder per leaf, but its `forward` takes the structures. The generated
+code's first line flattens them, checking that each input has the structure
+the graph was traced with:
+
+    x_1, x_2, = fx_pytree.tree_flatten_spec([x], self._in_spec)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torch.utils import _pytree as pytree
+
+from ..proxy.proxy import Proxy
+
+
+def tree_flatten_spec(value: Any, spec: pytree.TreeSpec, where: str = "the inputs") -> list:
+    """The leaves of `value`, read in the order and shape that `spec` describes.
+
+    Dicts are read by the spec's keys (extra keys are ignored, as in torch.fx);
+    lists and tuples must have the spec's length.
+
+    Raises:
+        TypeError: if `value` does not have the structure of `spec`.
+    """
+    if spec.is_leaf():
+        return [value]
+    children = _children(value, spec, where)
+    leaves = []
+    for key, child, child_spec in zip(_keys(spec), children, spec.children()):
+        leaves += tree_flatten_spec(child, child_spec, f"{where}[{key!r}]")
+    return leaves
+
+
+def _keys(spec: pytree.TreeSpec) -> list:
+    if spec.type is dict:
+        return list(spec.context)
+    return list(range(spec.num_children))
+
+
+def _children(value: Any, spec: pytree.TreeSpec, where: str) -> list:
+    if isinstance(value, Proxy):  # retracing generated code: record the lookups
+        return [value[key] for key in _keys(spec)]
+    if spec.type is dict:
+        if not isinstance(value, dict):
+            raise _mismatch(where, f"a dict with keys {list(spec.context)}", value)
+        missing = [key for key in spec.context if key not in value]
+        if missing:
+            raise _mismatch(where, f"a dict with keys {list(spec.context)}", value,
+                            f"missing {missing}")
+        return [value[key] for key in spec.context]
+    if spec.type in (list, tuple):
+        if not isinstance(value, (list, tuple)) or len(value) != spec.num_children:
+            raise _mismatch(where, f"a {spec.type.__name__} of {spec.num_children} items", value)
+        return list(value)
+    # Any other registered structure (a namedtuple, an OrderedDict, ...).
+    if type(value) is not spec.type:
+        raise _mismatch(where, f"a {spec.type.__name__}", value)
+    children, _ = pytree.SUPPORTED_NODES[spec.type].flatten_fn(value)
+    return list(children)
+
+
+def _mismatch(where: str, expected: str, value: Any, detail: str = "") -> TypeError:
+    detail = f" ({detail})" if detail else ""
+    return TypeError(
+        f"{where} should be {expected}, as when the module was traced with concrete_args, "
+        f"but got {type(value).__name__}: {value!r}{detail}. A graph traced with structured "
+        "concrete_args only accepts inputs of that structure; retrace to accept another."
+    )
