@@ -49,6 +49,7 @@ BINARY_OPERATORS = {
     "gt": "{} > {}", "le": "{} <= {}", "ge": "{} >= {}", "getitem": "{}[{}]",
 }
 UNARY_OPERATORS = {"neg": "-{}", "pos": "+{}", "invert": "~{}"}
+OPERATOR_SYNTAX = {**BINARY_OPERATORS, **UNARY_OPERATORS}
 INPLACE_OPERATORS = {
     "iadd": "{} += {}", "isub": "{} -= {}", "imul": "{} *= {}", "itruediv": "{} /= {}",
     "ifloordiv": "{} //= {}", "imod": "{} %= {}", "ipow": "{} **= {}", "imatmul": "{} @= {}",
@@ -169,6 +170,7 @@ class _SourceWriter:
             return self._global_names[id(value)]
         path = self._torch_path(value)
         if path is not None:
+            self._global_names[id(value)] = path
             return path
         if hint in self.globals and self.globals[hint] is value:
             return hint
@@ -237,7 +239,7 @@ class _SourceWriter:
                 statement = INPLACE_OPERATORS[operator_name].format(*map(self._operand, args))
                 self.body.append(f"{statement};  {self.local[node]} = {self.expression(args[0])}")
                 return
-            syntax = {**BINARY_OPERATORS, **UNARY_OPERATORS}.get(operator_name)
+            syntax = OPERATOR_SYNTAX.get(operator_name)
             if syntax and syntax.count("{}") == len(args):
                 self._assign(node, syntax.format(*self._operator_operands(operator_name, args)))
                 return
