@@ -135,6 +135,7 @@ class _SourceWriter:
         self.return_annotation = ""
         self.wrapped: dict[str, None] = {}
         self.last_comment: str | None = None
+        self.parameter_names: set[str] = set()
         self.local = self._name_locals()
         for name, (value, _) in CUSTOM_BUILTINS.items():
             self.global_name(value, name)
@@ -152,6 +153,12 @@ class _SourceWriter:
         for node in self.graph.nodes:
             if node.op == "placeholder":
                 parameter = _parameter_name(node)
+                if parameter in self.parameter_names:
+                    raise ValueError(
+                        f"python_code: placeholders %{node.name} and an earlier one both have the "
+                        f"parameter name {parameter!r}; `def forward` cannot take it twice. "
+                        "How to fix: give each placeholder its own target.")
+                self.parameter_names.add(parameter)
                 self.names.reserve(parameter)
                 if node.name == parameter:
                     local[node] = parameter
@@ -202,6 +209,7 @@ class _SourceWriter:
             start = len(self.body)
             if self.verbose:
                 self._comment(node)
+            _check_node(node)
             getattr(self, node.op)(node)
             if node.op not in ("placeholder", "output"):
                 freed = last_uses.get(node, []) + ([node] if not node.users else [])
@@ -220,15 +228,15 @@ class _SourceWriter:
             self.body.append(f"{self.local[node]} = {parameter}")
 
     def get_attr(self, node: Node) -> None:
-        self._assign(node, attribute_chain(self.root_module, node.target))
+        self._assign(node, self._chain(self.root_module, node.target))
 
     def call_module(self, node: Node) -> None:
-        module = attribute_chain(self.root_module, node.target)
+        module = self._chain(self.root_module, node.target)
         self._assign(node, f"{module}({self.arguments(node.args, node.kwargs)})")
 
     def call_method(self, node: Node) -> None:
         receiver, *args = node.args
-        method = attribute_chain(self._operand(receiver), node.target)
+        method = self._chain(self._operand(receiver), node.target)
         self._assign(node, f"{method}({self.arguments(args, node.kwargs)})")
 
     def call_function(self, node: Node) -> None:
@@ -246,7 +254,7 @@ class _SourceWriter:
         function = self.global_name(target, _global_hint(target))
         if (function == "getattr" and target is builtins.getattr and len(args) == 2
                 and not node.kwargs and isinstance(args[1], str) and args[1].isidentifier()):
-            self._assign(node, attribute_chain(self._operand(args[0]), args[1]))
+            self._assign(node, self._chain(self._operand(args[0]), args[1]))
             return
         self._assign(node, f"{function}({self.arguments(args, node.kwargs)})")
         if node.meta.get("is_wrapped", False):
@@ -261,6 +269,13 @@ class _SourceWriter:
             result = f"{pytree}.tree_unflatten({result}, self._out_spec)"
         self.body.append(f"return {result}")
     # --8<-- [end:opcodes]
+
+    def _chain(self, base: str, target: str) -> str:
+        # `getattr` is the builtin unless a parameter took that name.
+        getattr_name = "getattr" if self.globals.get("getattr", builtins.getattr) is \
+            builtins.getattr and "getattr" not in self.parameter_names else \
+            self.global_name(builtins.getattr, "getattr")
+        return attribute_chain(base, target, getattr_name)
 
     def _assign(self, node: Node, expression: str) -> None:
         self.body.append(f"{self.local[node]}{self._annotation(node)} = {expression}")
@@ -429,7 +444,7 @@ _TYPING_ORIGINS = {list: typing.List, dict: typing.Dict, set: typing.Set,  # noq
                    frozenset: typing.FrozenSet, tuple: typing.Tuple, type: typing.Type}  # noqa: UP006
 
 
-def attribute_chain(base: str, target: str) -> str:
+def attribute_chain(base: str, target: str, getattr_name: str = "getattr") -> str:
     """`self.layer1.conv` for `layer1.conv`; parts that are not names use `getattr`.
 
     A part such as `0` (a `Sequential` child) or `class` (a keyword) cannot
@@ -440,7 +455,7 @@ def attribute_chain(base: str, target: str) -> str:
         if part.isidentifier() and not keyword.iskeyword(part):
             expression = f"{expression}.{part}"
         else:
-            expression = f"getattr({expression}, {_string_literal(part)})"
+            expression = f"{getattr_name}({expression}, {_string_literal(part)})"
     return expression
 
 
@@ -463,6 +478,23 @@ def _parameter_name(node: Node) -> str:
             "with a leading * or **), for example graph.placeholder('x')."
         )
     return target.lstrip("*")
+
+
+def _check_node(node: Node) -> None:
+    """Refuse, with a clear message, a node whose opcode's line cannot be written."""
+    problem = None
+    if node.op in ("get_attr", "call_module", "call_method") and not isinstance(node.target, str):
+        problem = "its target must be a str (an attribute path or a method name)"
+    elif node.op == "call_method" and not node.args:
+        problem = "a call_method node needs its receiver as args[0]"
+    elif node.op == "call_function" and not callable(node.target):
+        problem = "its target must be callable"
+    elif node.op == "output" and len(node.args) != 1:
+        problem = "an output node has exactly one argument, the returned value"
+    if problem:
+        raise ValueError(f"python_code: cannot write %{node.name} ({node.op}, target "
+                         f"{node.target!r}): {problem}. How to fix: correct the node, then run "
+                         "graph.lint() to check the rest of the graph.")
 
 
 def _last_uses(graph: Any) -> dict[Node, list[Node]]:

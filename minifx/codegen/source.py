@@ -39,7 +39,14 @@ def compile_forward(code: PythonCode) -> tuple[Callable, str]:
     namespace = dict(code.globals)
     # dont_inherit: this module's `from __future__ import annotations` must not
     # turn the generated code's annotations into strings.
-    exec(compile(code.src, filename, "exec", dont_inherit=True), namespace)
+    try:
+        compiled = compile(code.src, filename, "exec", dont_inherit=True)
+    except SyntaxError as error:  # a graph python_code could not check: say which line
+        error.add_note(f"The generated code of this graph does not compile; line {error.lineno} "
+                       f"is:\n    {(error.text or '').strip()}\nprint the code with "
+                       "minifx.codegen.python_code(graph).src, and fix the graph's node.")
+        raise
+    exec(compiled, namespace)
     return namespace["forward"], filename
 
 
