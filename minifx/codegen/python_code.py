@@ -26,7 +26,6 @@ import builtins
 import enum
 import keyword
 import math
-import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -39,44 +38,11 @@ from ..graph.wrapping import wrap
 from ..proxy.names import Namespace
 from ..proxy.tape import type_repr
 from . import pytree as fx_pytree_helpers
+from .syntax import (CUSTOM_BUILTINS, INPLACE_OPERATORS, LITERAL_TYPES, OPERATOR_SYNTAX,
+                     TORCH_MODULE, TYPING_ORIGINS, attribute_chain, check_node, global_hint,
+                     parameter_name, qualified_name, refers_to_builtin, resolve_torch_path,
+                     shape_annotation, stack_summary)
 
-# Operators written as Python syntax, as torch.fx writes them.
-BINARY_OPERATORS = {
-    "add": "{} + {}", "sub": "{} - {}", "mul": "{} * {}", "truediv": "{} / {}",
-    "floordiv": "{} // {}", "mod": "{} % {}", "pow": "{} ** {}", "matmul": "{} @ {}",
-    "lshift": "{} << {}", "rshift": "{} >> {}", "and_": "{} & {}", "or_": "{} | {}",
-    "xor": "{} ^ {}", "eq": "{} == {}", "ne": "{} != {}", "lt": "{} < {}",
-    "gt": "{} > {}", "le": "{} <= {}", "ge": "{} >= {}", "getitem": "{}[{}]",
-}
-UNARY_OPERATORS = {"neg": "-{}", "pos": "+{}", "invert": "~{}"}
-OPERATOR_SYNTAX = {**BINARY_OPERATORS, **UNARY_OPERATORS}
-INPLACE_OPERATORS = {
-    "iadd": "{} += {}", "isub": "{} -= {}", "imul": "{} *= {}", "itruediv": "{} /= {}",
-    "ifloordiv": "{} //= {}", "imod": "{} %= {}", "ipow": "{} **= {}", "imatmul": "{} @= {}",
-    "ilshift": "{} <<= {}", "irshift": "{} >>= {}", "iand": "{} &= {}", "ior": "{} |= {}",
-    "ixor": "{} ^= {}", "setitem": "{}[{}] = {}",
-}
-
-# Globals every generated function gets, under these names when they are free.
-CUSTOM_BUILTINS = {
-    "inf": (math.inf, "from math import inf"),
-    "nan": (math.nan, "from math import nan"),
-    "NoneType": (type(None), "NoneType = type(None)"),
-    "torch": (torch, "import torch"),
-    "device": (torch.device, "from torch import device"),
-    "fx_pytree": (fx_pytree_helpers, "import minifx.codegen.pytree as fx_pytree"),
-    "pytree": (torch.utils._pytree, "import torch.utils._pytree as pytree"),
-}
-
-# Values whose repr() is a Python literal that evaluates back to them.
-_LITERAL_TYPES = (type(None), bool, int, str, bytes, type(...))
-_PARAMETER = re.compile(r"^\*{0,2}[A-Za-z_][A-Za-z0-9_]*$")
-_TORCH_MODULE = re.compile(r"^torch(\.(?!_dynamo\.|_inductor\.)[^.]+)*$")
-_DTYPE_ABBREVIATIONS = {
-    torch.float64: "f64", torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16",
-    torch.int64: "i64", torch.int32: "i32", torch.int16: "i16", torch.int8: "i8",
-    torch.uint8: "u8", torch.bool: "b8", torch.complex64: "c64", torch.complex128: "c128",
-}
 
 
 @dataclass
@@ -152,7 +118,7 @@ class _SourceWriter:
         local: dict[Node, str] = {}
         for node in self.graph.nodes:
             if node.op == "placeholder":
-                parameter = _parameter_name(node)
+                parameter = parameter_name(node)
                 if parameter in self.parameter_names:
                     raise ValueError(
                         f"python_code: placeholders %{node.name} and an earlier one both have the "
@@ -181,7 +147,7 @@ class _SourceWriter:
             return path
         if hint in self.globals and self.globals[hint] is value:
             return hint
-        if _refers_to_builtin(hint, value) and hint not in self.names:
+        if refers_to_builtin(hint, value) and hint not in self.names:
             self.names.reserve(hint)
             name = hint
         else:
@@ -195,10 +161,10 @@ class _SourceWriter:
         """`torch.nn.functional.relu` for objects torch exports under that path, else None."""
         module = getattr(value, "__module__", None)
         if (value is torch.device or not isinstance(module, str)
-                or not _TORCH_MODULE.match(module) or id(torch) not in self._global_names):
+                or not TORCH_MODULE.match(module) or id(torch) not in self._global_names):
             return None
-        path = _qualified_name(value)
-        if path.split(".")[0] != "torch" or _resolve(path) is not value:
+        path = qualified_name(value)
+        if path.split(".")[0] != "torch" or resolve_torch_path(path) is not value:
             return None
         return self._global_names[id(torch)] + path[len("torch"):]
 
@@ -209,7 +175,7 @@ class _SourceWriter:
             start = len(self.body)
             if self.verbose:
                 self._comment(node)
-            _check_node(node)
+            check_node(node)
             getattr(self, node.op)(node)
             if node.op not in ("placeholder", "output"):
                 freed = last_uses.get(node, []) + ([node] if not node.users else [])
@@ -221,7 +187,7 @@ class _SourceWriter:
 
     # --8<-- [start:opcodes]
     def placeholder(self, node: Node) -> None:
-        parameter = _parameter_name(node)
+        parameter = parameter_name(node)
         default = f" = {self.expression(node.args[0])}" if node.args else ""
         self.parameters.append(f"{node.target}{self._annotation(node)}{default}")
         if self.local[node] != parameter:
@@ -251,7 +217,7 @@ class _SourceWriter:
             if syntax and syntax.count("{}") == len(args):
                 self._assign(node, syntax.format(*self._operator_operands(operator_name, args)))
                 return
-        function = self.global_name(target, _global_hint(target))
+        function = self.global_name(target, global_hint(target))
         if (function == "getattr" and target is builtins.getattr and len(args) == 2
                 and not node.kwargs and isinstance(args[1], str) and args[1].isidentifier()):
             self._assign(node, self._chain(self._operand(args[0]), args[1]))
@@ -282,7 +248,7 @@ class _SourceWriter:
 
     def _annotation(self, node: Node) -> str:
         if self.verbose:
-            shape = _shape_annotation(node)
+            shape = shape_annotation(node)
             if shape is not None:
                 return f': "{shape}"'
         return "" if node.type is None else f" : {self.annotation(node.type)}"
@@ -316,10 +282,10 @@ class _SourceWriter:
             return self._node_variable(arg)
         if isinstance(arg, float) and type(arg) is float:
             return self._float(arg)
-        if type(arg) in _LITERAL_TYPES:
+        if type(arg) in LITERAL_TYPES:
             return repr(arg)
         if isinstance(arg, tuple) and hasattr(type(arg), "_fields"):
-            cls = self.global_name(type(arg), _global_hint(type(arg)))
+            cls = self.global_name(type(arg), global_hint(type(arg)))
             return f"{cls}({', '.join(self.expression(a) for a in arg)})"
         if isinstance(arg, tuple):
             items = ", ".join(self.expression(a) for a in arg)
@@ -342,7 +308,7 @@ class _SourceWriter:
         """
         if type(container) in (list, dict, _ImmutableList, _ImmutableDict):
             return literal
-        return f"{self.global_name(type(container), _global_hint(type(container)))}({literal})"
+        return f"{self.global_name(type(container), global_hint(type(container)))}({literal})"
 
     def _node_variable(self, node: Node) -> str:
         if node not in self.local:
@@ -375,7 +341,7 @@ class _SourceWriter:
             return repr(arg)
         if isinstance(arg, enum.Enum) and arg.name.isidentifier() and not keyword.iskeyword(arg.name):
             return f"{self.global_name(type(arg), type(arg).__name__)}.{arg.name}"
-        return self.global_name(arg, _global_hint(arg))
+        return self.global_name(arg, global_hint(arg))
 
     def annotation(self, annotation: Any) -> str:
         """A type annotation, with every class it names reachable as a global."""
@@ -386,7 +352,7 @@ class _SourceWriter:
         origin = getattr(annotation, "__origin__", None)
         if origin is not None:
             if isinstance(annotation, typing._GenericAlias):  # typing.List[int] and friends
-                origin = _TYPING_ORIGINS.get(origin, origin)
+                origin = TYPING_ORIGINS.get(origin, origin)
             origin_name = self.global_name(origin, type_repr(origin))
             arguments = typing.get_args(annotation)
             if not arguments:
@@ -398,7 +364,7 @@ class _SourceWriter:
         """`print_readable`'s comment: where the nodes that follow came from."""
         if node.op in ("placeholder", "output"):
             return
-        summary = _stack_summary(node.stack_trace) or "No stacktrace found for following nodes"
+        summary = stack_summary(node.stack_trace) or "No stacktrace found for following nodes"
         if summary != self.last_comment:
             self.last_comment = summary
             self.body.extend(["", f"# {summary}"] if self.body else [f"# {summary}"])
@@ -440,63 +406,6 @@ class _SourceWriter:
                         f"[{', '.join(info.arg_names)}], self._in_spec)"]
 
 
-_TYPING_ORIGINS = {list: typing.List, dict: typing.Dict, set: typing.Set,  # noqa: UP006
-                   frozenset: typing.FrozenSet, tuple: typing.Tuple, type: typing.Type}  # noqa: UP006
-
-
-def attribute_chain(base: str, target: str, getattr_name: str = "getattr") -> str:
-    """`self.layer1.conv` for `layer1.conv`; parts that are not names use `getattr`.
-
-    A part such as `0` (a `Sequential` child) or `class` (a keyword) cannot
-    follow a dot, so it is written `getattr(self.layers, "0")`.
-    """
-    expression = base
-    for part in target.split("."):
-        if part.isidentifier() and not keyword.iskeyword(part):
-            expression = f"{expression}.{part}"
-        else:
-            expression = f"{getattr_name}({expression}, {_string_literal(part)})"
-    return expression
-
-
-def _string_literal(text: str) -> str:
-    """A double-quoted literal, as torch.fx writes attribute names; repr() when that is not safe."""
-    if text.isprintable() and '"' not in text and "\\" not in text:
-        return f'"{text}"'
-    return repr(text)
-
-
-def _parameter_name(node: Node) -> str:
-    """The placeholder's parameter name without `*`; it must be a valid parameter."""
-    target = node.target
-    if not isinstance(target, str) or not _PARAMETER.match(target) or \
-            keyword.iskeyword(target.lstrip("*")):
-        raise ValueError(
-            f"python_code: placeholder %{node.name} has target {target!r}, which is not a valid "
-            "Python parameter name, so it cannot appear in `def forward(...)`. "
-            "How to fix: give the placeholder an identifier as its target (optionally "
-            "with a leading * or **), for example graph.placeholder('x')."
-        )
-    return target.lstrip("*")
-
-
-def _check_node(node: Node) -> None:
-    """Refuse, with a clear message, a node whose opcode's line cannot be written."""
-    problem = None
-    if node.op in ("get_attr", "call_module", "call_method") and not isinstance(node.target, str):
-        problem = "its target must be a str (an attribute path or a method name)"
-    elif node.op == "call_method" and not node.args:
-        problem = "a call_method node needs its receiver as args[0]"
-    elif node.op == "call_function" and not callable(node.target):
-        problem = "its target must be callable"
-    elif node.op == "output" and len(node.args) != 1:
-        problem = "an output node has exactly one argument, the returned value"
-    if problem:
-        raise ValueError(f"python_code: cannot write %{node.name} ({node.op}, target "
-                         f"{node.target!r}): {problem}. How to fix: correct the node, then run "
-                         "graph.lint() to check the rest of the graph.")
-
-
 def _last_uses(graph: Any) -> dict[Node, list[Node]]:
     """node -> the values whose last use is at that node (torch.fx's order)."""
     seen: set[Node] = set()
@@ -509,71 +418,7 @@ def _last_uses(graph: Any) -> dict[Node, list[Node]]:
     return freed_at
 
 
-def _refers_to_builtin(name: str, value: Any) -> bool:
-    """True if `name` is a builtin (or a custom builtin) that is `value` itself."""
-    if name in CUSTOM_BUILTINS:
-        return CUSTOM_BUILTINS[name][0] is value
-    return getattr(builtins, name, None) is value
-
-
-def _qualified_name(value: Any) -> str:
-    """torch.fx's qualified name: `getattr`, `torch.Tensor.add`, `math.sqrt`, `_operator.not_`."""
-    name = getattr(value, "__name__", type(value).__name__)
-    if getattr(builtins, name, None) is value:
-        return name
-    if getattr(torch.Tensor, name, None) is value and isinstance(
-            value, (types.MethodDescriptorType, types.WrapperDescriptorType, types.FunctionType)):
-        return f"torch.Tensor.{name}"
-    module = getattr(value, "__module__", None) or ""
-    module = module.replace("torch._ops", "torch.ops")
-    return f"{module}.{name}" if module else name
-
-
-def _global_hint(value: Any) -> str:
-    """The name a global starts from: `math.sqrt` -> `math_sqrt` (made valid later)."""
-    if isinstance(value, (type, types.FunctionType, types.BuiltinFunctionType)) or callable(value):
-        try:
-            return _qualified_name(value)
-        except Exception:  # an odd callable: its name is only a hint
-            return type(value).__name__
-    if isinstance(value, torch.Tensor):
-        return "_tensor_constant"
-    return f"_{type(value).__name__}_constant"
-
-
-def _resolve(path: str) -> Any:
-    """Follow a dotted path from `torch`; None if any step is missing."""
-    value: Any = torch
-    for part in path.split(".")[1:]:
-        if not part.isidentifier() or keyword.iskeyword(part):
-            return None
-        value = getattr(value, part, None)
-    return value
-
-
 def _is_number_literal(arg: Any) -> bool:
     return type(arg) in (int, float, complex)
 
-
-def _shape_annotation(node: Node) -> str | None:
-    """`f32[2, 3]` from a tensor (or tensor metadata) in `node.meta`, as print_readable shows."""
-    value = node.meta.get("val", node.meta.get("tensor_meta"))
-    dtype, shape = getattr(value, "dtype", None), getattr(value, "shape", None)
-    if dtype not in _DTYPE_ABBREVIATIONS or shape is None:
-        return None
-    return f"{_DTYPE_ABBREVIATIONS[dtype]}[{', '.join(str(s) for s in shape)}]"
-
-
-def _stack_summary(stack_trace: str | None) -> str | None:
-    """`File: model.py:12 in forward, code: return x + 1` from a stack trace's last frame."""
-    if not stack_trace:
-        return None
-    lines = stack_trace.strip().split("\n")
-    frame = re.compile(r'^File "(.+)", line (\d+), in (.+)$')
-    for index in range(len(lines) - 2, -1, -1):
-        match = frame.match(lines[index].strip())
-        if match:
-            file, line, function = match.groups()
-            return f"File: {file}:{line} in {function}, code: {lines[index + 1].strip()}"
-    return None
 

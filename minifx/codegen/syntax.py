@@ -1,0 +1,183 @@
+"""The small facts code generation relies on: Python's operator syntax, the
+globals every generated function gets, and how objects are named in source.
+
+Kept apart from `python_code.py`, which decides *what* to write; this module
+knows *how* Python spells it.
+"""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+import math
+import re
+import types
+import typing
+from typing import Any
+
+import torch
+
+from . import pytree as fx_pytree_helpers
+
+# Operators written as Python syntax, as torch.fx writes them.
+BINARY_OPERATORS = {
+    "add": "{} + {}", "sub": "{} - {}", "mul": "{} * {}", "truediv": "{} / {}",
+    "floordiv": "{} // {}", "mod": "{} % {}", "pow": "{} ** {}", "matmul": "{} @ {}",
+    "lshift": "{} << {}", "rshift": "{} >> {}", "and_": "{} & {}", "or_": "{} | {}",
+    "xor": "{} ^ {}", "eq": "{} == {}", "ne": "{} != {}", "lt": "{} < {}",
+    "gt": "{} > {}", "le": "{} <= {}", "ge": "{} >= {}", "getitem": "{}[{}]",
+}
+UNARY_OPERATORS = {"neg": "-{}", "pos": "+{}", "invert": "~{}"}
+OPERATOR_SYNTAX = {**BINARY_OPERATORS, **UNARY_OPERATORS}
+INPLACE_OPERATORS = {
+    "iadd": "{} += {}", "isub": "{} -= {}", "imul": "{} *= {}", "itruediv": "{} /= {}",
+    "ifloordiv": "{} //= {}", "imod": "{} %= {}", "ipow": "{} **= {}", "imatmul": "{} @= {}",
+    "ilshift": "{} <<= {}", "irshift": "{} >>= {}", "iand": "{} &= {}", "ior": "{} |= {}",
+    "ixor": "{} ^= {}", "setitem": "{}[{}] = {}",
+}
+
+# Globals every generated function gets, under these names when they are free.
+CUSTOM_BUILTINS = {
+    "inf": (math.inf, "from math import inf"),
+    "nan": (math.nan, "from math import nan"),
+    "NoneType": (type(None), "NoneType = type(None)"),
+    "torch": (torch, "import torch"),
+    "device": (torch.device, "from torch import device"),
+    "fx_pytree": (fx_pytree_helpers, "import minifx.codegen.pytree as fx_pytree"),
+    "pytree": (torch.utils._pytree, "import torch.utils._pytree as pytree"),
+}
+
+# Values whose repr() is a Python literal that evaluates back to them.
+LITERAL_TYPES = (type(None), bool, int, str, bytes, type(...))
+TORCH_MODULE = re.compile(r"^torch(\.(?!_dynamo\.|_inductor\.)[^.]+)*$")
+DTYPE_ABBREVIATIONS = {
+    torch.float64: "f64", torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16",
+    torch.int64: "i64", torch.int32: "i32", torch.int16: "i16", torch.int8: "i8",
+    torch.uint8: "u8", torch.bool: "b8", torch.complex64: "c64", torch.complex128: "c128",
+}
+
+
+TYPING_ORIGINS = {list: typing.List, dict: typing.Dict, set: typing.Set,  # noqa: UP006
+                   frozenset: typing.FrozenSet, tuple: typing.Tuple, type: typing.Type}  # noqa: UP006
+
+
+def attribute_chain(base: str, target: str, getattr_name: str = "getattr") -> str:
+    """`self.layer1.conv` for `layer1.conv`; parts that are not names use `getattr`.
+
+    A part such as `0` (a `Sequential` child) or `class` (a keyword) cannot
+    follow a dot, so it is written `getattr(self.layers, "0")`.
+    """
+    expression = base
+    for part in target.split("."):
+        if part.isidentifier() and not keyword.iskeyword(part):
+            expression = f"{expression}.{part}"
+        else:
+            expression = f"{getattr_name}({expression}, {string_literal(part)})"
+    return expression
+
+
+def string_literal(text: str) -> str:
+    """A double-quoted literal, as torch.fx writes attribute names; repr() when that is not safe."""
+    if text.isprintable() and '"' not in text and "\\" not in text:
+        return f'"{text}"'
+    return repr(text)
+
+
+def refers_to_builtin(name: str, value: Any) -> bool:
+    """True if `name` is a builtin (or a custom builtin) that is `value` itself."""
+    if name in CUSTOM_BUILTINS:
+        return CUSTOM_BUILTINS[name][0] is value
+    return getattr(builtins, name, None) is value
+
+
+def qualified_name(value: Any) -> str:
+    """torch.fx's qualified name: `getattr`, `torch.Tensor.add`, `math.sqrt`, `_operator.not_`."""
+    name = getattr(value, "__name__", type(value).__name__)
+    if getattr(builtins, name, None) is value:
+        return name
+    if getattr(torch.Tensor, name, None) is value and isinstance(
+            value, (types.MethodDescriptorType, types.WrapperDescriptorType, types.FunctionType)):
+        return f"torch.Tensor.{name}"
+    module = getattr(value, "__module__", None) or ""
+    module = module.replace("torch._ops", "torch.ops")
+    return f"{module}.{name}" if module else name
+
+
+def global_hint(value: Any) -> str:
+    """The name a global starts from: `math.sqrt` -> `math_sqrt` (made valid later)."""
+    if isinstance(value, (type, types.FunctionType, types.BuiltinFunctionType)) or callable(value):
+        try:
+            return qualified_name(value)
+        except Exception:  # an odd callable: its name is only a hint
+            return type(value).__name__
+    if isinstance(value, torch.Tensor):
+        return "_tensor_constant"
+    return f"_{type(value).__name__}_constant"
+
+
+def resolve_torch_path(path: str) -> Any:
+    """Follow a dotted path from `torch`; None if any step is missing."""
+    value: Any = torch
+    for part in path.split(".")[1:]:
+        if not part.isidentifier() or keyword.iskeyword(part):
+            return None
+        value = getattr(value, part, None)
+    return value
+
+
+def shape_annotation(node: Any) -> str | None:
+    """`f32[2, 3]` from a tensor (or tensor metadata) in `node.meta`, as print_readable shows."""
+    value = node.meta.get("val", node.meta.get("tensor_meta"))
+    dtype, shape = getattr(value, "dtype", None), getattr(value, "shape", None)
+    if dtype not in DTYPE_ABBREVIATIONS or shape is None:
+        return None
+    return f"{DTYPE_ABBREVIATIONS[dtype]}[{', '.join(str(s) for s in shape)}]"
+
+
+def stack_summary(stack_trace: str | None) -> str | None:
+    """`File: model.py:12 in forward, code: return x + 1` from a stack trace's last frame."""
+    if not stack_trace:
+        return None
+    lines = stack_trace.strip().split("\n")
+    frame = re.compile(r'^File "(.+)", line (\d+), in (.+)$')
+    for index in range(len(lines) - 2, -1, -1):
+        match = frame.match(lines[index].strip())
+        if match:
+            file, line, function = match.groups()
+            return f"File: {file}:{line} in {function}, code: {lines[index + 1].strip()}"
+    return None
+
+
+# A parameter in `def forward(...)`: a name, maybe after `*` or `**`.
+_PARAMETER = re.compile(r"^\*{0,2}[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def parameter_name(node: Any) -> str:
+    """The placeholder's parameter name without `*`; it must be a valid parameter."""
+    target = node.target
+    if not isinstance(target, str) or not _PARAMETER.match(target) or \
+            keyword.iskeyword(target.lstrip("*")):
+        raise ValueError(
+            f"python_code: placeholder %{node.name} has target {target!r}, which is not a valid "
+            "Python parameter name, so it cannot appear in `def forward(...)`. "
+            "How to fix: give the placeholder an identifier as its target (optionally "
+            "with a leading * or **), for example graph.placeholder('x')."
+        )
+    return target.lstrip("*")
+
+
+def check_node(node: Any) -> None:
+    """Refuse, with a clear message, a node whose opcode's line cannot be written."""
+    problem = None
+    if node.op in ("get_attr", "call_module", "call_method") and not isinstance(node.target, str):
+        problem = "its target must be a str (an attribute path or a method name)"
+    elif node.op == "call_method" and not node.args:
+        problem = "a call_method node needs its receiver as args[0]"
+    elif node.op == "call_function" and not callable(node.target):
+        problem = "its target must be callable"
+    elif node.op == "output" and len(node.args) != 1:
+        problem = "an output node has exactly one argument, the returned value"
+    if problem:
+        raise ValueError(f"python_code: cannot write %{node.name} ({node.op}, target "
+                         f"{node.target!r}): {problem}. How to fix: correct the node, then run "
+                         "graph.lint() to check the rest of the graph.")
