@@ -390,7 +390,10 @@ class Tracer(TracerBase):
                 return proxy
             if part is None:
                 message = f"{name} has been specialized to have value None but got another value"
-                self.create_proxy("call_function", _assert_is_none, (proxy, message), {})
+                check = self.create_proxy("call_function", _assert_is_none, (proxy, message), {})
+                # Generated code then registers it with `wrap`, so retracing that
+                # code records the check again instead of running it on a Proxy.
+                check.node.meta["is_wrapped"] = True
             elif isinstance(part, BASE_TYPES) and not isinstance(part, torch.Tensor):
                 torch._assert(proxy == part, f"{name} has been specialized to have value {part} "
                               "but got another value")
