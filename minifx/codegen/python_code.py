@@ -96,6 +96,7 @@ class _SourceWriter:
         self.globals: dict[str, Any] = {}
         self._global_names: dict[int, str] = {}
         self.parameters: list[str] = []
+        self.has_default: list[bool] = []
         self.body: list[str] = []
         self.line_nodes: list[int | None] = []  # for each body line, its node's index
         self.return_annotation = ""
@@ -190,6 +191,7 @@ class _SourceWriter:
         parameter = parameter_name(node)
         default = f" = {self.expression(node.args[0])}" if node.args else ""
         self.parameters.append(f"{node.target}{self._annotation(node)}{default}")
+        self.has_default.append(bool(node.args))
         if self.local[node] != parameter:
             self.body.append(f"{self.local[node]} = {parameter}")
 
@@ -371,7 +373,7 @@ class _SourceWriter:
 
     def _assemble(self) -> PythonCode:
         prologue = "".join(f"    {line}\n" if line else "\n" for line in self._unflatten_inputs())
-        parameters = list(self.parameters)
+        parameters = self._in_valid_order()
         if not parameters or parameters[0] != self.root_module:
             parameters.insert(0, self.root_module)
         signature = f"def forward({', '.join(parameters)}){self.return_annotation}:"
@@ -386,6 +388,20 @@ class _SourceWriter:
         body = "".join(f"    {line}\n" for line in self.body or ["pass"])
         return PythonCode(head + body + "    ", self.globals, lineno_map)
 
+    def _in_valid_order(self) -> list[str]:
+        """The parameters, with a `*` before one that has no default but follows one
+        that has: it was keyword-only (`def f(x, *, a=1, b)`), and without the `*`
+        Python would refuse the signature (torch.fx writes it without)."""
+        parameters, keyword_only, after_default = [], False, False
+        for text, has_default in zip(self.parameters, self.has_default):
+            keyword_only = keyword_only or text.startswith("*")
+            if after_default and not has_default and not keyword_only:
+                parameters.append("*")
+                keyword_only = True
+            after_default = after_default or has_default
+            parameters.append(text)
+        return parameters
+
     def _unflatten_inputs(self) -> list[str]:
         """With structured concrete_args: the signature takes the structures, and
         the first line flattens them into the placeholders (torch.fx's text)."""
@@ -394,6 +410,7 @@ class _SourceWriter:
             return []
         placeholders = self.parameters
         self.parameters = list(info.arg_names)
+        self.has_default = [False] * len(self.parameters)
         if not placeholders:
             return []
         if info.arg_names[:1] == ["self"]:

@@ -106,6 +106,7 @@ INPUTS: dict[str, Callable[[], Example]] = {
     # the signature
     "defaults_and_annotations": tensor(2, 3),
     "optional_annotation": tensors(2, 2, 3),
+    "keyword_only_parameters": call(randn(2, 3), alpha=2.0, beta=0.5),
     "star_args_and_kwargs": lambda: Example((torch.randn(2), torch.randn(2)),
                                             {"bias": torch.randn(2)}),
     "input_named_like_builtins": tensors(3, 2, 3),
@@ -211,10 +212,6 @@ INPUTS: dict[str, Callable[[], Example]] = {
 }
 
 NOT_RUNNABLE: dict[str, str] = {
-    "keyword_only_parameters": (
-        "`beta` is keyword-only with no default after `alpha=1.0`; placeholders do not say "
-        "which inputs are keyword-only, so the generated `def forward(self, x, alpha = 1.0, "
-        "beta)` is a SyntaxError, in torch.fx as in minifx"),
     "ModuleAndParameterIntoWrappedHelper": (
         "it only checks how a module argument of a wrapped function is recorded: eagerly, "
         "rows_prefix(x, self.lin) computes min(len(x), <Linear>) and raises TypeError"),

@@ -223,10 +223,12 @@ def test_torch_fx_cannot_compile_the_skipped_cases(name: str):
         torch_module(CASES_BY_NAME[name])
 
 
-def test_keyword_only_without_default_does_not_compile_in_minifx_either():
-    """As in torch.fx (see NOT_RUNNABLE): the graph does not say `beta` was keyword-only."""
-    with pytest.raises(SyntaxError, match="non-default argument follows default argument"):
-        minifx_module(CASES_BY_NAME["keyword_only_parameters"])
+def test_keyword_only_without_default_stays_keyword_only():
+    """torch.fx writes `alpha = 1.0, beta`, a SyntaxError; minifx puts `*` before `beta`."""
+    _, gm = minifx_module(CASES_BY_NAME["keyword_only_parameters"])
+    assert "def forward(self, x, alpha = 1.0, *, beta):" in gm.code
+    x = torch.ones(2)
+    torch.testing.assert_close(gm(x, beta=0.5), x * 1.0 + 0.5)
 
 
 def test_submodule_named_like_keyword_is_reached_with_getattr():
