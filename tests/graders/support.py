@@ -38,13 +38,27 @@ def explain_graphs(what: str, want: str, got: str, hint: str, see: str) -> str:
         hint: as for `explain`.
         see: as for `explain`.
     """
+    return explain_texts(what, want, got, hint, see, kind="graph")
+
+
+def explain_texts(what: str, want: str, got: str, hint: str, see: str, kind: str) -> str:
+    """`explain_graphs` for any multi-line text, such as generated code (`kind="code"`).
+
+    Args:
+        what: what the text is, such as "gm.code after the pass".
+        want: the expected text.
+        got: the text the code under test produced.
+        hint: as for `explain`.
+        see: as for `explain`.
+        kind: what to call the text in the message: "graph", "code", ...
+    """
     want_lines, got_lines = want.splitlines(), got.splitlines()
     first_difference = next((i for i, (a, b) in enumerate(zip(want_lines, got_lines)) if a != b),
                             min(len(want_lines), len(got_lines)))
-    end = "(the graph ends here)"
+    end = f"(the {kind} ends here)"
     want_line = want_lines[first_difference].strip() if first_difference < len(want_lines) else end
     got_line = got_lines[first_difference].strip() if first_difference < len(got_lines) else end
     line = first_difference + 1
-    message = explain(f"{what}; line {line} of the graph: {want_line}", f"line {line}: {got_line}",
+    message = explain(f"{what}; line {line} of the {kind}: {want_line}", f"line {line}: {got_line}",
                       hint, see)
-    return f"{message}\n\nExpected graph:\n{want}\n\nGot graph:\n{got}"
+    return f"{message}\n\nExpected {kind}:\n{want}\n\nGot {kind}:\n{got}"
