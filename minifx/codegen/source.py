@@ -102,7 +102,8 @@ def import_block(globals_: dict[str, Any]) -> str:
             continue  # `getattr`, `int`, ...: always there
         else:
             lines.add(_import_statement(name, value))
-    return "\n".join(sorted(lines)) + "\n"
+    imports_first = sorted(lines, key=lambda line: (not line.startswith(("import", "from")), line))
+    return "\n".join(imports_first) + "\n"
 
 
 def _import_statement(name: str, value: Any) -> str:
@@ -197,4 +198,5 @@ def module_source(gm: Any, code: PythonCode, folder: Path, class_name: str) -> s
     # `wrap(...)` lines must run at module level; the method goes into the class.
     wraps, _, forward = code.src.strip("\n").rstrip().partition("def forward")
     method = "\n".join(f"    {line}" if line else "" for line in f"def forward{forward}".split("\n"))
-    return "\n".join(lines[:4] + [wraps.strip(), ""] + lines[4:]) + "\n\n" + method + "\n"
+    wrap_lines = [wraps.strip()] if wraps.strip() else []
+    return "\n".join(lines[:4] + wrap_lines + lines[4:]) + "\n\n" + method + "\n"
