@@ -19,6 +19,7 @@ import enum
 import keyword
 import math
 import operator
+import re
 import typing
 import uuid
 from pathlib import Path
@@ -30,6 +31,7 @@ import torch.fx
 
 from minifx.codegen import GraphModule, python_code
 from minifx.graph import Graph
+from minifx.graph.tracer import PytreeInfo
 
 pytestmark = pytest.mark.ch3
 
@@ -238,6 +240,26 @@ def test_a_later_placeholder_named_self_is_a_value_error():
     graph.output((graph.placeholder("x"), graph.placeholder("self")))
     with pytest.raises(ValueError, match="self"):
         GraphModule(torch.nn.Module(), graph)
+
+
+@pytest.mark.xfail(reason="minifx bug: graph.pytree_info.arg_names (the signature of a graph "
+                          "traced with structured concrete_args) are pasted into `def forward(...)` "
+                          "unchecked: a keyword is a SyntaxError, and `d=<call>` runs the call "
+                          "when the code is compiled", strict=True)
+@pytest.mark.parametrize("kind", ["payload", "keyword", "space"])
+def test_pytree_argument_names_are_checked_like_placeholder_targets(kind):
+    marker = Path("/tmp") / f"pwned_{uuid.uuid4().hex}"  # the payload runs at construction
+    name = {"payload": f"d=open('{marker}','w')", "keyword": "class", "space": "a b"}[kind]
+    graph = Graph()
+    graph.output(1)  # no placeholders: only the signature names the arguments
+    graph.pytree_info = PytreeInfo([name], torch.utils._pytree.tree_flatten([])[1], None)
+    try:
+        with pytest.raises(ValueError, match=re.escape(repr(name))):
+            GraphModule(torch.nn.Module(), graph)
+    finally:
+        created = marker.exists()
+        marker.unlink(missing_ok=True)
+    assert not created, f"a payload ran: {marker} was created"
 
 
 # -- get_attr and call_module targets ----------------------------------------------------

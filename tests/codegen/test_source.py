@@ -1,0 +1,265 @@
+"""Generated source as text: `python_code`, line numbers, saved source, and where errors point.
+
+Covers what `minifx/codegen/source.py` adds around the code: the file names the
+code runs under, the note a compile error gets, the notes that point at the node
+whose line failed (also when the failure is deeper, in a submodule or a wrapped
+function), the imports that pickling writes, and the limits of rebuilding a
+graph by retracing its source, compared with torch.fx where it shares them.
+"""
+
+from __future__ import annotations
+
+import linecache
+import operator
+import pickle
+
+import pytest
+import torch
+import torch.fx
+
+import minifx.graph
+from minifx.codegen import GraphModule, PythonCode, python_code, symbolic_trace
+from minifx.codegen.source import compile_forward, import_block, register_source
+
+pytestmark = pytest.mark.ch3
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+
+    def forward(self, x):
+        y = self.lin(x)
+        z = torch.relu(y) + 1
+        return z.sum()
+
+
+def both(build):
+    """Run `build(Graph, GraphModule, Tracer)` with torch.fx, then minifx; require equal results."""
+    expected = build(torch.fx.Graph, torch.fx.GraphModule, torch.fx.Tracer)
+    actual = build(minifx.graph.Graph, GraphModule, minifx.graph.Tracer)
+    assert actual == expected, f"minifx:\n{actual}\ntorch.fx:\n{expected}"
+    return actual
+
+
+# -- python_code -----------------------------------------------------------------------
+
+def test_python_code_with_another_root_name():
+    # torch.fx has this as the method Graph.python_code(root_module); minifx as a function.
+    # minifx differs on purpose: torch.fx keeps `def forward(self, ...)` while the body
+    # uses `model.lin`, so its code cannot run; minifx names the first parameter `model`.
+    model = Net()
+    src = python_code(minifx.graph.Tracer().trace(model), root_module="model").src
+    fx_src = torch.fx.Tracer().trace(model).python_code(root_module="model").src
+    assert src.startswith("\n\n\ndef forward(model, x):\n    lin = model.lin(x);  x = None\n")
+    assert fx_src == src.replace("def forward(model, x)", "def forward(self, x)")
+
+
+def test_python_code_globals_are_enough_to_exec_the_source():
+    model = Net()
+    code = python_code(minifx.graph.Tracer().trace(model))
+    namespace = dict(code.globals)
+    exec(code.src, namespace)
+    x = torch.randn(2, 3)
+    torch.testing.assert_close(namespace["forward"](model, x), model(x))
+    assert set(code.globals) >= {"torch"}
+    assert all(isinstance(name, str) and name.isidentifier() for name in code.globals)
+
+
+def test_the_line_map_points_each_line_at_its_node():
+    gm = symbolic_trace(Net())
+    code = python_code(gm.graph)
+    lines = code.src.split("\n")
+    nodes = list(gm.graph.nodes)
+    assert sorted(code.lineno_map) == [5, 6, 7, 8, 9]  # one line per node after the def
+    for lineno, index in code.lineno_map.items():
+        node = nodes[index]
+        line = lines[lineno - 1].strip()
+        if node.op == "output":
+            assert line == "return sum_1"
+        else:
+            assert line.startswith(f"{node.name} = "), (lineno, node.name, line)
+
+
+STACK_TRACES = [
+    'File "model.py", line 12, in forward\n    y = self.lin(x)\n',
+    'File "model.py", line 13, in forward\n    z = torch.relu(y) + 1\n',
+    'File "model.py", line 13, in forward\n    z = torch.relu(y) + 1\n',
+    None,
+]
+
+
+def readable_with_stack_traces(Graph, GraphModule, Tracer) -> str:
+    model = Net()
+    graph = Tracer().trace(model)
+    for node, trace in zip([n for n in graph.nodes if n.op not in ("placeholder", "output")],
+                           STACK_TRACES):
+        node.stack_trace = trace
+    return GraphModule(model, graph, "Net").print_readable(print_output=False)
+
+
+def without_trailing_spaces(text: str) -> str:
+    return "\n".join(line.rstrip() for line in text.split("\n"))
+
+
+def test_print_readable_groups_nodes_by_stack_trace_as_torch_fx():
+    text = readable_with_stack_traces(minifx.graph.Graph, GraphModule, minifx.graph.Tracer)
+    expected = readable_with_stack_traces(torch.fx.Graph, torch.fx.GraphModule, torch.fx.Tracer)
+    assert without_trailing_spaces(text) == without_trailing_spaces(expected)
+    assert "        # File: model.py:13 in forward, code: z = torch.relu(y) + 1\n" in text
+    assert text.count("# File: model.py:13") == 1  # one comment for the two nodes
+    assert "        # No stacktrace found for following nodes\n        sum_1" in text
+
+
+@pytest.mark.xfail(reason="minifx bug: the blank line print_readable puts before each new "
+                          "stack-trace comment is indented ('        ') where torch.fx's is "
+                          "empty, so the text is not torch.fx's byte for byte", strict=True)
+def test_print_readable_with_stack_traces_is_torch_fx_byte_for_byte():
+    both(readable_with_stack_traces)
+
+
+# -- the source file and its notes ---------------------------------------------------------
+
+def test_generated_files_are_named_by_their_content():
+    first, second = symbolic_trace(Net()), symbolic_trace(Net())
+    assert first.code == second.code and first._source_file == second._source_file
+    other = symbolic_trace(lambda x: x - 1)
+    assert other._source_file != first._source_file
+    assert first._source_file.startswith("<generated forward ")
+    name = register_source("def forward(self):\n    return 1\n")
+    linecache.checkcache()
+    linecache.checkcache(name)
+    assert linecache.getline(name, 2) == "    return 1\n"
+
+
+def test_a_source_that_does_not_compile_gets_a_note_with_its_line():
+    with pytest.raises(SyntaxError) as info:
+        compile_forward(PythonCode("\n\n\ndef forward(self, x):\n    y = = x\n    return y\n", {}))
+    assert info.value.__notes__ == [
+        "The generated code of this graph does not compile; line 5 is:\n    y = = x\n"
+        "print the code with minifx.codegen.python_code(graph).src, and fix the graph's node."]
+
+
+class Fails(torch.nn.Module):
+    def forward(self, x):
+        raise ValueError("inside a plain submodule")
+
+
+def explode(x):
+    raise ZeroDivisionError("inside a wrapped function")
+
+
+torch.fx.wrap("explode")
+
+
+def calls_explode(x):
+    return explode(x + 1) * 2
+
+
+def calls_fails() -> GraphModule:
+    g = minifx.graph.Graph()
+    g.output(g.call_module("fails", (g.call_function(operator.add, (g.placeholder("x"), 1)),)))
+    return GraphModule({"fails": Fails()}, g, "CallsFails")
+
+
+@pytest.mark.parametrize("make, error, note", [
+    (calls_fails, ValueError,
+     "While running node %fails (call_module fails) in the generated forward of CallsFails, "
+     "line 6:\n    fails = self.fails(add);  add = None\n"),
+    (lambda: symbolic_trace(calls_explode), ZeroDivisionError,
+     "While running node %explode (call_function explode) in the generated forward of "
+     "calls_explode, line 6:\n    explode = tests_codegen_test_source_explode(add);  add = None\n"),
+], ids=["submodule", "wrapped-function"])
+def test_an_error_deeper_down_names_the_node_whose_line_called_it(make, error, note):
+    gm = make()
+    with pytest.raises(error) as info:
+        gm(torch.ones(1))
+    assert len(info.value.__notes__) == 1 and info.value.__notes__[0].startswith(note)
+
+
+def test_an_error_in_a_line_freeing_values_still_names_its_node():
+    # The note maps the failing line, not a column: `a = x + y;  x = y = None` is one node.
+    g = minifx.graph.Graph()
+    x, y = g.placeholder("x"), g.placeholder("y")
+    g.output(g.call_function(operator.add, (x, y)))
+    gm = GraphModule(torch.nn.Module(), g)
+    with pytest.raises(RuntimeError) as info:
+        gm(torch.ones(2), torch.ones(3))
+    assert info.value.__notes__[0].startswith(
+        "While running node %add (call_function add) in the generated forward of GraphModule, "
+        "line 5:\n    add = x + y;  x = y = None\n")
+
+
+# -- imports for pickling and to_folder -------------------------------------------------
+
+class Helpers:
+    @staticmethod
+    def double(x):
+        return x * 2
+
+    class Inner:
+        @staticmethod
+        def triple(x):
+            return x * 3
+
+
+def keep(x, constant):
+    return x
+
+
+def test_import_block_reaches_nested_functions_and_skips_builtins():
+    g = minifx.graph.Graph()
+    y = g.call_function(Helpers.double, (g.placeholder("x"),))
+    z = g.call_function(Helpers.Inner.triple, (y,))
+    g.output(g.call_function(abs, (g.call_function(getattr, (z, "real")),)))
+    code = python_code(g)
+    block = import_block(code.globals)
+    assert ("from tests.codegen.test_source import Helpers as tests_codegen_test_source_triple; "
+            "tests_codegen_test_source_triple = tests_codegen_test_source_triple.Inner.triple"
+            ) in block.split("\n")
+    assert "import torch" in block.split("\n") and "abs" not in block and "getattr" not in block
+    gm = GraphModule(torch.nn.Module(), g)
+    loaded = pickle.loads(pickle.dumps(gm))
+    assert loaded(-1) == 6
+
+
+def test_unpickling_traces_through_functions_that_are_not_wrapped():
+    # Unpickling retraces the saved source: a call_function of a plain Python function
+    # becomes that function's operations (`x * 2`), as torch.fx's unpickling does.
+    def build(Graph, GraphModule):
+        g = Graph()
+        g.output(g.call_function(Helpers.Inner.triple, (g.call_function(
+            Helpers.double, (g.placeholder("x"),)),)))
+        return pickle.loads(pickle.dumps(GraphModule(torch.nn.Module(), g)))
+    loaded = build(minifx.graph.Graph, GraphModule)
+    assert loaded(torch.tensor(1.0)).item() == 6.0
+    assert "mul = x * 2;  x = None\n    mul_1 = mul * 3" in loaded.code
+    # minifx differs on purpose: torch.fx writes `from m import Helpers.Inner.triple as
+    # ...`, which is not Python, so it cannot unpickle a call to a nested function.
+    with pytest.raises(SyntaxError):
+        build(torch.fx.Graph, torch.fx.GraphModule)
+
+
+def test_a_tensor_constant_in_the_code_cannot_be_pickled():
+    g = minifx.graph.Graph()
+    g.output(g.call_function(keep, (g.placeholder("x"), torch.ones(1))))
+    with pytest.raises(pickle.PicklingError) as info:
+        pickle.dumps(GraphModule(torch.nn.Module(), g))
+    message = str(info.value)
+    assert message.startswith("The generated code refers to _tensor_constant = tensor([1.]), ")
+    assert message.endswith("keep tensors as buffers reached through get_attr.")
+
+
+@pytest.mark.parametrize("function, error", [(max, "TraceError"), (len, "RuntimeError|TraceError")])
+def test_unpickling_retraces_so_a_builtin_that_cannot_take_a_proxy_fails_as_in_torch_fx(
+        function, error):
+    # A limit shared with torch.fx: unpickling rebuilds the graph by tracing the saved
+    # source, and max() or len() of a Proxy cannot be traced.
+    for Graph, Module in ((torch.fx.Graph, torch.fx.GraphModule), (minifx.graph.Graph, GraphModule)):
+        g = Graph()
+        g.output(g.call_function(function, (g.placeholder("x"),)))
+        saved = pickle.dumps(Module(torch.nn.Module(), g))
+        with pytest.raises(Exception) as info:
+            pickle.loads(saved)
+        assert type(info.value).__name__ in error.split("|"), info.value
