@@ -300,7 +300,8 @@ def _readable(gm: GraphModule, name: str) -> str:
     for child_name, child in gm.named_children():
         if isinstance(child, GraphModule):
             lines += ["", *_readable(child, child_name).rstrip("\n").split("\n")]
-    return "\n".join([lines[0]] + [f"    {line}" if line else "" for line in lines[1:]]) + "\n"
+    indented = [f"    {line}" if line.strip() else "" for line in lines[1:]]
+    return "\n".join([lines[0], *indented]) + "\n"
 
 
 def _rebuild(state: dict, source: str, class_name: str) -> GraphModule:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import builtins
 import enum
-import keyword
 import math
 import types
 import typing
@@ -40,8 +39,8 @@ from ..proxy.tape import type_repr
 from . import pytree as fx_pytree_helpers
 from .syntax import (CUSTOM_BUILTINS, INPLACE_OPERATORS, LITERAL_TYPES, OPERATOR_SYNTAX,
                      TORCH_MODULE, TYPING_ORIGINS, attribute_chain, check_node, global_hint,
-                     parameter_name, qualified_name, refers_to_builtin, resolve_torch_path,
-                     shape_annotation, stack_summary)
+                     is_name, parameter_name, plain, qualified_name, refers_to_builtin,
+                     resolve_torch_path, shape_annotation, stack_summary)
 
 
 
@@ -120,7 +119,8 @@ class _SourceWriter:
         for node in self.graph.nodes:
             if node.op == "placeholder":
                 parameter = parameter_name(node)
-                if parameter in self.parameter_names:
+                if parameter in self.parameter_names or (
+                        parameter == self.root_module and self.parameter_names):
                     raise ValueError(
                         f"python_code: placeholders %{node.name} and an earlier one both have the "
                         f"parameter name {parameter!r}; `def forward` cannot take it twice. "
@@ -131,7 +131,7 @@ class _SourceWriter:
                     local[node] = parameter
         for node in self.graph.nodes:
             if node not in local:
-                local[node] = self.names.create_name(node.name)
+                local[node] = self.names.create_name(plain(node.name))
         return local
 
     def global_name(self, value: Any, hint: str) -> str:
@@ -190,7 +190,7 @@ class _SourceWriter:
     def placeholder(self, node: Node) -> None:
         parameter = parameter_name(node)
         default = f" = {self.expression(node.args[0])}" if node.args else ""
-        self.parameters.append(f"{node.target}{self._annotation(node)}{default}")
+        self.parameters.append(f"{plain(node.target)}{self._annotation(node)}{default}")
         self.has_default.append(bool(node.args))
         if self.local[node] != parameter:
             self.body.append(f"{self.local[node]} = {parameter}")
@@ -271,10 +271,12 @@ class _SourceWriter:
         """`a, b, key = value`: the call's arguments, as torch.fx spaces them."""
         parts = [self.expression(a) for a in args]
         for key, value in kwargs.items():
-            if not isinstance(key, str) or not key.isidentifier() or keyword.iskeyword(key):
-                parts.append(f"**{{{key!r}: {self.expression(value)}}}")
-            else:
-                parts.append(f"{key} = {self.expression(value)}")
+            if not isinstance(key, str):
+                raise ValueError(f"python_code: keyword argument names must be str, not {key!r}.")
+            if is_name(key):
+                parts.append(f"{plain(key)} = {self.expression(value)}")
+            else:  # `a-b`, `class`: passed through a dict, as Python allows
+                parts.append(f"**{{{plain(key)!r}: {self.expression(value)}}}")
         return ", ".join(parts)
 
     # --8<-- [start:expression]
@@ -341,8 +343,8 @@ class _SourceWriter:
             return f"{self.global_name(torch.device, 'device')}(type={arg.type!r}{index})"
         if isinstance(arg, complex) and type(arg) is complex and math.isfinite(abs(arg)):
             return repr(arg)
-        if isinstance(arg, enum.Enum) and arg.name.isidentifier() and not keyword.iskeyword(arg.name):
-            return f"{self.global_name(type(arg), type(arg).__name__)}.{arg.name}"
+        if isinstance(arg, enum.Enum) and is_name(arg.name):
+            return f"{self.global_name(type(arg), type(arg).__name__)}.{plain(arg.name)}"
         return self.global_name(arg, global_hint(arg))
 
     def annotation(self, annotation: Any) -> str:
@@ -409,7 +411,13 @@ class _SourceWriter:
         if info is None:
             return []
         placeholders = self.parameters
-        self.parameters = list(info.arg_names)
+        for name in info.arg_names:
+            if not is_name(name):
+                raise ValueError(
+                    f"python_code: graph.pytree_info.arg_names has {name!r}, which is not a "
+                    "parameter name, so it cannot appear in `def forward(...)`. How to fix: "
+                    "keep the names the Tracer recorded (the traced function's parameters).")
+        self.parameters = [plain(name) for name in info.arg_names]
         self.has_default = [False] * len(self.parameters)
         if not placeholders:
             return []

@@ -13,6 +13,7 @@ import math
 import re
 import types
 import typing
+import unicodedata
 from typing import Any
 
 import torch
@@ -61,6 +62,21 @@ TYPING_ORIGINS = {list: typing.List, dict: typing.Dict, set: typing.Set,  # noqa
                    frozenset: typing.FrozenSet, tuple: typing.Tuple, type: typing.Type}  # noqa: UP006
 
 
+def is_name(text: Any) -> bool:
+    """Whether `text` can be written as a Python name (after a dot, or as a keyword argument).
+
+    Python normalises names (NFKC), so `ﬁ` would be read as `fi`: such a
+    name is written as a string instead, which keeps it exact.
+    """
+    return (isinstance(text, str) and text.isidentifier() and not keyword.iskeyword(text)
+            and unicodedata.normalize("NFKC", text) == text)
+
+
+def plain(text: Any) -> str:
+    """`text` as an exact `str`: a subclass could change how an f-string formats it."""
+    return str.__str__(text if isinstance(text, str) else str(text))
+
+
 def attribute_chain(base: str, target: str, getattr_name: str = "getattr") -> str:
     """`self.layer1.conv` for `layer1.conv`; parts that are not names use `getattr`.
 
@@ -69,7 +85,7 @@ def attribute_chain(base: str, target: str, getattr_name: str = "getattr") -> st
     """
     expression = base
     for part in target.split("."):
-        if part.isidentifier() and not keyword.iskeyword(part):
+        if is_name(part):
             expression = f"{expression}.{part}"
         else:
             expression = f"{getattr_name}({expression}, {string_literal(part)})"
@@ -156,14 +172,14 @@ def parameter_name(node: Any) -> str:
     """The placeholder's parameter name without `*`; it must be a valid parameter."""
     target = node.target
     if not isinstance(target, str) or not _PARAMETER.match(target) or \
-            keyword.iskeyword(target.lstrip("*")):
+            keyword.iskeyword(plain(target).lstrip("*")):
         raise ValueError(
             f"python_code: placeholder %{node.name} has target {target!r}, which is not a valid "
             "Python parameter name, so it cannot appear in `def forward(...)`. "
             "How to fix: give the placeholder an identifier as its target (optionally "
             "with a leading * or **), for example graph.placeholder('x')."
         )
-    return target.lstrip("*")
+    return plain(target).lstrip("*")
 
 
 def check_node(node: Any) -> None:

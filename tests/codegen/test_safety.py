@@ -231,10 +231,6 @@ def test_a_first_placeholder_named_self_is_the_module_as_in_torch_fx():
         assert gm(1)[0] is gm and gm(1)[1] == 1
 
 
-@pytest.mark.xfail(reason="minifx bug: a placeholder named `self` after the first gives "
-                          "`def forward(self, x, self)`, a SyntaxError whose note quotes an "
-                          "empty line, instead of python_code's ValueError for duplicate "
-                          "parameters", strict=True)
 def test_a_later_placeholder_named_self_is_a_value_error():
     graph = Graph()
     graph.output((graph.placeholder("x"), graph.placeholder("self")))
@@ -242,10 +238,6 @@ def test_a_later_placeholder_named_self_is_a_value_error():
         GraphModule(torch.nn.Module(), graph)
 
 
-@pytest.mark.xfail(reason="minifx bug: graph.pytree_info.arg_names (the signature of a graph "
-                          "traced with structured concrete_args) are pasted into `def forward(...)` "
-                          "unchecked: a keyword is a SyntaxError, and `d=<call>` runs the call "
-                          "when the code is compiled", strict=True)
 @pytest.mark.parametrize("kind", ["payload", "keyword", "space"])
 def test_pytree_argument_names_are_checked_like_placeholder_targets(kind):
     marker = Path("/tmp") / f"pwned_{uuid.uuid4().hex}"  # the payload runs at construction
@@ -629,9 +621,6 @@ class Ligatures:
 setattr(Ligatures, FI, lambda self: "ligature")
 
 
-@pytest.mark.xfail(reason="minifx bug: a name that is an identifier but not NFKC-normalised "
-                          "('ﬁ', U+FB01) is written as `.ﬁ` or `ﬁ = ...`, which Python reads as "
-                          "`fi`: the wrong attribute, method, keyword or enum member", strict=True)
 @pytest.mark.parametrize("where", ["get_attr", "call_module", "call_method", "keyword", "enum"])
 def test_a_name_that_nfkc_normalises_to_another_name_keeps_its_own_name(where):
     root = torch.nn.Module()  # both names exist, so reading the wrong one gives a wrong value
@@ -661,10 +650,6 @@ def test_a_name_that_nfkc_normalises_to_another_name_keeps_its_own_name(where):
         assert seen[0] is Ligature[FI]
 
 
-@pytest.mark.xfail(reason="minifx bug: a kwargs key that is a str subclass and not an "
-                          "identifier is written with repr(key), so its __repr__ is pasted into "
-                          "the code and runs (python_code.arguments writes `**{key!r: value}`)",
-                   strict=True)
 def test_a_keyword_key_with_a_dangerous_repr_is_never_run(marker):
     key = EvilStr("a-b")
     EvilStr.text = payloads(marker)["call"]
@@ -685,10 +670,6 @@ class Formatted(str):
         return self.text
 
 
-@pytest.mark.xfail(reason="minifx bug: str subclasses used as a placeholder target, a kwargs "
-                          "key or a node name are formatted into the source with f-strings, "
-                          "which call their __format__: the text it returns is pasted and runs",
-                   strict=True)
 @pytest.mark.parametrize("where", ["placeholder", "keyword", "node-name"])
 def test_a_str_subclass_with_a_dangerous_format_is_never_pasted(where):
     # Its own marker, checked here: the payload runs at construction, before any assert.

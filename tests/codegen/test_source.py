@@ -112,9 +112,6 @@ def test_print_readable_groups_nodes_by_stack_trace_as_torch_fx():
     assert "        # No stacktrace found for following nodes\n        sum_1" in text
 
 
-@pytest.mark.xfail(reason="minifx bug: the blank line print_readable puts before each new "
-                          "stack-trace comment is indented ('        ') where torch.fx's is "
-                          "empty, so the text is not torch.fx's byte for byte", strict=True)
 def test_print_readable_with_stack_traces_is_torch_fx_byte_for_byte():
     both(readable_with_stack_traces)
 
