@@ -770,7 +770,12 @@ def test_pdb_post_mortem_lists_the_generated_lines():
     debugger = pdb.Pdb(stdin=io.StringIO("l\nq\n"), stdout=out, nosigint=True, readrc=False)
     debugger.use_rawinput = False
     debugger.reset()
-    debugger.interaction(None, error.__traceback__)  # what pdb.post_mortem does
+    # `q` sets sys.settrace(None), which would also switch off coverage's tracer.
+    tracer = sys.gettrace()
+    try:
+        debugger.interaction(None, error.__traceback__)  # what pdb.post_mortem does
+    finally:
+        sys.settrace(tracer)
     listing = out.getvalue()
     assert f"> {gm._source_file}(6)forward()\n-> matmul = torch.matmul(add, add)" in listing
     assert "  5  \t    add = x + 1;  x = None\n" in listing
