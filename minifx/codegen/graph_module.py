@@ -276,7 +276,8 @@ class GraphModule(torch.nn.Module):
         readable across versions, and retracing it rebuilds the graph.
         """
         state = {k: v for k, v in self.__dict__.items() if k != "_graph"}
-        source = import_block(python_code(self._graph).globals) + self._code
+        code = python_code(self._graph)  # the graph as it is now, as torch.fx recompiles here
+        source = import_block(code.globals) + code.src
         return (_rebuild, (state, source, self._get_name()))
     # --8<-- [end:copying]
 

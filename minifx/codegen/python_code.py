@@ -94,14 +94,12 @@ class _SourceWriter:
         self.names = Namespace()
         self.globals: dict[str, Any] = {}
         self._global_names: dict[int, str] = {}
-        self.parameters: list[str] = []
-        self.has_default: list[bool] = []
+        self.parameters: list[tuple[str, bool]] = []  # (text in the signature, has a default)
         self.body: list[str] = []
         self.line_nodes: list[int | None] = []  # for each body line, its node's index
         self.return_annotation = ""
         self.wrapped: dict[str, None] = {}
         self.last_comment: str | None = None
-        self.parameter_names: set[str] = set()
         self.local = self._name_locals()
         for name, (value, _) in CUSTOM_BUILTINS.items():
             self.global_name(value, name)
@@ -116,16 +114,17 @@ class _SourceWriter:
         """
         self.names.reserve(self.root_module)
         local: dict[Node, str] = {}
+        taken: set[str] = set()
         for node in self.graph.nodes:
             if node.op == "placeholder":
                 parameter = parameter_name(node)
-                if parameter in self.parameter_names or (
-                        parameter == self.root_module and self.parameter_names):
+                if parameter in taken or (parameter == self.root_module and taken):
                     raise ValueError(
-                        f"python_code: placeholders %{node.name} and an earlier one both have the "
-                        f"parameter name {parameter!r}; `def forward` cannot take it twice. "
+                        f"python_code: placeholder %{node.name} has the parameter name "
+                        f"{parameter!r}, which an earlier placeholder (or {self.root_module!r}, "
+                        "the module itself) already has; `def forward` cannot take it twice. "
                         "How to fix: give each placeholder its own target.")
-                self.parameter_names.add(parameter)
+                taken.add(parameter)
                 self.names.reserve(parameter)
                 if node.name == parameter:
                     local[node] = parameter
@@ -146,8 +145,6 @@ class _SourceWriter:
         if path is not None:
             self._global_names[id(value)] = path
             return path
-        if hint in self.globals and self.globals[hint] is value:
-            return hint
         if refers_to_builtin(hint, value) and hint not in self.names:
             self.names.reserve(hint)
             name = hint
@@ -190,8 +187,8 @@ class _SourceWriter:
     def placeholder(self, node: Node) -> None:
         parameter = parameter_name(node)
         default = f" = {self.expression(node.args[0])}" if node.args else ""
-        self.parameters.append(f"{plain(node.target)}{self._annotation(node)}{default}")
-        self.has_default.append(bool(node.args))
+        self.parameters.append((f"{plain(node.target)}{self._annotation(node)}{default}",
+                                bool(node.args)))
         if self.local[node] != parameter:
             self.body.append(f"{self.local[node]} = {parameter}")
 
@@ -220,8 +217,7 @@ class _SourceWriter:
                 self._assign(node, syntax.format(*self._operator_operands(operator_name, args)))
                 return
         function = self.global_name(target, global_hint(target))
-        if (function == "getattr" and target is builtins.getattr and len(args) == 2
-                and not node.kwargs and isinstance(args[1], str) and args[1].isidentifier()):
+        if (target is builtins.getattr and len(args) == 2 and not node.kwargs and isinstance(args[1], str) and args[1].isidentifier()):
             self._assign(node, self._chain(self._operand(args[0]), args[1]))
             return
         self._assign(node, f"{function}({self.arguments(args, node.kwargs)})")
@@ -239,11 +235,8 @@ class _SourceWriter:
     # --8<-- [end:opcodes]
 
     def _chain(self, base: str, target: str) -> str:
-        # `getattr` is the builtin unless a parameter took that name.
-        getattr_name = "getattr" if self.globals.get("getattr", builtins.getattr) is \
-            builtins.getattr and "getattr" not in self.parameter_names else \
-            self.global_name(builtins.getattr, "getattr")
-        return attribute_chain(base, target, getattr_name)
+        # Through global_name: `getattr` unless a parameter took that name.
+        return attribute_chain(base, target, self.global_name(builtins.getattr, "getattr"))
 
     def _assign(self, node: Node, expression: str) -> None:
         self.body.append(f"{self.local[node]}{self._annotation(node)} = {expression}")
@@ -284,7 +277,7 @@ class _SourceWriter:
         """Python source that evaluates to `arg` (a node, a constant or a container)."""
         if isinstance(arg, Node):
             return self._node_variable(arg)
-        if isinstance(arg, float) and type(arg) is float:
+        if type(arg) is float:
             return self._float(arg)
         if type(arg) in LITERAL_TYPES:
             return repr(arg)
@@ -395,7 +388,7 @@ class _SourceWriter:
         that has: it was keyword-only (`def f(x, *, a=1, b)`), and without the `*`
         Python would refuse the signature (torch.fx writes it without)."""
         parameters, keyword_only, after_default = [], False, False
-        for text, has_default in zip(self.parameters, self.has_default):
+        for text, has_default in self.parameters:
             keyword_only = keyword_only or text.startswith("*")
             if after_default and not has_default and not keyword_only:
                 parameters.append("*")
@@ -410,15 +403,14 @@ class _SourceWriter:
         info = self.graph.pytree_info
         if info is None:
             return []
-        placeholders = self.parameters
+        placeholders = [text for text, _ in self.parameters]
         for name in info.arg_names:
             if not is_name(name):
                 raise ValueError(
                     f"python_code: graph.pytree_info.arg_names has {name!r}, which is not a "
                     "parameter name, so it cannot appear in `def forward(...)`. How to fix: "
                     "keep the names the Tracer recorded (the traced function's parameters).")
-        self.parameters = [plain(name) for name in info.arg_names]
-        self.has_default = [False] * len(self.parameters)
+        self.parameters = [(plain(name), False) for name in info.arg_names]
         if not placeholders:
             return []
         if info.arg_names[:1] == ["self"]:

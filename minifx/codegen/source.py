@@ -21,6 +21,7 @@ from typing import Any, Callable
 import torch
 
 from ..graph.tracer import Tracer
+from ..proxy.tape import format_target
 from .python_code import CUSTOM_BUILTINS, PythonCode
 
 # Modules that to_folder rebuilds from their repr instead of pickling them.
@@ -73,17 +74,12 @@ def explain_error(error: BaseException, gm: Any) -> None:
         return
     node = next(n for i, n in enumerate(gm.graph.nodes) if i == index)
     line = linecache.getline(gm._source_file, frames[-1]).strip()
-    note = (f"While running node %{node.name} ({node.op} {_target(node)}) in the generated "
+    note = (f"While running node %{node.name} ({node.op} {format_target(node.target)}) in the generated "
             f"forward of {gm._get_name()}, line {frames[-1]}:\n    {line}\n"
             "print(gm.code) shows the whole function; print(gm.graph) shows the nodes.")
     if note not in getattr(error, "__notes__", []):
         error.add_note(note)
 # --8<-- [end:explain_error]
-
-
-def _target(node: Any) -> str:
-    target = node.target
-    return target if isinstance(target, str) else getattr(target, "__name__", repr(target))
 
 
 def import_block(globals_: dict[str, Any]) -> str:

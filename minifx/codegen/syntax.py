@@ -107,7 +107,12 @@ def refers_to_builtin(name: str, value: Any) -> bool:
 
 
 def qualified_name(value: Any) -> str:
-    """torch.fx's qualified name: `getattr`, `torch.Tensor.add`, `math.sqrt`, `_operator.not_`."""
+    """torch.fx's qualified name: `getattr`, `torch.Tensor.add`, `math.sqrt`, `_operator.not_`.
+
+    This is the name generated code refers to, so unlike stage 1's
+    `names.qualified_name` (which prints targets, `operator.not_`), it keeps
+    the real module of a function and leaves builtins bare.
+    """
     name = getattr(value, "__name__", type(value).__name__)
     if getattr(builtins, name, None) is value:
         return name
@@ -121,7 +126,7 @@ def qualified_name(value: Any) -> str:
 
 def global_hint(value: Any) -> str:
     """The name a global starts from: `math.sqrt` -> `math_sqrt` (made valid later)."""
-    if isinstance(value, (type, types.FunctionType, types.BuiltinFunctionType)) or callable(value):
+    if callable(value):  # functions and classes
         try:
             return qualified_name(value)
         except Exception:  # an odd callable: its name is only a hint
@@ -135,7 +140,7 @@ def resolve_torch_path(path: str) -> Any:
     """Follow a dotted path from `torch`; None if any step is missing."""
     value: Any = torch
     for part in path.split(".")[1:]:
-        if not part.isidentifier() or keyword.iskeyword(part):
+        if not is_name(part):
             return None
         value = getattr(value, part, None)
     return value

@@ -740,7 +740,7 @@ def test_inspect_getsource_and_linecache_know_the_generated_forward():
 def test_an_exception_in_generated_code_gets_a_note_naming_the_node():
     gm = symbolic_trace(Square())
     assert failure(gm).__notes__ == [
-        "While running node %matmul (call_function matmul) in the generated forward of Square, "
+        "While running node %matmul (call_function torch.matmul) in the generated forward of Square, "
         "line 6:\n    matmul = torch.matmul(add, add);  add = None\n"
         "print(gm.code) shows the whole function; print(gm.graph) shows the nodes."]
 
@@ -750,7 +750,7 @@ def test_nested_graph_modules_each_add_their_note():
     outer.inner = symbolic_trace(Square())
     notes = failure(outer).__notes__
     assert len(notes) == 2
-    assert notes[0].startswith("While running node %matmul (call_function matmul) in the "
+    assert notes[0].startswith("While running node %matmul (call_function torch.matmul) in the "
                                "generated forward of Square, line 6:")
     assert notes[1].startswith("While running node %inner (call_module inner) in the generated "
                                "forward of Outer, line 6:\n    inner = self.inner(mul);  mul = None")

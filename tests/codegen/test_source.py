@@ -165,7 +165,7 @@ def calls_fails() -> GraphModule:
      "While running node %fails (call_module fails) in the generated forward of CallsFails, "
      "line 6:\n    fails = self.fails(add);  add = None\n"),
     (lambda: symbolic_trace(calls_explode), ZeroDivisionError,
-     "While running node %explode (call_function explode) in the generated forward of "
+     "While running node %explode (call_function tests.codegen.test_source.explode) in the generated forward of "
      "calls_explode, line 6:\n    explode = tests_codegen_test_source_explode(add);  add = None\n"),
 ], ids=["submodule", "wrapped-function"])
 def test_an_error_deeper_down_names_the_node_whose_line_called_it(make, error, note):
@@ -184,7 +184,7 @@ def test_an_error_in_a_line_freeing_values_still_names_its_node():
     with pytest.raises(RuntimeError) as info:
         gm(torch.ones(2), torch.ones(3))
     assert info.value.__notes__[0].startswith(
-        "While running node %add (call_function add) in the generated forward of GraphModule, "
+        "While running node %add (call_function operator.add) in the generated forward of GraphModule, "
         "line 5:\n    add = x + y;  x = y = None\n")
 
 
