@@ -29,6 +29,8 @@ _EXPORTS = {
     "PythonCode": "codegen",
     "python_code": "codegen",
     "symbolic_trace": "codegen",
+    "Interpreter": "interpreter",
+    "Transformer": "interpreter",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -168,7 +168,7 @@ class _SourceWriter:
 
     # --8<-- [start:write]
     def write(self) -> PythonCode:
-        last_uses = _last_uses(self.graph)
+        freed_at = last_uses(self.graph)
         for index, node in enumerate(self.graph.nodes):
             start = len(self.body)
             if self.verbose:
@@ -176,7 +176,7 @@ class _SourceWriter:
             check_node(node)
             getattr(self, node.op)(node)
             if node.op not in ("placeholder", "output"):
-                freed = last_uses.get(node, []) + ([node] if not node.users else [])
+                freed = freed_at.get(node, []) + ([node] if not node.users else [])
                 if freed:
                     self.body[-1] += ";  " + " = ".join([self.local[n] for n in freed] + ["None"])
             self.line_nodes.extend([index] * (len(self.body) - start))
@@ -423,7 +423,7 @@ class _SourceWriter:
                         f"[{', '.join(info.arg_names)}], self._in_spec)"]
 
 
-def _last_uses(graph: Any) -> dict[Node, list[Node]]:
+def last_uses(graph: Any) -> dict[Node, list[Node]]:
     """node -> the values whose last use is at that node (torch.fx's order)."""
     seen: set[Node] = set()
     freed_at: dict[Node, list[Node]] = {}

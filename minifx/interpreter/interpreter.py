@@ -1,0 +1,298 @@
+"""Running a graph node by node: the `Interpreter`.
+
+Generated code (stage 3) runs a graph at full speed, but you cannot step into
+it. An `Interpreter` runs the same graph one node at a time, calling one
+method per opcode, so a subclass can watch or change every operation:
+
+    run(*args)
+     └─ run_node(node)                 for each node, in order
+         ├─ fetch_args_kwargs_from_env(node)
+         └─ placeholder / get_attr / call_function / call_method / call_module / output
+
+Values live in `env` (Node -> value) and are dropped after their last use,
+as the generated code drops them with `x = None`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator
+
+import torch
+from torch.utils import _pytree as pytree
+
+from ..codegen.python_code import last_uses
+from ..codegen.pytree import tree_flatten_spec
+from ..graph import Graph, Node
+from ..proxy.tape import format_target
+
+
+# --8<-- [start:init]
+class Interpreter:
+    """Runs a graph node by node, with one overridable method per opcode.
+
+    Subclass it and override `run_node` (to see every node) or one of
+    `placeholder`, `get_attr`, `call_function`, `call_method`, `call_module`,
+    `output` (to change what an opcode does):
+
+        class NegSigmoidSwap(Interpreter):
+            def call_function(self, target, args, kwargs):
+                if target is torch.sigmoid:
+                    return torch.neg(*args, **kwargs)
+                return super().call_function(target, args, kwargs)
+
+    Args:
+        module: the module that owns the graph's state (parameters, buffers,
+            submodules); usually a `GraphModule`.
+        garbage_collect_values: drop each value from `env` after its last use,
+            so memory stays as low as in the generated code. Pass `False` to
+            keep every intermediate value in `env` for inspection.
+        graph: the graph to run, instead of `module.graph`. `module` still
+            provides the state.
+
+    Attributes:
+        env: Node -> its value, during and after `run`.
+        submodules: every submodule of `module` by path, as `named_modules()`.
+    """
+
+    def __init__(self, module: torch.nn.Module, garbage_collect_values: bool = True,
+                 graph: Graph | None = None) -> None:
+        self.module = module
+        self.submodules = dict(module.named_modules())
+        self.graph = graph if graph is not None else _graph_of(module)
+        self.env: dict[Node, Any] = {}
+        self.garbage_collect_values = garbage_collect_values
+        # Set to False to get errors without the note that names the node.
+        self.extra_traceback = True
+        self.user_to_last_uses = _values_to_drop(self.graph) if garbage_collect_values else {}
+    # --8<-- [end:init]
+
+    # --8<-- [start:run]
+    def run(self, *args: Any, initial_env: dict[Node, Any] | None = None,
+            enable_io_processing: bool = True) -> Any:
+        """Run the graph on `args` and return what its output node returns.
+
+        Args:
+            *args: one value per placeholder, in order (the module's `forward`
+                arguments).
+            initial_env: values to start from, Node -> value. Nodes found there
+                are not run, so a caller can skip part of the graph.
+            enable_io_processing: for a graph traced with structured
+                `concrete_args`, take the structures and return the structured
+                output, as `forward` does. Pass `False` to feed the flat leaves.
+        """
+        self.env = initial_env if initial_env is not None else {}
+        if enable_io_processing:
+            args = self._flatten_inputs(args)
+        self._check_argument_count(args)
+        self.args_iter: Iterator[Any] = iter(args)
+        for node in self.graph.nodes:
+            if node not in self.env:
+                self.env[node] = self._run_and_explain(node)
+            if self.garbage_collect_values:
+                for value in self.user_to_last_uses.get(node, []):
+                    self.env.pop(value, None)
+            if node.op == "output":
+                output = self.env[node]
+                return self._unflatten_output(output) if enable_io_processing else output
+        return None
+
+    def _run_and_explain(self, node: Node) -> Any:
+        """`run_node(node)`, adding a note that names the node to any error."""
+        try:
+            return self.run_node(node)
+        except Exception as error:
+            if self.extra_traceback:
+                error.add_note(self._describe(node))
+            raise
+    # --8<-- [end:run]
+
+    def _describe(self, node: Node) -> str:
+        note = (f"While running node %{node.name} ({node.op} {format_target(node.target)}) "
+                f"in {type(self).__name__}:\n    {node.format_node()}")
+        if node.stack_trace:
+            note += f"\nIt was traced from:\n{node.stack_trace.rstrip()}"
+        return note + ("\nThe values computed so far are in the interpreter's `env`; "
+                       "pass garbage_collect_values=False to keep them all.")
+
+    def boxed_run(self, args_list: list) -> Any:
+        """Run with the arguments in a list, which is emptied first.
+
+        The caller's list no longer holds the inputs, so each input tensor can
+        be freed as soon as the graph is done with it.
+
+        Raises:
+            RuntimeError: if `args_list` does not have one value per placeholder.
+        """
+        placeholders = self.graph.find_nodes(op="placeholder")
+        if len(args_list) != len(placeholders):
+            raise RuntimeError(
+                f"boxed_run got {len(args_list)} arguments, but the graph has "
+                f"{len(placeholders)} placeholders ({_names(placeholders)}). Pass exactly "
+                "one value per placeholder, in order.")
+        env = dict(zip(placeholders, args_list))
+        args_list.clear()
+        return self.run(initial_env=env)
+
+    # --8<-- [start:run_node]
+    def run_node(self, n: Node) -> Any:
+        """Run one node: fetch its arguments' values, then call the method named
+        after its opcode (`self.call_function(target, args, kwargs)`, ...)."""
+        args, kwargs = self.fetch_args_kwargs_from_env(n)
+        return getattr(self, n.op)(n.target, args, kwargs)
+    # --8<-- [end:run_node]
+
+    # --8<-- [start:opcodes]
+    def placeholder(self, target: str, args: tuple, kwargs: dict) -> Any:
+        """The next argument of `run`; the placeholder's default if there is none left.
+
+        A `*args` placeholder takes all remaining arguments (as a tuple); a
+        `**kwargs` placeholder is an empty dict, since `run` takes no keywords.
+        """
+        if target.startswith("**"):
+            return {}
+        if target.startswith("*"):
+            return tuple(self.args_iter)
+        value = next(self.args_iter, _MISSING)
+        if value is not _MISSING:
+            return value
+        if args:
+            return args[0]
+        raise RuntimeError(
+            f"run() got no value for the argument {target!r}, which has no default. Pass "
+            "one positional argument per placeholder of the graph, in order.")
+
+    def get_attr(self, target: str, args: tuple, kwargs: dict) -> Any:
+        """The module attribute at path `target` (a parameter, buffer or constant)."""
+        return self.fetch_attr(target)
+
+    def call_function(self, target: Any, args: tuple, kwargs: dict) -> Any:
+        """`target(*args, **kwargs)`."""
+        return target(*args, **kwargs)
+
+    def call_method(self, target: str, args: tuple, kwargs: dict) -> Any:
+        """`args[0].target(*args[1:], **kwargs)`."""
+        self_obj, *rest = args
+        return getattr(self_obj, target)(*rest, **kwargs)
+
+    def call_module(self, target: str, args: tuple, kwargs: dict) -> Any:
+        """Call the submodule at path `target` with `args` and `kwargs`."""
+        return self.fetch_attr(target)(*args, **kwargs)
+
+    def output(self, target: str, args: tuple, kwargs: dict) -> Any:
+        """The value the graph returns: the output node's only argument."""
+        return args[0]
+    # --8<-- [end:opcodes]
+
+    # --8<-- [start:fetch]
+    def fetch_attr(self, target: str) -> Any:
+        """The attribute of `self.module` at the dotted path `target`.
+
+        Raises:
+            RuntimeError: if a step of the path does not exist.
+        """
+        value = self.module
+        atoms = target.split(".")
+        for depth, atom in enumerate(atoms):
+            if not hasattr(value, atom):
+                raise RuntimeError(
+                    f"the graph reads {target!r}, but the module has no attribute "
+                    f"{'.'.join(atoms[:depth + 1])!r}. Add it to the module (setattr, "
+                    "add_submodule), or fix the node's target.")
+            value = getattr(value, atom)
+        return value
+
+    def fetch_args_kwargs_from_env(self, n: Node) -> tuple[tuple, dict]:
+        """`n.args` and `n.kwargs` with every Node replaced by its value in `env`."""
+        return self.map_nodes_to_values(n.args, n), self.map_nodes_to_values(n.kwargs, n)
+
+    def map_nodes_to_values(self, args: Any, n: Node) -> Any:
+        """`args` with every Node replaced by its value in `env`; `n` is the node
+        that uses them, named in the error.
+
+        Lists and dicts come back as plain, mutable ones (a node stores them
+        immutable): the generated code builds fresh ones on every call, and
+        so does the Interpreter.
+
+        Raises:
+            RuntimeError: if a node has no value in `env`.
+        """
+        def value_of(node: Node) -> Any:
+            if node not in self.env:
+                raise RuntimeError(
+                    f"%{n.name} uses %{node.name}, which has no value: it comes later in "
+                    "the graph, or was dropped after what the interpreter computed as its "
+                    "last use. Run graph.lint() to check the order.")
+            return self.env[node]
+        return _map_nodes(args, value_of)
+    # --8<-- [end:fetch]
+
+    # -- inputs and outputs of graphs traced with structured concrete_args ----------
+    def _flatten_inputs(self, args: tuple) -> tuple:
+        info = self.graph.pytree_info
+        if info is None:
+            return args
+        takes_self = info.arg_names[:1] == ["self"]
+        leaves = tree_flatten_spec([self.module, *args] if takes_self else list(args),
+                                   info.in_spec)
+        return tuple(leaves[1:] if takes_self else leaves)
+
+    def _unflatten_output(self, output: Any) -> Any:
+        info = self.graph.pytree_info
+        if info is None or info.out_spec is None:
+            return output
+        return pytree.tree_unflatten(list(output) if isinstance(output, (list, tuple))
+                                     else [output], info.out_spec)
+
+    def _check_argument_count(self, args: tuple) -> None:
+        """Refuse more arguments than the placeholders left to fill can take."""
+        open_slots = [n for n in self.graph.find_nodes(op="placeholder") if n not in self.env]
+        if any(n.target.startswith("*") and not n.target.startswith("**") for n in open_slots):
+            return
+        open_slots = [n for n in open_slots if not n.target.startswith("**")]
+        if len(args) > len(open_slots):
+            raise TypeError(
+                f"{type(self).__name__}.run() got {len(args)} arguments, but the graph takes "
+                f"{len(open_slots)} ({_names(open_slots)}). Pass one value per placeholder.")
+
+
+_MISSING = object()
+
+
+def _map_nodes(a: Any, fn: Callable[[Node], Any]) -> Any:
+    """`map_arg(a, fn)`, but building plain lists and dicts instead of immutable ones."""
+    if isinstance(a, Node):
+        return fn(a)
+    if isinstance(a, tuple):
+        items = [_map_nodes(item, fn) for item in a]
+        return type(a)(*items) if hasattr(a, "_fields") else tuple(items)
+    if isinstance(a, list):
+        return [_map_nodes(item, fn) for item in a]
+    if isinstance(a, dict):
+        return {key: _map_nodes(value, fn) for key, value in a.items()}
+    if isinstance(a, slice):
+        return slice(*(_map_nodes(part, fn) for part in (a.start, a.stop, a.step)))
+    return a
+
+
+def _values_to_drop(graph: Graph) -> dict[Node, list[Node]]:
+    """Node -> the values to drop once it has run: those whose last use it is,
+    and itself if nothing uses it (as the generated code drops them)."""
+    drop = last_uses(graph)
+    for node in graph.nodes:
+        if not node.users and node.op != "output":
+            drop.setdefault(node, []).append(node)
+    return drop
+
+
+def _graph_of(module: torch.nn.Module) -> Graph:
+    graph = getattr(module, "graph", None)
+    if not isinstance(graph, Graph):
+        raise TypeError(
+            f"Interpreter needs a graph: {type(module).__name__} has no `graph` attribute "
+            "holding a minifx Graph. Pass a GraphModule (minifx.symbolic_trace(module)), "
+            "or the graph itself: Interpreter(module, graph=graph).")
+    return graph
+
+
+def _names(nodes: list[Node]) -> str:
+    return ", ".join(f"%{n.name}" for n in nodes) or "none"
