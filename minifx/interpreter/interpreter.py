@@ -286,12 +286,14 @@ def _values_to_drop(graph: Graph) -> dict[Node, list[Node]]:
 
 def _graph_of(module: torch.nn.Module) -> Graph:
     graph = getattr(module, "graph", None)
-    if not isinstance(graph, Graph):
-        raise TypeError(
-            f"Interpreter needs a graph: {type(module).__name__} has no `graph` attribute "
-            "holding a minifx Graph. Pass a GraphModule (minifx.symbolic_trace(module)), "
-            "or the graph itself: Interpreter(module, graph=graph).")
-    return graph
+    if isinstance(graph, Graph):
+        return graph
+    found = "has no `graph` attribute" if graph is None else \
+        f"has a `graph` of type {type(graph).__module__}.{type(graph).__qualname__}"
+    raise TypeError(
+        f"Interpreter needs a minifx Graph to run, but the {type(module).__name__} it got "
+        f"{found}. Pass a minifx GraphModule (minifx.symbolic_trace(module)), or the graph "
+        "itself: Interpreter(module, graph=graph).")
 
 
 def _names(nodes: list[Node]) -> str:
