@@ -3,7 +3,8 @@
 Smoke tests, not timings: they run `benchmarks.graph_scale` at tiny sizes and
 check that both libraries end with the same graph, which passes `lint()`; and
 `benchmarks.codegen`, checking that both generate the same code, whose outputs
-match the eager module's.
+match the eager module's; and `benchmarks.interpreter`, checking that it times each
+library's own Interpreter on that library's graph, and refuses runners that differ.
 Speed is measured by running the benchmark itself (see benchmarks/README.md),
 never asserted here.
 """
@@ -146,3 +147,106 @@ def test_codegen_not_linear_flags_growth_above_the_limit(codegen) -> None:
     results.chain["minifx", "python_code", 100] = 100.0  # quadratic
     assert codegen.not_linear(results, slack=2.0) == ["python_code"]
     assert codegen.not_linear(results, slack=2.0, library="torch.fx") == []
+
+
+# --- benchmarks.interpreter: every runner does the same work, on the right interpreter -
+
+@pytest.fixture
+def interpreter_bench():
+    """`benchmarks.interpreter`, imported on use: it loads stage 4 (minifx.interpreter)."""
+    from benchmarks import interpreter
+
+    return interpreter
+
+
+@pytest.mark.ch4
+def test_interpreter_runners_are_each_librarys_interpreter_on_its_own_graph(interpreter_bench) -> None:
+    import minifx
+
+    torch.manual_seed(0)
+    model = interpreter_bench.Tiny().eval()
+    functions, gms = interpreter_bench.runners(model)
+    assert list(functions) == ["eager", "minifx gm", "torch.fx gm",
+                               "minifx interpreter", "torch.fx interpreter",
+                               "minifx interpreter, keep values", "torch.fx interpreter, keep values"]
+    assert isinstance(gms["minifx"], minifx.GraphModule)
+    assert isinstance(gms["torch.fx"], torch.fx.GraphModule)
+    expected = {"minifx": minifx.Interpreter, "torch.fx": torch.fx.Interpreter}
+    for library, cls in expected.items():
+        assert functions[f"{library} gm"] is gms[library]
+        for variant, collects in [("interpreter", True), ("interpreter, keep values", False)]:
+            bound = functions[f"{library} {variant}"]
+            assert type(bound.__self__) is cls and bound.__func__ is cls.run
+            assert bound.__self__.module is gms[library]
+            assert bound.__self__.garbage_collect_values is collects
+    assert str(gms["minifx"].graph) == str(gms["torch.fx"].graph)
+
+
+@pytest.mark.ch4
+def test_interpreter_runners_without_keep_values_leave_those_out(interpreter_bench) -> None:
+    functions, _ = interpreter_bench.runners(interpreter_bench.Tiny().eval(), keep_values=False)
+    assert list(functions) == ["eager", "minifx gm", "torch.fx gm",
+                               "minifx interpreter", "torch.fx interpreter"]
+
+
+@pytest.mark.ch4
+def test_interpreter_check_outputs_accepts_the_same_work_and_names_a_runner_that_differs(
+        interpreter_bench) -> None:
+    torch.manual_seed(0)
+    model = interpreter_bench.Tiny().eval()
+    x = torch.randn(1, 4)
+    functions, _ = interpreter_bench.runners(model)
+    interpreter_bench.check_outputs("tiny", functions, x)  # all equal: no error
+    functions["torch.fx interpreter"] = lambda x: model(x) + 1e-6
+    with pytest.raises(RuntimeError, match=r"^tiny: torch.fx interpreter returns something else "
+                                           r"than eager's Tensor; the runners must do the same work$"):
+        interpreter_bench.check_outputs("tiny", functions, x)
+    functions["torch.fx interpreter"] = lambda x: [model(x)]  # same numbers, another type
+    with pytest.raises(RuntimeError, match="torch.fx interpreter returns something else"):
+        interpreter_bench.check_outputs("tiny", functions, x)
+
+
+@pytest.mark.ch4
+def test_interpreter_quiet_progress_disables_the_bar_and_restores_the_config(interpreter_bench) -> None:
+    saved = torch.fx.config.disable_progress, torch.fx.config.verbose_progress
+    try:
+        torch.fx.config.disable_progress, torch.fx.config.verbose_progress = False, True
+        with interpreter_bench.quiet_torch_fx_progress():
+            assert (torch.fx.config.disable_progress, torch.fx.config.verbose_progress) == (True, False)
+        assert (torch.fx.config.disable_progress, torch.fx.config.verbose_progress) == (False, True)
+    finally:
+        torch.fx.config.disable_progress, torch.fx.config.verbose_progress = saved
+
+
+@pytest.mark.ch4
+def test_interpreter_per_node_overhead_is_the_difference_over_the_nodes(interpreter_bench) -> None:
+    results = interpreter_bench.Results(nodes={"m": 10})
+    results.seconds.update({("m", "minifx gm"): 1e-4, ("m", "minifx interpreter"): 3e-4})
+    assert results.per_node("m", "minifx") == pytest.approx(2e-5)
+
+
+@pytest.mark.ch4
+def test_interpreter_main_writes_both_libraries_rows_without_asserting_speed(
+        interpreter_bench, tmp_path, capsys) -> None:
+    out = tmp_path / "results" / "interpreter.md"
+    status = interpreter_bench.main(["--repeat", "1", "--min-time", "0.0001", "--image-size", "32",
+                                     "--chain-size", "10", "--construct-repeat", "1",
+                                     "--out", str(out), "--note", "smoke"])
+    assert status == 0
+    printed = capsys.readouterr().out
+    report = out.read_text()
+    assert ("| model | input | nodes | rounds | eager (us) | minifx gm (us) | torch.fx gm (us) "
+            "| minifx interpreter (us) | torch.fx interpreter (us) "
+            "| minifx interpreter, keep values (us) | torch.fx interpreter, keep values (us) |") in report
+    assert ("| model | interpreter | minifx / torch.fx | minifx / minifx gm | torch.fx / torch.fx gm "
+            "| minifx per node (us) | torch.fx per node (us) |") in report
+    assert "| model | nodes | minifx (us) | torch.fx (us) | minifx / torch.fx |" in report
+    # Node counts are torch.fx's graph sizes: x, linear, relu, output; x, 10 ops, output.
+    for row in ("| tiny: Linear(4, 4) + relu | 1x4 | 4 | 1 |", "| chain of 10 add/relu | 1x4 | 12 | 1 |",
+                "| ResNet-50 | 1x3x32x32 | 177 | 1 |", "| tiny: Linear(4, 4) + relu | keep values |",
+                "| ResNet-50 | default |"):
+        assert row in report
+        assert row in printed
+    assert "Every runner's output equals eager's (`torch.equal`)" in report
+    assert "`torch.fx.config.disable_progress = True`" in report
+    assert "- Note: smoke" in report
