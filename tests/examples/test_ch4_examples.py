@@ -30,7 +30,7 @@ from examples.ch4_transforms import (
     relu_decomposition,
 )
 from minifx.codegen import symbolic_trace
-from minifx.interpreter import decompose
+from minifx.interpreter import Transformer, decompose
 from tests.codegen.test_models import MODELS, SEED, model_and_input
 
 pytestmark = pytest.mark.ch4
@@ -354,3 +354,19 @@ def test_the_relu_rule_gets_f_relus_kwargs():
     assert seen == [False, False]
     new = decompose(lambda x: F.relu(x), {F.relu: spy})
     assert [n.target for n in new.graph.find_nodes(op="call_function")] == [operator.gt, operator.mul]
+
+
+class RuleTransformer(Transformer):
+    """The chapter's remark: a Transformer whose call_function applies RELU_RULES."""
+
+    def call_function(self, target, args, kwargs):
+        if target in RELU_RULES:
+            return RELU_RULES[target](*args, **kwargs)
+        return super().call_function(target, args, kwargs)
+
+
+@pytest.mark.parametrize("name", DECOMPOSE_PROGRAMS)
+def test_a_transformer_calling_the_rules_records_what_decompose_records(name):
+    program = build(DECOMPOSE_PROGRAMS[name])
+    transformed = RuleTransformer(symbolic_trace(program)).transform()
+    assert str(transformed.graph) == str(decompose(program, RELU_RULES).graph)
