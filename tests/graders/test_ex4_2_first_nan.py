@@ -220,9 +220,9 @@ def test_outputs_are_unchanged(ex, case):
     x = _uniform(3, 4, low=-1.0) if case == "all finite" else _uniform(3, 4, low=2.0, high=3.0)
     gm = _trace(model)
     want, got = gm(x), ex.NonFiniteChecker(gm).run(x)
-    same = type(got) is type(want) and all(
-        torch.equal(g, w) if isinstance(w, torch.Tensor) else g == w for g, w in
-        zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)))
+    pairs = zip(got, want) if isinstance(want, tuple) else [(got, want)]
+    same = type(got) is type(want) and len(got) == len(want) and all(
+        torch.equal(g, w) if isinstance(w, torch.Tensor) else g == w for g, w in pairs)
     assert same, explain(
         f"NonFiniteChecker(gm).run(x) returns what gm(x) returns ({case}): {want!r}", repr(got),
         "check the value, then return it unchanged.", SEE)
