@@ -30,7 +30,8 @@ from examples.ch4_transforms import (
     relu_decomposition,
 )
 from minifx.codegen import symbolic_trace
-from minifx.interpreter import Transformer, decompose
+from minifx.graph import PH
+from minifx.interpreter import Interpreter, Transformer, decompose
 from tests.codegen.test_models import MODELS, SEED, model_and_input
 
 pytestmark = pytest.mark.ch4
@@ -370,3 +371,49 @@ def test_a_transformer_calling_the_rules_records_what_decompose_records(name):
     program = build(DECOMPOSE_PROGRAMS[name])
     transformed = RuleTransformer(symbolic_trace(program)).transform()
     assert str(transformed.graph) == str(decompose(program, RELU_RULES).graph)
+
+
+# -- initial_env, as the chapter describes it ---------------------------------------------
+
+
+def difference(x, y):
+    return x - y
+
+
+def test_a_placeholder_in_initial_env_takes_no_argument_like_torch_fx():
+    gm, fx_gm = symbolic_trace(difference), torch.fx.symbolic_trace(difference)
+    x_node, fx_x_node = gm.graph.find_nodes(op="placeholder")[0], next(iter(fx_gm.graph.nodes))
+    ten, two = torch.tensor(10.0), torch.tensor(2.0)
+    out = Interpreter(gm).run(two, initial_env={x_node: ten})
+    assert torch.equal(out, torch.fx.Interpreter(fx_gm).run(two, initial_env={fx_x_node: ten}))
+    assert torch.equal(out, torch.tensor(8.0))
+
+
+def test_the_initial_env_dict_becomes_env():
+    gm = symbolic_trace(difference)
+    given: dict = {}
+    interpreter = Interpreter(gm)
+    interpreter.run(torch.tensor(1.0), torch.tensor(2.0), initial_env=given)
+    assert interpreter.env is given
+    assert [n.name for n in given] == ["output"]
+
+
+# -- minifx bugs found while writing chapter 4 -------------------------------------------
+
+
+def scale_by(x, pair):
+    return x * pair[0] * pair[1]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "minifx bug: boxed_run on a graph traced with structured concrete_args calls "
+    "run(initial_env=...) with io processing on, so run flattens the empty argument tuple "
+    "against the input spec and raises TypeError ('got list: []'); torch.fx runs it"))
+def test_boxed_run_of_a_structured_concrete_args_graph_runs_like_torch_fx():
+    gm = symbolic_trace(scale_by, concrete_args={"pair": (PH, 2)})
+    fx_gm = torch.fx.symbolic_trace(scale_by, concrete_args={"pair": (torch.fx.PH, 2)})
+    expected = torch.fx.Interpreter(fx_gm).boxed_run([torch.ones(1), 3.0, 2])
+    assert torch.equal(expected, torch.tensor([6.0]))
+    inputs = [torch.ones(1), 3.0, 2]
+    assert torch.equal(Interpreter(gm).boxed_run(inputs), expected)
+    assert inputs == []
