@@ -102,18 +102,20 @@ def test_kwargs_placeholder_cases_cannot_run(name: str):
 
 # -- 1. Interpreter == GraphModule == eager -----------------------------------------------
 
-@pytest.mark.parametrize("gc", [True, False], ids=["gc", "no-gc"])
 @pytest.mark.parametrize("c", INTERPRETABLE, ids=ids(INTERPRETABLE))
-def test_interpreter_runs_like_graph_module_and_eager(c: Case, gc: bool):
+def test_interpreter_runs_like_graph_module_and_eager(c: Case):
     traced, gm = minifx_module(c)
-    eager_inputs, gm_inputs, interpreter_inputs = example(c.name), example(c.name), example(c.name)
+    eager_inputs, gm_inputs = example(c.name), example(c.name)
     expected = seeded(lambda: run(traced.eager(), eager_inputs, eager=True))
     from_code = seeded(lambda: run(gm, gm_inputs))
-    interpreter = Interpreter(gm, garbage_collect_values=gc)
-    actual = seeded(interpreter.run, *run_args(c.name, interpreter_inputs))
-    assert_same(actual, from_code, "Interpreter vs GraphModule")
-    assert_same(actual, expected, "Interpreter vs eager")
-    assert_same(interpreter_inputs.args, eager_inputs.args, "inputs after the call")
+    for gc in (True, False):
+        where = f"Interpreter(garbage_collect_values={gc})"
+        interpreter_inputs = example(c.name)
+        actual = seeded(Interpreter(gm, garbage_collect_values=gc).run,
+                        *run_args(c.name, interpreter_inputs))
+        assert_same(actual, from_code, f"{where} vs GraphModule")
+        assert_same(actual, expected, f"{where} vs eager")
+        assert_same(interpreter_inputs.args, eager_inputs.args, f"{where}: inputs after the call")
 
 
 @pytest.mark.parametrize("c", INTERPRETABLE, ids=ids(INTERPRETABLE))
