@@ -149,6 +149,33 @@ def test_structured_concrete_args_check_the_structure():
         Interpreter(gm).run(torch.ones(2), [torch.ones(2)])
 
 
+def listing(x):
+    return [torch.cat([x, x]).relu(), x]
+
+
+def list_argument_types(base: type, gm: Any) -> tuple[list[type], Any]:
+    """The type of torch.cat's first argument as `base` hands it over, and the result."""
+    seen = []
+
+    class Recording(base):
+        def call_function(self, target, args, kwargs):
+            seen.append(type(args[0]))
+            return super().call_function(target, args, kwargs)
+
+    return seen, Recording(gm).run(torch.ones(1))
+
+
+def test_lists_given_and_returned_are_plain():
+    """Difference 4: minifx hands ops (and returns) plain lists, as generated code
+    does; torch.fx its immutable_list."""
+    ours_seen, ours = list_argument_types(Interpreter, minifx.symbolic_trace(listing))
+    theirs_seen, theirs = list_argument_types(torch.fx.Interpreter, torch.fx.symbolic_trace(listing))
+    assert ours_seen == [list] and type(ours) is list
+    assert theirs_seen == [torch.fx.immutable_collections.immutable_list]
+    assert type(theirs) is torch.fx.immutable_collections.immutable_list
+    assert_same(ours, plain(theirs))
+
+
 # -- 2. the Transformer ---------------------------------------------------------------------
 
 def transformed(c: Case) -> tuple[Any, minifx.GraphModule]:
@@ -209,6 +236,30 @@ def test_annotation_stripping_keeps_the_rest():
 def test_transformed_module_runs_like_eager(c: Case):
     traced, new = transformed(c)
     assert_runs_like_eager(new, traced, c.name)
+
+
+def traced_with_meta(library: Any) -> Any:
+    """`listing` traced by `library`, each node given a stack trace and other meta."""
+    gm = library.symbolic_trace(listing)
+    for n in gm.graph.nodes:
+        n.stack_trace = f'  File "model.py", line 1, in listing\n    {n.name}\n'
+        n.meta["custom"] = n.name
+    return gm
+
+
+def test_transformer_copies_stack_traces_as_torch_fx():
+    """Difference 6: both copy each node's stack trace to the nodes recorded for it
+    (not to placeholders), and all of the output node's meta; torch.fx also
+    copies the rest of the meta (and adds from_node, seq_nr), minifx does not."""
+    ours = Transformer(traced_with_meta(minifx)).transform()
+    theirs = torch.fx.Transformer(traced_with_meta(torch.fx)).transform()
+    assert [n.stack_trace for n in ours.graph.nodes] == [n.stack_trace for n in theirs.graph.nodes]
+    assert [n.stack_trace is None for n in ours.graph.nodes] == [True, False, False, False]
+    assert [sorted(n.meta) for n in ours.graph.nodes] == \
+        [[], ["stack_trace"], ["stack_trace"], ["custom", "stack_trace"]]
+    assert [sorted(n.meta) for n in theirs.graph.nodes][1] == \
+        ["custom", "from_node", "seq_nr", "stack_trace"]
+    assert list(ours.graph.nodes)[-1].meta["custom"] == "output"
 
 
 RETURNS_NONE_GRAPH = """graph():
@@ -362,3 +413,14 @@ def test_boxed_run_wrong_count_messages():
         assert str(error.value) == ("Interpreter.boxed_run expected 2 arguments for placeholders "
                                     f"but received {count} ({detail})")
         assert len(ours) == len(theirs) == count
+
+
+def test_run_twice_starts_afresh():
+    """Each run() starts a new env and a new argument iterator, in torch.fx too."""
+    gm, tgm = minifx.symbolic_trace(chain), torch.fx.symbolic_trace(chain)
+    ours, theirs = Interpreter(gm), torch.fx.Interpreter(tgm)
+    for x, y in [(torch.randn(3), torch.randn(3)), (torch.randn(3), torch.randn(3))]:
+        result = ours.run(x, y)
+        torch.testing.assert_close(result, chain(x, y))
+        torch.testing.assert_close(result, theirs.run(x, y))
+        assert [n.name for n in ours.env] == ["output"]

@@ -17,7 +17,6 @@ from torch import nn
 
 import minifx
 from minifx.interpreter import Interpreter, Transformer, decompose
-from tests.codegen.compare import assert_same
 from tests.models import ResNet18
 
 pytestmark = pytest.mark.ch4
