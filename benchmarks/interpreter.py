@@ -2,7 +2,7 @@
 
 Run it from the repository root:
 
-    python -m benchmarks.interpreter                    # 2 to 3 minutes on 2 shared cores
+    python -m benchmarks.interpreter                    # about 1 minute on 2 shared cores
     python -m benchmarks.interpreter --repeat 50 --budget 5
     python -m benchmarks.interpreter --device cuda      # on a GPU
     python -m benchmarks.interpreter --no-keep-values   # skip garbage_collect_values=False
@@ -28,8 +28,12 @@ Before timing, every runner's output must equal the eager model's exactly
 both libraries' graphs must have the same number of nodes; otherwise the
 benchmark raises. Timing is `benchmarks.codegen`'s `time_forward`: rounds of
 enough calls to last `min_time`, the runners taking turns, each keeping its
-fastest round; garbage collection off. Building an Interpreter is timed
-apart, best of `construct_repeat`.
+fastest round; garbage collection off. Unlike there, the turns go forwards
+in even rounds and backwards in odd ones (`time_runners`): in a fixed order,
+the first keep-values runner came out 10-25% slower on the chain, whichever
+library it was, a cost of the memory the runner before it left behind, not
+of its Interpreter. Building an Interpreter is timed apart, best of
+`construct_repeat`.
 
 torch.fx's `Interpreter.run` opens a progress bar (`torch.hub.tqdm`: tqdm if
 installed, else torch.hub's stand-in) on every call. The benchmark sets
@@ -46,6 +50,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
+import gc
 import sys
 import time
 from dataclasses import dataclass, field
@@ -59,7 +64,8 @@ import torch.hub
 
 import minifx.codegen
 import minifx.interpreter
-from benchmarks.codegen import Chain, ForwardCase, Tiny, _ratio, _us, time_forward
+from benchmarks.codegen import (Chain, ForwardCase, Tiny, _calls_per_round, _ratio, _synchronizer,
+                                _time_calls, _us)
 from benchmarks.graph_scale import _timed, format_markdown, machine_description
 from tests.models import ResNet50
 
@@ -183,6 +189,39 @@ def node_count(case: str, gms: dict[str, Any]) -> int:
     return counts["minifx"]
 
 
+def time_runners(functions: dict[str, Callable], x: torch.Tensor, repeat: int, min_time: float,
+                 budget_s: float = float("inf")) -> tuple[dict[str, float], int]:
+    """Best seconds per call of each function, in up to `repeat` rounds of turns.
+
+    `benchmarks.codegen.time_forward`, but the turns run backwards in every
+    other round, so that each runner is timed after both of its neighbours:
+    what one runner leaves in the allocator (a keep-values Interpreter frees
+    its previous run's values only when it runs again) is not always charged
+    to the same next runner. Rounds stop early (after at least one) once
+    `budget_s` seconds are spent.
+
+    Returns:
+        `{name: seconds per call}` and the number of rounds run.
+    """
+    sync = _synchronizer(x.device)
+    best = dict.fromkeys(functions, float("inf"))
+    with torch.no_grad(), quiet_torch_fx_progress():
+        numbers = {name: _calls_per_round(f, x, min_time, sync) for name, f in functions.items()}
+        turns = list(functions.items())
+        gc.collect()
+        gc.disable()
+        started, rounds = time.perf_counter(), 0
+        try:
+            while rounds < repeat and (rounds == 0 or time.perf_counter() - started < budget_s):
+                for name, function in (reversed(turns) if rounds % 2 else turns):
+                    seconds = _time_calls(function, x, numbers[name], sync) / numbers[name]
+                    best[name] = min(best[name], seconds)
+                rounds += 1
+        finally:
+            gc.enable()
+    return best, rounds
+
+
 def construction_seconds(library: Library, gm: Any, repeat: int) -> float:
     """Best seconds for `Interpreter(gm)`: collecting submodules and last uses."""
     return min(_timed(lambda: library.interpreter(gm))[0] for _ in range(repeat))
@@ -232,8 +271,7 @@ def measure_case(results: Results, case: ForwardCase, device: torch.device, repe
     results.inputs[case.name] = "x".join(map(str, case.input_shape))
     for name, library in LIBRARIES.items():
         results.construction[case.name, name] = construction_seconds(library, gms[name], construct_repeat)
-    with quiet_torch_fx_progress():
-        best, results.rounds[case.name] = time_forward(functions, x, repeat, min_time, budget_s)
+    best, results.rounds[case.name] = time_runners(functions, x, repeat, min_time, budget_s)
     results.seconds.update({(case.name, name): s for name, s in best.items()})
 
 
@@ -328,8 +366,9 @@ def markdown_report(results: Results, args: argparse.Namespace) -> str:
     if args.note:
         lines.append(f"- Note: {args.note}")
     lines += [
-        f"- Best of up to {args.repeat} interleaved rounds of at least {args.min_time * 1e3:g} ms "
-        f"each (fewer after {args.budget:g} s per model), under `torch.no_grad()`, models in eval "
+        f"- Best of up to {args.repeat} rounds of at least {args.min_time * 1e3:g} ms each, the "
+        f"runners taking turns forwards, then backwards (fewer rounds after {args.budget:g} s per "
+        "model), under `torch.no_grad()`, models in eval "
         "mode, garbage collection off. Every runner's output equals eager's (`torch.equal`), "
         "checked before timing.",
         "- Each Interpreter is built once, outside the timing (as a user reuses it); building "
@@ -337,7 +376,7 @@ def markdown_report(results: Results, args: argparse.Namespace) -> str:
         _progress_bar_line(results),
         "- A ratio below 1 means the first-named is faster. Per node = (interpreter time - "
         "generated-code time) / nodes. On a shared or small machine, compare the ratios, not "
-        "the absolute times; ResNet-50's per-node figures are within its noise.",
+        "the absolute times; ResNet-50's per-node figures vary by several us from run to run.",
         "- See `benchmarks/README.md` for what each row times and how to read the tables.",
         "",
         markdown_tables(results),

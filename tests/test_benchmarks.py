@@ -219,6 +219,17 @@ def test_interpreter_quiet_progress_disables_the_bar_and_restores_the_config(int
 
 
 @pytest.mark.ch4
+def test_interpreter_timing_takes_turns_forwards_then_backwards(interpreter_bench) -> None:
+    calls: list[str] = []
+    functions = {name: (lambda x, name=name: calls.append(name)) for name in "abc"}
+    best, rounds = interpreter_bench.time_runners(functions, torch.zeros(1), repeat=3, min_time=0.0)
+    assert rounds == 3
+    assert set(best) == {"a", "b", "c"}
+    # One calibration call each (min_time 0), then the rounds: forwards, backwards, forwards.
+    assert calls == [*"abc", *"abc", *"cba", *"abc"]
+
+
+@pytest.mark.ch4
 def test_interpreter_per_node_overhead_is_the_difference_over_the_nodes(interpreter_bench) -> None:
     results = interpreter_bench.Results(nodes={"m": 10})
     results.seconds.update({("m", "minifx gm"): 1e-4, ("m", "minifx interpreter"): 3e-4})
