@@ -50,8 +50,15 @@ class Interpreter:
             provides the state.
 
     Attributes:
+        module: the module passed in; `get_attr` and `call_module` look here.
+        graph: the graph being run.
+        garbage_collect_values: whether values are dropped after their last use.
         env: Node -> its value, during and after `run`.
+        user_to_last_uses: Node -> the values to drop once it has run (empty
+            when `garbage_collect_values` is `False`).
         submodules: every submodule of `module` by path, as `named_modules()`.
+        extra_traceback: add a note naming the failing node to errors raised
+            while running it (default `True`).
     """
 
     def __init__(self, module: torch.nn.Module, garbage_collect_values: bool = True,
@@ -79,9 +86,20 @@ class Interpreter:
             enable_io_processing: for a graph traced with structured
                 `concrete_args`, take the structures and return the structured
                 output, as `forward` does. Pass `False` to feed the flat leaves.
+
+        Returns:
+            The value of the output node (restructured, for structured
+            `concrete_args`).
+
+        Raises:
+            TypeError: if there are more arguments than placeholders to fill.
+            RuntimeError: if a placeholder without a default gets no value.
+            Exception: whatever a node raises, with a note naming the node.
         """
         self.env = initial_env if initial_env is not None else {}
-        if enable_io_processing:
+        # No arguments means the inputs are in `initial_env` already (as in
+        # `boxed_run`): there is no structure to flatten.
+        if enable_io_processing and args:
             args = self._flatten_inputs(args)
         self._check_argument_count(args)
         self.args_iter: Iterator[Any] = iter(args)

@@ -398,17 +398,13 @@ def test_the_initial_env_dict_becomes_env():
     assert [n.name for n in given] == ["output"]
 
 
-# -- minifx bugs found while writing chapter 4 -------------------------------------------
+# -- boxed_run of a structured concrete_args graph (a bug found while writing chapter 4) --
 
 
 def scale_by(x, pair):
     return x * pair[0] * pair[1]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "minifx bug: boxed_run on a graph traced with structured concrete_args calls "
-    "run(initial_env=...) with io processing on, so run flattens the empty argument tuple "
-    "against the input spec and raises TypeError ('got list: []'); torch.fx runs it"))
 def test_boxed_run_of_a_structured_concrete_args_graph_runs_like_torch_fx():
     gm = symbolic_trace(scale_by, concrete_args={"pair": (PH, 2)})
     fx_gm = torch.fx.symbolic_trace(scale_by, concrete_args={"pair": (torch.fx.PH, 2)})
