@@ -43,10 +43,13 @@ class TransformerTracer(Tracer):
         self.current_node: Node | None = None
 
     def is_leaf_module(self, m: torch.nn.Module, module_qualified_name: str) -> bool:
+        """Always `True`: a `call_module` node stays one node in the new graph."""
         return True
 
     def create_node(self, kind: str, target: Any, args: tuple, kwargs: dict,
                     name: str | None = None, type_expr: Any = None) -> Node:
+        """`Tracer.create_node`, then copy the stack trace of `current_node`
+        (the old node being transformed) onto the new node."""
         node = super().create_node(kind, target, args, kwargs, name, type_expr)
         if self.current_node is not None and self.current_node.stack_trace:
             node.stack_trace = self.current_node.stack_trace
@@ -79,6 +82,8 @@ class Transformer(Interpreter):
         self.tracer = TransformerTracer(self.new_graph, module)
 
     def run_node(self, n: Node) -> Any:
+        """`Interpreter.run_node`, with `n` set as the tracer's `current_node`
+        while it runs, so the nodes it records get `n`'s stack trace."""
         self.tracer.current_node = n
         try:
             return super().run_node(n)
