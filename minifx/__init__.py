@@ -31,6 +31,7 @@ _EXPORTS = {
     "symbolic_trace": "codegen",
     "Interpreter": "interpreter",
     "Transformer": "interpreter",
+    "replace_pattern": "passes",
 }
 
 __all__ = sorted(_EXPORTS)

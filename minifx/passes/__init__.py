@@ -1,0 +1,41 @@
+"""Stage 5: passes over graphs (chapters 5 to 8).
+
+One file per pass, in the order the book teaches them:
+
+| module | chapter | what it does |
+|---|---|---|
+| `shape_prop` | 5 | `ShapeProp`: records each node's shape, dtype, stride, ... in `node.meta` |
+| `draw` | 5 | `to_mermaid`: a Mermaid flowchart of any graph, for the book's pictures |
+| `fuse_conv_bn` | 6 | `fuse_conv_bn`: folds eval-mode BatchNorm into the preceding Conv |
+| `subgraph_rewriter` | 7 | `replace_pattern`: finds a traced pattern and swaps in a replacement |
+| `quantize` | 8 | `prepare` / `convert`: post-training int8 quantization |
+
+Importing `minifx.passes` loads none of them; each name below is imported the
+first time it is used (PEP 562), so one pass never drags in another.
+"""
+
+import importlib
+
+# Public name -> the module of this package that defines it.
+_EXPORTS = {
+    "ShapeProp": "shape_prop",
+    "TensorMetadata": "shape_prop",
+    "to_mermaid": "draw",
+    "fuse_conv_bn": "fuse_conv_bn",
+    "replace_pattern": "subgraph_rewriter",
+    "Match": "subgraph_rewriter",
+    "prepare": "quantize",
+    "convert": "quantize",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(__all__)
