@@ -1,0 +1,217 @@
+"""`replace_pattern`: rewrite a graph by example, with a pattern and a replacement.
+
+Both are ordinary Python (functions or modules) that minifx traces into small
+graphs. Every place where the pattern's graph occurs in the module's graph is
+cut out and the replacement's graph is spliced in, as `torch.fx.replace_pattern`
+does. Finding the occurrences is the job of `minifx.passes.matcher`.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Callable, NamedTuple
+
+import torch
+
+from minifx.codegen import GraphModule, symbolic_trace
+from minifx.graph import Graph, Node
+from minifx.graph.node import get_path
+from minifx.proxy import TraceError
+
+from .matcher import InternalMatch, SubgraphMatcher
+
+PatternLike = Callable[..., Any] | GraphModule | Graph
+
+
+# --8<-- [start:match_tuple]
+class Match(NamedTuple):
+    """Where the pattern matched.
+
+    Attributes:
+        anchor: the pattern node the match was grown from (a node of the
+            pattern's graph, as in torch.fx, not of the rewritten graph).
+        nodes_map: pattern node -> the graph node it matched. The matched
+            graph nodes have been erased by the time you read this.
+    """
+
+    anchor: Node
+    nodes_map: dict[Node, Node]
+# --8<-- [end:match_tuple]
+
+
+# --8<-- [start:replace_pattern]
+def replace_pattern(gm: GraphModule, pattern: PatternLike,
+                    replacement: PatternLike) -> list[Match]:
+    """Replace every non-overlapping occurrence of `pattern` in `gm` by `replacement`.
+
+    Matching follows use-def edges, not names: the pattern's parameters match any
+    value, its other nodes match nodes with the same opcode and target whose
+    literal arguments are equal. A match's inner nodes may not be used outside
+    it; only the values the pattern returns may be. Where matches overlap, the
+    first in graph order wins.
+
+    Args:
+        gm: the module to rewrite in place; it is recompiled.
+        pattern: a function, `nn.Module`, `GraphModule` or `Graph` to find.
+        replacement: the same kinds, taking as many arguments as `pattern`
+            (in the same order) and returning as many values.
+
+    Returns:
+        One `Match` per rewritten occurrence, in graph order.
+
+    Raises:
+        ValueError: if pattern and replacement take different numbers of
+            arguments, or the pattern has unused parameters or dead code.
+        TraceError: if the pattern or replacement cannot be traced.
+
+    Example:
+        ```python
+        def pattern(x):
+            return torch.sigmoid(x) * x
+
+        def replacement(x):
+            return F.silu(x)
+
+        matches = replace_pattern(gm, pattern, replacement)
+        ```
+    """
+    pattern_graph = _as_graph(pattern, "pattern")
+    replacement_graph = _as_graph(replacement, "replacement")
+    _check_same_arity(pattern_graph, replacement_graph)
+    matches = SubgraphMatcher(pattern_graph).match(gm.graph)
+    # A later match may read a value an earlier rewrite replaced.
+    replaced: dict[Node, Node] = {}
+    for match in matches:
+        _rewrite_one(gm.graph, pattern_graph, replacement_graph, match, replaced)
+    gm.recompile()
+    if isinstance(replacement, torch.nn.Module):
+        _copy_attributes(gm, replacement)
+    return [Match(anchor=m.anchors[0], nodes_map=m.nodes_map) for m in matches]
+# --8<-- [end:replace_pattern]
+
+
+# --8<-- [start:rewrite_one]
+def _rewrite_one(graph: Graph, pattern_graph: Graph, replacement_graph: Graph,
+                 match: InternalMatch, replaced: dict[Node, Node]) -> None:
+    """Splice one copy of the replacement in place of one match, then erase the match."""
+    val_map = _bind_inputs(replacement_graph, match, replaced)
+    with graph.inserting_before(_insert_point(graph, match.returning_nodes)):
+        outputs = graph.graph_copy(replacement_graph, val_map)
+    if isinstance(outputs, Node):
+        outputs = (outputs,)
+    if len(outputs) != len(match.returning_nodes):
+        raise ValueError(
+            f"replace_pattern: the pattern returns {len(match.returning_nodes)} value(s) but "
+            f"the replacement returns {len(outputs)}. Each returned value takes over the "
+            "uses of the pattern's value in the same position. How to fix: return as many "
+            "values from the replacement as from the pattern, in the same order."
+        )
+    for old, new in zip(match.returning_nodes, outputs):
+        old.replace_all_uses_with(new)
+        replaced[old] = new
+    # Users before producers, so that every node is unused when it is erased.
+    for pn in reversed(pattern_graph.nodes):
+        if pn.op not in ("placeholder", "output"):
+            graph.erase_node(match.nodes_map[pn])
+
+
+def _bind_inputs(replacement_graph: Graph, match: InternalMatch,
+                 replaced: dict[Node, Node]) -> dict[Node, Any]:
+    """Replacement placeholder -> the value the matching pattern placeholder matched."""
+    inputs = [n for n in replacement_graph.nodes if n.op == "placeholder"]
+    val_map: dict[Node, Any] = {}
+    for i, (ph, value) in enumerate(zip(inputs, match.placeholder_nodes)):
+        if isinstance(value, Node) and value in replaced:
+            value = replaced[value]
+            _update_match(match, match.placeholder_nodes[i], value)
+            match.placeholder_nodes[i] = value
+        val_map[ph] = value
+    return val_map
+
+
+def _insert_point(graph: Graph, returning_nodes: list[Node]) -> Node:
+    """The first user of a returned value, or else the node after the last returned value."""
+    users = {user for node in returning_nodes for user in node.users}
+    if users:
+        return next(n for n in graph.nodes if n in users)
+    last = next(n for n in reversed(graph.nodes) if n in returning_nodes)
+    return last.next
+# --8<-- [end:rewrite_one]
+
+
+def _update_match(match: InternalMatch, old: Node, new: Node) -> None:
+    """Point the pattern node that matched `old` at `new` (as torch.fx does)."""
+    for pn, gn in match.nodes_map.items():
+        if gn is old:
+            match.nodes_map[pn] = new
+            return
+
+
+def _as_graph(fn: PatternLike, role: str) -> Graph:
+    """The graph of a pattern or replacement, tracing it if needed."""
+    if isinstance(fn, GraphModule):
+        return fn.graph
+    if isinstance(fn, Graph):
+        return fn
+    if not callable(fn):
+        raise TypeError(
+            f"replace_pattern: the {role} must be a function, an nn.Module, a GraphModule "
+            f"or a Graph, not {type(fn).__name__}. How to fix: write the {role} as a "
+            "function of its inputs."
+        )
+    try:
+        return symbolic_trace(fn).graph
+    except TraceError as error:
+        error.add_note(f"(while replace_pattern traced the {role} {_describe(fn)}; "
+                       f"the {role} must be traceable like any model)")
+        raise
+
+
+def _describe(fn: Any) -> str:
+    return getattr(fn, "__qualname__", type(fn).__name__)
+
+
+def _check_same_arity(pattern_graph: Graph, replacement_graph: Graph) -> None:
+    """Inputs pair up by position, so both sides must take the same number."""
+    pattern_inputs = [n.name for n in pattern_graph.nodes if n.op == "placeholder"]
+    replacement_inputs = [n.name for n in replacement_graph.nodes if n.op == "placeholder"]
+    if len(pattern_inputs) != len(replacement_inputs):
+        raise ValueError(
+            f"replace_pattern: the pattern takes {len(pattern_inputs)} input(s) "
+            f"({', '.join(pattern_inputs)}) but the replacement takes "
+            f"{len(replacement_inputs)} ({', '.join(replacement_inputs)}). Inputs pair up "
+            "by position. How to fix: give the replacement the same parameters as the "
+            "pattern, even those it does not use."
+        )
+
+
+# --8<-- [start:copy_attributes]
+def _copy_attributes(gm: GraphModule, replacement: torch.nn.Module) -> None:
+    """Give `gm` the submodules and tensors the replacement's nodes refer to."""
+    gm.delete_all_unused_submodules()
+    for node in gm.graph.nodes:
+        if node.op not in ("call_module", "get_attr") or _lookup(gm, node.target) is not None:
+            continue
+        value = _lookup(replacement, node.target)
+        if value is None:
+            raise AttributeError(
+                f"replace_pattern: the rewritten graph's %{node.name} ({node.op}) refers to "
+                f"{node.target!r}, which neither the module nor the replacement has. How to "
+                "fix: make the replacement a module that owns this attribute."
+            )
+        _install(gm, node.target, copy.deepcopy(value))
+    gm.graph.lint()
+# --8<-- [end:copy_attributes]
+
+
+def _lookup(root: torch.nn.Module, target: str) -> Any:
+    return get_path(root, target, None)
+
+
+def _install(gm: GraphModule, target: str, value: Any) -> None:
+    if isinstance(value, torch.nn.Module):
+        gm.add_submodule(target, value)
+        return
+    owner_path, _, name = target.rpartition(".")
+    owner = get_path(gm, owner_path) if owner_path else gm
+    setattr(owner, name, value)
