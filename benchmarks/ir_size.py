@@ -280,6 +280,9 @@ def markdown_report(results: Results, note: str = "") -> str:
     lines = [
         "# IR size: nodes per opcode, minifx vs torch.fx",
         "",
+        # The book includes the report from here on, under its own heading
+        # (pymdownx.snippets drops these marker lines).
+        "<!-- --8<-- [start:report] -->",
         f"Produced by `python -m benchmarks.ir_size` on "
         f"{datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}.",
         "",
@@ -299,13 +302,16 @@ def markdown_report(results: Results, note: str = "") -> str:
         "Figure 5 shows ResNet-50 in TorchScript IR and in torch.fx IR; we could not read a "
         "node count there, so none is quoted.",
         "",
-        "## Nodes per opcode",
+        "**Nodes per opcode**",
         "",
         format_markdown(header, rows),
         "",
-        "## Layer types that cannot be traced through without help",
+        "**Layer types that cannot be traced through without help** (each tried alone, the "
+        "other layers left as leaves)",
         "",
         *failures_lines(results),
+        "",
+        "<!-- --8<-- [end:report] -->",
         "",
     ]
     return "\n".join(lines)
