@@ -212,6 +212,9 @@ def _install(gm: GraphModule, target: str, value: Any) -> None:
     if isinstance(value, torch.nn.Module):
         gm.add_submodule(target, value)
         return
+    # A tensor at "sub.w" belongs on the submodule `sub` (created if missing), not on
+    # `gm` under the dotted name, which nn.Module refuses for parameters.
     owner_path, _, name = target.rpartition(".")
-    owner = get_path(gm, owner_path) if owner_path else gm
-    setattr(owner, name, value)
+    if owner_path and _lookup(gm, owner_path) is None:
+        gm.add_submodule(owner_path, torch.nn.Module())
+    setattr(get_path(gm, owner_path) if owner_path else gm, name, value)

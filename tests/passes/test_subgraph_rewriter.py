@@ -437,3 +437,31 @@ class ScaleReplacement(nn.Module):
 def test_replacement_parameters_are_copied_in():
     ours = assert_same_rewrite(lambda: relu3, relu_only, ScaleReplacement(), (torch.randn(3),))
     assert len(ours) == 3
+
+
+class Scales(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.full((3,), 3.0))
+
+
+class NestedScaleReplacement(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scales = Scales()
+
+    def forward(self, x):
+        return torch.relu(x) * self.scales.w
+
+
+def test_a_nested_replacement_parameter_goes_into_a_new_submodule():
+    """Difference: torch.fx sets `gm.<"scales.w">`, which nn.Module refuses for a parameter."""
+    gm = minifx.symbolic_trace(relu3)
+    x = torch.randn(3)
+    want = relu3(x) * 3
+    assert len(replace_pattern(gm, relu_only, NestedScaleReplacement())) == 3
+    assert [name for name, _ in gm.named_parameters()] == ["scales.w"]
+    torch.testing.assert_close(gm(x), want * 9)
+    with pytest.raises(KeyError, match=r'parameter name can.+t contain "\."'):
+        torch.fx.replace_pattern(torch.fx.symbolic_trace(relu3), relu_only,
+                                 NestedScaleReplacement())
