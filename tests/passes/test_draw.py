@@ -14,6 +14,8 @@ from minifx.graph import Graph
 from minifx.passes.draw import describe_node, escape, to_mermaid
 from tests import models
 
+pytestmark = pytest.mark.ch5
+
 # One statement per line: a box `nK<open>"label"<close>` or an arrow `nA --> nB`,
 # optionally with a quoted label. Labels may hold no raw `"`, `|`, `<`, `>` or
 # backtick (only the `<br/>` line breaks to_mermaid writes).

@@ -13,6 +13,8 @@ from minifx.codegen import symbolic_trace
 from minifx.graph import Graph
 from minifx.passes.draw import to_mermaid
 
+pytestmark = pytest.mark.ch5
+
 
 def test_every_committed_figure_is_current_and_none_is_orphaned():
     found = figures.problems(figures.render(figures.collect()))
