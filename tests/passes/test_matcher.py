@@ -156,3 +156,98 @@ def test_nested_argument_lists_must_have_the_same_length():
 
     theirs, ours = both_matches(program, cat2)
     assert ours == theirs == [{"cat": "cat_1", "x": "a", "y": "b"}]
+
+
+def returns_inner_and_sum(x, y):
+    a = torch.relu(x)
+    return a, a + y
+
+
+def feeds_back(x):
+    a = torch.relu(x)
+    return a + torch.sigmoid(a)
+
+
+def test_a_cycle_through_a_placeholder_with_one_anchor():
+    # add is the only anchor (relu is returned and used); y would match sigmoid(a),
+    # which reads the matched relu from outside the match: a cycle.
+    theirs, ours = both_matches(feeds_back, returns_inner_and_sum)
+    assert ours == theirs == []
+
+
+# --- random graphs with binary ops, against torch.fx -------------------------------------
+
+BINARY = {"add": lambda a, b: a + b, "mul": lambda a, b: a * b, "sub": torch.sub}
+UNARY_OPS = {"relu": torch.relu, "sigmoid": torch.sigmoid, "neg": torch.neg}
+
+
+def dag_program(steps: list[tuple[str, int, int]]):
+    """Each step applies an op to recent values (0 is the latest, 1 the one before, ...);
+    the values nobody uses are returned."""
+    def program(x, y):
+        values, used = [x, y], set()
+        for name, i, j in steps:
+            picked = [len(values) - 1 - k % len(values) for k in (i, j)]
+            picked = picked[:1] if name in UNARY_OPS else picked
+            used.update(picked)
+            args = [values[k] for k in picked]
+            values.append(UNARY_OPS[name](*args) if name in UNARY_OPS else BINARY[name](*args))
+        return tuple(v for k, v in enumerate(values) if k not in used and k > 1) or values[-1]
+    return program
+
+
+def swish_p(x):
+    return x * torch.sigmoid(x)
+
+
+def relu_plus(x, y):
+    return torch.relu(x) + y
+
+
+def relu_and_neg(x):
+    return torch.relu(x), torch.neg(x)
+
+
+def plus_p(x, y):
+    return x + y
+
+
+DAG_REWRITES = [
+    (swish_p, lambda x: torch.nn.functional.silu(x)),
+    (relu_plus, lambda x, y: y + torch.relu(x)),
+    (relu_and_neg, lambda x: (torch.clamp(x, min=0), -x)),
+    (plus_p, lambda x, y: torch.add(y, x)),
+]
+# Two-step macros make the patterns common; later steps may reuse their inner values
+# (escapes), and single steps build near misses.
+MACROS = {
+    "swish": lambda i, j: [("sigmoid", i, 0), ("mul", i + 1, 0)],
+    "relu_plus": lambda i, j: [("relu", i, 0), ("add", 0, j + 1)],
+}
+STEP = st.tuples(st.sampled_from(sorted([*BINARY, *UNARY_OPS, *MACROS])), st.integers(0, 3),
+                 st.integers(0, 3))
+
+
+def expand(steps: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+    return [part for name, i, j in steps
+            for part in (MACROS[name](i, j) if name in MACROS else [(name, i, j)])]
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(steps=st.lists(STEP, min_size=1, max_size=8), rewrite=st.sampled_from(DAG_REWRITES))
+def test_random_graphs_rewrite_as_in_torch_fx(steps, rewrite):
+    pattern, replacement = rewrite
+    program = dag_program(expand(steps))
+    ours, theirs = minifx.symbolic_trace(program), torch.fx.symbolic_trace(program)
+    our_matches = replace_pattern(ours, pattern, replacement)
+    try:
+        their_matches = torch.fx.replace_pattern(theirs, pattern, replacement)
+    except KeyError:  # an anchor without candidates: the documented difference
+        assert our_matches == [] and str(ours.graph) == str(theirs.graph)
+        return
+    ours.graph.lint()
+    assert str(ours.graph) == str(theirs.graph) and ours.code == theirs.code
+    assert [{p.name: g.name for p, g in m.nodes_map.items()} for m in our_matches] == \
+        [{p.name: g.name for p, g in m.nodes_map.items()} for m in their_matches]
+    x, y = torch.randn(5), torch.randn(5)
+    torch.testing.assert_close(ours(x, y), program(x, y))
