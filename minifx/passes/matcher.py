@@ -63,7 +63,8 @@ class SubgraphMatcher:
         remove_overlapping_matches: keep only the first of matches that share a node.
 
     Raises:
-        ValueError: if the pattern is empty or has an unused node.
+        ValueError: if the pattern is empty, has an unused node, or returns
+            one of its inputs.
     """
 
     def __init__(self, pattern: Graph, remove_overlapping_matches: bool = True) -> None:
@@ -78,6 +79,9 @@ class SubgraphMatcher:
                 raise ValueError(_unused_node_message(node))
         self.placeholders = [n for n in nodes if n.op == "placeholder"]
         self.returning_nodes = nodes[-1].all_input_nodes
+        for node in self.returning_nodes:
+            if node.op == "placeholder":
+                raise ValueError(_returned_input_message(node))
         # A returned node that is also used inside the pattern is reached from
         # another anchor; anchoring on it too would only repeat work.
         self.anchors = [n for n in self.returning_nodes if len(n.users) == 1]
@@ -233,6 +237,14 @@ def _forms_cycle(partition: list[Node]) -> bool:
             seen.add(node)
             stack.extend(node.users)
     return False
+
+
+def _returned_input_message(node: Node) -> str:
+    return (f"replace_pattern: the pattern returns its input {node.name!r} unchanged. A match "
+            "is what the pattern computes from its inputs, and the uses of each returned "
+            "value are handed to the replacement, so an input returned as is would hand over "
+            "every use of whatever it matched. How to fix: return only values the pattern "
+            "computes.")
 
 
 def _unused_node_message(node: Node) -> str:

@@ -169,3 +169,18 @@ def test_a_replacement_module_missing_an_attribute_its_graph_reads():
         "replace_pattern: the rewritten graph's %missing (get_attr) refers to 'missing', which "
         "neither the module nor the replacement has. How to fix: make the replacement a module "
         "that owns this attribute.")
+
+
+def test_a_pattern_that_returns_its_input():
+    def pattern(x):
+        return x
+
+    with pytest.raises(ValueError) as error:
+        replace_pattern(minifx.symbolic_trace(program), pattern, relu)
+    assert str(error.value) == (
+        "replace_pattern: the pattern returns its input 'x' unchanged. A match is what the "
+        "pattern computes from its inputs, and the uses of each returned value are handed to "
+        "the replacement, so an input returned as is would hand over every use of whatever it "
+        "matched. How to fix: return only values the pattern computes.")
+    with pytest.raises(AssertionError, match="The insert point can't be None"):
+        torch.fx.replace_pattern(torch.fx.symbolic_trace(program), pattern, relu)
