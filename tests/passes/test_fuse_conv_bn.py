@@ -313,3 +313,27 @@ def test_the_original_model_is_not_changed_by_tracing_and_fusing():
     fuse_conv_bn(model, inplace=True)  # an nn.Module is traced: its submodules are not replaced
     assert isinstance(model.bn, nn.BatchNorm2d)
     assert all(torch.equal(state[k], v) for k, v in model.state_dict().items())
+
+
+# --- the other differences from torch.fx -------------------------------------------------
+
+def test_a_graph_module_is_reused_and_returned_by_inplace_where_torch_fx_retraces():
+    model = prepared(ConvBN(2))
+    ours, theirs = symbolic_trace(model), torch.fx.symbolic_trace(model)
+    for gm in (ours, theirs):
+        gm.graph.find_nodes(op="call_module", target="conv")[0].meta["note"] = "kept"
+    fused_ours, fused_theirs = fuse_conv_bn(ours, inplace=True), torch_fx_fuse(theirs, inplace=True)
+    assert fused_ours is ours and fused_theirs is not theirs
+    assert [n.meta.get("note") for n in fused_ours.graph.nodes if n.name == "conv"] == ["kept"]
+    assert [n.meta.get("note") for n in fused_theirs.graph.nodes if n.name == "conv"] == [None]
+
+
+def test_fused_weights_are_torch_fx_bits_and_biases_within_rounding():
+    model = prepared(ResNet50(num_classes=10, width=8))
+    ours, theirs = fuse_conv_bn(model), torch_fx_fuse(model)
+    theirs_state = theirs.state_dict()
+    for name, tensor in ours.state_dict().items():
+        if name.endswith("weight"):
+            assert torch.equal(tensor, theirs_state[name]), name
+        else:
+            torch.testing.assert_close(tensor, theirs_state[name], rtol=1e-6, atol=1e-7)
