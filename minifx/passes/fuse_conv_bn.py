@@ -141,7 +141,11 @@ def fuse_conv_bn(gm: nn.Module, inplace: bool = False) -> GraphModule:
     Returns:
         The fused GraphModule, recompiled. Its outputs equal the unfused ones
         up to float rounding.
+
+    Raises:
+        TypeError: if `gm` is not an `nn.Module` (a Graph, a function, ...).
     """
+    _check_is_module(gm)
     if not inplace:
         gm = copy.deepcopy(gm)
     if not isinstance(gm, GraphModule):
@@ -154,6 +158,16 @@ def fuse_conv_bn(gm: nn.Module, inplace: bool = False) -> GraphModule:
     gm.recompile()
     return gm
 # --8<-- [end:pass]
+
+
+def _check_is_module(gm: object) -> None:
+    if not isinstance(gm, nn.Module):
+        raise TypeError(
+            f"fuse_conv_bn(gm): gm is a {type(gm).__name__}, not an nn.Module. The pass replaces "
+            "the conv modules that call_module nodes name, so it needs the module that owns "
+            "them. How to fix: pass the model, or a GraphModule (for a bare Graph: "
+            "GraphModule(model, graph))."
+        )
 
 
 # --8<-- [start:fold]

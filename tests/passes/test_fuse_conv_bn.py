@@ -337,3 +337,20 @@ def test_fused_weights_are_torch_fx_bits_and_biases_within_rounding():
             assert torch.equal(tensor, theirs_state[name]), name
         else:
             torch.testing.assert_close(tensor, theirs_state[name], rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("not_a_module, kind", [(lambda: symbolic_trace(ConvBN()).graph, "Graph"),
+                                                (lambda: torch.relu, "builtin_function_or_method")])
+def test_what_is_not_a_module_gets_a_clear_error(not_a_module, kind):
+    message = (f"fuse_conv_bn(gm): gm is a {kind}, not an nn.Module. The pass replaces the conv "
+               "modules that call_module nodes name, so it needs the module that owns them. How to "
+               "fix: pass the model, or a GraphModule (for a bare Graph: GraphModule(model, graph)).")
+    with pytest.raises(TypeError) as error:
+        fuse_conv_bn(not_a_module())
+    assert str(error.value) == message
+
+
+def test_torch_fx_traces_a_function_and_asserts_on_a_graph():
+    assert isinstance(torch_fx_fuse(lambda x: x + 1), torch.fx.GraphModule)
+    with pytest.raises(AssertionError, match="^Expected FunctionType, got <class 'torch.fx.graph.Graph'>$"):
+        torch_fx_fuse(torch.fx.symbolic_trace(ConvBN()).graph)
