@@ -173,8 +173,11 @@ def is_quantizable(gm: GraphModule, node: Node) -> bool:
     """Whether `node` calls an `nn.Linear` or an `nn.Conv2d` that int8 kernels can run.
 
     A Conv2d with a string padding (`"same"`) or a padding mode other than zeros has
-    no int8 kernel here and stays float.
+    no int8 kernel here and stays float, and so does a call whose input is not one
+    positional node (`self.fc(input=x)`).
     """
+    if len(node.args) != 1 or node.kwargs or not isinstance(node.args[0], Node):
+        return False  # int8 ops here take one tensor that the graph computes
     module = _module(gm, node)
     if isinstance(module, nn.Conv2d):
         return module.padding_mode == "zeros" and not isinstance(module.padding, str)

@@ -178,6 +178,51 @@ def test_convs_the_int8_kernels_cannot_run_stay_float():
         "0", "1", "_1_observer", "2", "_2_observer"]
 
 
+def test_a_value_read_by_float_and_int8_ops_reaches_each_in_its_form():
+    class Branches(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1, self.fc2 = nn.Linear(8, 8), nn.Linear(8, 8)
+
+        def forward(self, x):
+            h = self.fc1(x)
+            return self.fc2(h) + torch.selu(h) + x
+
+    torch.manual_seed(0)
+    model = Branches().eval()
+    converted = quantize(model, [torch.randn(16, 8) for _ in range(3)])
+    assert str(converted.graph) == """\
+graph():
+    %x : [num_users=2] = placeholder[target=x]
+    %x_scale : [num_users=1] = get_attr[target=x_scale]
+    %x_zero_point : [num_users=1] = get_attr[target=x_zero_point]
+    %quantize_per_tensor : [num_users=1] = call_function[target=torch.quantize_per_tensor](args = (%x, %x_scale, %x_zero_point, torch.quint8), kwargs = {})
+    %fc1 : [num_users=2] = call_module[target=fc1](args = (%quantize_per_tensor,), kwargs = {})
+    %dequantize : [num_users=1] = call_method[target=dequantize](args = (%fc1,), kwargs = {})
+    %fc2 : [num_users=1] = call_module[target=fc2](args = (%fc1,), kwargs = {})
+    %dequantize_1 : [num_users=1] = call_method[target=dequantize](args = (%fc2,), kwargs = {})
+    %selu : [num_users=1] = call_function[target=torch.selu](args = (%dequantize,), kwargs = {})
+    %add : [num_users=1] = call_function[target=operator.add](args = (%dequantize_1, %selu), kwargs = {})
+    %add_1 : [num_users=1] = call_function[target=operator.add](args = (%add, %x), kwargs = {})
+    return add_1"""
+    x = torch.randn(4, 8)
+    assert relative_error(converted(x), model(x)) < 0.05
+
+
+def test_a_call_by_keyword_stays_float():
+    class Odd(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.by_keyword = nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.by_keyword(input=x)
+
+    prepared = prepare(Odd().eval())
+    assert not any(isinstance(m, MinMaxObserver) for m in prepared.modules())
+    assert str(prepared.graph) == str(symbolic_trace(Odd()).graph)
+
+
 def test_prepare_refuses_a_training_mode_model():
     with pytest.raises(ValueError) as info:
         prepare(MLP())
