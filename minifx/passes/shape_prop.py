@@ -54,14 +54,13 @@ class TensorMetadata(NamedTuple):
 
 
 # --8<-- [start:memory_format]
-# Each layout, with the order of its dimensions from the fastest-moving
-# (stride 1) to the slowest. Contiguous (row-major) is the last dimension
-# first; channels-last puts C (dimension 1) first, then W, H (and D), then N.
-_LAYOUTS = (
-    (torch.contiguous_format, None),
-    (torch.channels_last, (1, 3, 2, 0)),
-    (torch.channels_last_3d, (1, 4, 3, 2, 0)),
-)
+# The channels-last layouts, with their dimensions ordered from the
+# fastest-moving (stride 1) to the slowest: C (dimension 1) first, then W, H
+# (and D), then N. Contiguous (row-major) needs no table: last dimension first.
+_CHANNELS_LAST = {
+    torch.channels_last: (1, 3, 2, 0),
+    torch.channels_last_3d: (1, 4, 3, 2, 0),
+}
 
 
 def is_dense_in_order(tensor: torch.Tensor, fastest_first: tuple[int, ...]) -> bool:
@@ -87,11 +86,11 @@ def memory_format_of(tensor: torch.Tensor) -> torch.memory_format | None:
     """The first layout (contiguous, then channels-last 2-D and 3-D) that
     `tensor` is dense in, or `None`. A tensor with fewer than two elements is
     contiguous whatever its strides."""
-    if tensor.numel() < 2:
+    row_major = tuple(reversed(range(tensor.dim())))
+    if tensor.numel() < 2 or is_dense_in_order(tensor, row_major):
         return torch.contiguous_format
-    for memory_format, order in _LAYOUTS:
-        order = order or tuple(reversed(range(tensor.dim())))
-        if len(order) == tensor.dim() and is_dense_in_order(tensor, order):
+    for memory_format, order in _CHANNELS_LAST.items():
+        if tensor.dim() == len(order) and is_dense_in_order(tensor, order):
             return memory_format
     return None
 # --8<-- [end:memory_format]
