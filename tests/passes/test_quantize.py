@@ -25,8 +25,8 @@ pytestmark = [pytest.mark.ch8,
 CASES = {"mlp": (MLP, (32, 16)), "cnn": (SmallCNN, (4, 3, 12, 12)),
          "autoencoder": (lambda: AutoEncoder(256), (16, 256))}
 # Bounds on ||int8 - float|| / ||float||, about twice what these seeds give
-# (0.036, 0.009 and 0.06): int8 keeps 7 bits of each activation.
-MAX_RELATIVE_ERROR = {"mlp": 0.08, "cnn": 0.03, "autoencoder": 0.12}
+# (0.042, 0.0064 and 0.059): int8 keeps 7 bits of each activation.
+MAX_RELATIVE_ERROR = {"mlp": 0.08, "cnn": 0.015, "autoencoder": 0.12}
 
 
 def _model_and_data(case: str, device: str = "cpu"):
