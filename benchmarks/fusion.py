@@ -44,6 +44,7 @@ from torch.fx.experimental.optimization import fuse as torch_fx_fuse
 
 from benchmarks.graph_scale import format_markdown, machine_description
 from benchmarks.interpreter import time_runners
+from benchmarks.plots import speedup_bars
 from minifx.passes.fuse_conv_bn import fuse_conv_bn
 from tests.models import ResNet50
 
@@ -201,28 +202,13 @@ def markdown_report(results: Results, args: argparse.Namespace) -> str:
 
 def save_plot(results: Results, path: Path) -> None:
     """Bars of the speedup over eager, per batch size and library (PNG)."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # no display: write the file only
-    import matplotlib.pyplot as plt
-
     batches = list(results.rounds)
-    figure, axes = plt.subplots(figsize=(6, 4))
-    width = 0.38
-    for i, name in enumerate(FUSED):
-        xs = [b + (i - 0.5) * width for b in range(len(batches))]
-        speedups = [results.speedup(batch, name) for batch in batches]
-        bars = axes.bar(xs, speedups, width, label=name.replace(" fused", ""))
-        axes.bar_label(bars, fmt="%.2f")
-    axes.axhline(1.0, color="grey", linewidth=1, linestyle="--")
-    axes.set_xticks(range(len(batches)), [f"batch {batch}" for batch in batches])
-    axes.set_ylabel("speedup over eager (eager time / fused time)")
-    axes.set_title("ResNet-50 after Conv–BatchNorm fusion")
-    axes.legend(loc="lower right")
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
+    speedup_bars(
+        path, batches,
+        {name.replace(" fused", ""): [results.speedup(batch, name) for batch in batches]
+         for name in FUSED},
+        ylabel="speedup over eager (eager time / fused time)",
+        title="ResNet-50 after Conv–BatchNorm fusion", legend_loc="lower right")
 
 
 def main(argv: list[str] | None = None) -> int:

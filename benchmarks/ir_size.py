@@ -52,6 +52,7 @@ from torch import nn
 
 import minifx
 from benchmarks.graph_scale import format_markdown, machine_description
+from benchmarks.plots import png_figure
 from tests.models import ResNet50
 
 LIBRARY_NAMES = ("minifx", "torch.fx")
@@ -319,29 +320,20 @@ def markdown_report(results: Results, note: str = "") -> str:
 
 def save_plot(results: Results, path: Path) -> None:
     """Bars of nodes per opcode, stacked, one bar per library and tracer (PNG)."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # no display: write the file only
-    import matplotlib.pyplot as plt
-
     bars = [(tracer, library) for tracer in TRACERS for library in LIBRARY_NAMES]
     labels = [f"{tracer}\n{library}" for tracer, library in bars]
-    figure, axes = plt.subplots(figsize=(7, 4.5))
-    bottoms = [0] * len(bars)
-    for op in OPCODES:
-        heights = [results.counts[bar][op] for bar in bars]
-        if any(heights):
-            axes.bar(labels, heights, bottom=bottoms, label=op)
-            bottoms = [b + h for b, h in zip(bottoms, heights)]
-    for x, total in enumerate(bottoms):
-        axes.annotate(str(total), (x, total), ha="center", va="bottom")
-    axes.set_ylabel("nodes")
-    axes.set_title(f"IR size of {results.name}: nodes per opcode")
-    axes.legend()
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
+    with png_figure(path, figsize=(7, 4.5)) as axes:
+        bottoms = [0] * len(bars)
+        for op in OPCODES:
+            heights = [results.counts[bar][op] for bar in bars]
+            if any(heights):
+                axes.bar(labels, heights, bottom=bottoms, label=op)
+                bottoms = [b + h for b, h in zip(bottoms, heights)]
+        for x, total in enumerate(bottoms):
+            axes.annotate(str(total), (x, total), ha="center", va="bottom")
+        axes.set_ylabel("nodes")
+        axes.set_title(f"IR size of {results.name}: nodes per opcode")
+        axes.legend()
 
 
 def main(argv: list[str] | None = None) -> int:

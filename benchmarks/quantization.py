@@ -44,6 +44,7 @@ from torch import nn
 
 from benchmarks.graph_scale import format_markdown, machine_description
 from benchmarks.interpreter import time_runners
+from benchmarks.plots import speedup_bars
 from examples.ch8_quantization import AutoEncoder, quantize, relative_error
 from minifx.passes.quantize import ACTIVATION, WEIGHT
 
@@ -203,27 +204,12 @@ def markdown_report(results: Results, args: argparse.Namespace) -> str:
 
 def save_plot(results: Results, path: Path) -> None:
     """Bars of each int8 model's speedup over float, per batch size (PNG)."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # no display: write the file only
-    import matplotlib.pyplot as plt
-
     batches = list(results.rounds)
-    figure, axes = plt.subplots(figsize=(6, 4))
-    width = 0.38
-    for i, name in enumerate(INT8):
-        xs = [b + (i - 0.5) * width for b in range(len(batches))]
-        bars = axes.bar(xs, [results.speedup(batch, name) for batch in batches], width, label=name)
-        axes.bar_label(bars, fmt="%.2f")
-    axes.axhline(1.0, color="grey", linewidth=1, linestyle="--")
-    axes.set_xticks(range(len(batches)), [f"batch {batch}" for batch in batches])
-    axes.set_ylabel("speedup over float (float time / int8 time)")
-    axes.set_title("DeepRecommender-shaped autoencoder, int8 on the CPU")
-    axes.legend(loc="upper left")
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
+    speedup_bars(
+        path, batches,
+        {name: [results.speedup(batch, name) for batch in batches] for name in INT8},
+        ylabel="speedup over float (float time / int8 time)",
+        title="DeepRecommender-shaped autoencoder, int8 on the CPU", legend_loc="upper left")
 
 
 def main(argv: list[str] | None = None) -> int:
