@@ -5,6 +5,7 @@
 #                      book build, docs examples, stub checks) with coverage >= 90%
 #   make grade         grade exercises/ (CH=N for one chapter, RESULTS=path for Gradescope)
 #   make book-build    strict build of the book into site/
+#   make classroom     write .github/workflows/classroom.yml for GitHub Classroom (CH=N: one chapter)
 #   make clean         remove the venv and every build output
 #
 # TORCH_SPEC pins the CPU build by default; for a CUDA build, for example:
@@ -26,7 +27,7 @@ BIN := $(VENV)/bin
 # either one reinstalls on the next target.
 STAMP := $(VENV)/.minifx-installed
 
-.PHONY: test grade book book-build clean
+.PHONY: test grade classroom book book-build clean
 
 test: $(STAMP)
 	$(BIN)/python -m pytest --cov=minifx --cov-report=term-missing:skip-covered --cov-fail-under=90
@@ -34,6 +35,9 @@ test: $(STAMP)
 # A report, not a gate: tests.grading exits 0 whatever the score, non-zero only if it breaks.
 grade: $(STAMP)
 	$(BIN)/python -m tests.grading --impl exercises $(if $(CH),--chapter $(CH)) $(if $(RESULTS),--results $(RESULTS))
+
+classroom: $(STAMP)
+	$(BIN)/python -m tests.classroom $(if $(CH),--chapter $(CH)) --out .github/workflows/classroom.yml
 
 book: $(STAMP)
 	$(BIN)/mkdocs serve -a $(BOOK_ADDR)
