@@ -15,6 +15,8 @@ PYTHON ?= python3
 TORCH_SPEC ?= torch==2.13.0
 TORCH_INDEX_URL ?=
 BOOK_ADDR ?= 127.0.0.1:8000
+# Mermaid (the book's diagrams) from the npm registry; mkdocs-material expects version 11.
+MERMAID_VERSION ?= 11.12.2
 CH ?=
 RESULTS ?=
 
@@ -26,10 +28,11 @@ BIN := $(VENV)/bin
 # The stamp records that the venv matches pyproject.toml and this Makefile; editing
 # either one reinstalls on the next target.
 STAMP := $(VENV)/.minifx-installed
+MERMAID_JS := chapters/assets/vendor/mermaid.min.js
 
-.PHONY: test grade classroom book book-build clean
+.PHONY: test grade classroom book book-build chromium clean
 
-test: $(STAMP)
+test: $(STAMP) $(MERMAID_JS) chromium
 	$(BIN)/python -m pytest --cov=minifx --cov-report=term-missing:skip-covered --cov-fail-under=90
 
 # A report, not a gate: tests.grading exits 0 whatever the score, non-zero only if it breaks.
@@ -39,14 +42,14 @@ grade: $(STAMP)
 classroom: $(STAMP)
 	$(BIN)/python -m tests.classroom $(if $(CH),--chapter $(CH)) --out .github/workflows/classroom.yml
 
-book: $(STAMP)
+book: $(STAMP) $(MERMAID_JS)
 	$(BIN)/mkdocs serve -a $(BOOK_ADDR)
 
-book-build: $(STAMP)
+book-build: $(STAMP) $(MERMAID_JS)
 	$(BIN)/mkdocs build --strict --site-dir site
 
 clean:
-	rm -rf $(VENV) site build dist *.egg-info .pytest_cache .hypothesis .coverage .coverage.* htmlcov results.json
+	rm -rf $(VENV) $(dir $(MERMAID_JS)) site build dist *.egg-info .pytest_cache .hypothesis .coverage .coverage.* htmlcov results.json
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
 $(STAMP): pyproject.toml Makefile
@@ -54,3 +57,24 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/python -m pip install -q "$(TORCH_SPEC)" $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL))
 	$(BIN)/python -m pip install -q -e ".[dev]"
 	touch $@
+
+# The book loads Mermaid from this file instead of a CDN (see mkdocs.yml), so diagrams
+# render offline. Fetched from the npm registry, pinned; editing this Makefile refetches.
+$(MERMAID_JS): Makefile
+	@command -v npm >/dev/null || { echo "make: npm is needed to fetch Mermaid for the book's diagrams; install Node.js and npm (Debian: apt-get install npm)" >&2; exit 1; }
+	rm -rf $(VENV)/mermaid && mkdir -p $(VENV)/mermaid $(dir $@)
+	cd $(VENV)/mermaid && npm pack --silent mermaid@$(MERMAID_VERSION) >/dev/null && tar -xzf mermaid-$(MERMAID_VERSION).tgz package/dist/mermaid.min.js
+	cp $(VENV)/mermaid/package/dist/mermaid.min.js $@
+
+# The browser test (tests/test_browser.py) drives the system's Chromium with Playwright;
+# it never downloads a browser. On a machine without Chromium where we are root and have
+# apt-get, install Debian's package; elsewhere the browser test is skipped and says why.
+chromium:
+	@if command -v chromium >/dev/null || command -v chromium-browser >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing Chromium from Debian's packages for the browser test"; \
+	  apt-get install -y -q chromium >/dev/null 2>&1 || \
+	  { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1; } || \
+	  echo "could not install Chromium: the browser test will be skipped"; \
+	else echo "no Chromium here (install Debian's chromium package): the browser test will be skipped"; fi
+

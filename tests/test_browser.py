@@ -1,0 +1,177 @@
+"""The book as a reader sees it: every page in headless Chromium, driven by Playwright.
+
+The site is built once (strict), served on localhost, and opened in the system's
+Chromium (Debian's `chromium` package, which `make test` installs where it can). Every
+request that leaves localhost is refused and counted: the book must work offline, so
+fonts, Mermaid and search all come from the site itself.
+
+Skipped, with the reason, where there is no Chromium; Playwright itself is a dev
+dependency, so a missing Playwright is an error, not a skip.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+from playwright.sync_api import Page, sync_playwright
+
+pytestmark = pytest.mark.meta
+
+ROOT = Path(__file__).resolve().parent.parent
+MERMAID_JS = ROOT / "chapters" / "assets" / "vendor" / "mermaid.min.js"
+# What a root process needs to start Chromium headless in a container with no network.
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync"]
+# Material closes the shadow root it draws a Mermaid diagram into; open it so the test
+# can see the SVG.
+OPEN_SHADOW_ROOTS = """
+const attach = Element.prototype.attachShadow;
+Element.prototype.attachShadow = function (init) {
+  return attach.call(this, {...init, mode: "open"});
+};
+"""
+
+
+def find_chromium() -> str | None:
+    return os.environ.get("MINIFX_CHROMIUM") or shutil.which("chromium") \
+        or shutil.which("chromium-browser")
+
+
+CHROMIUM = find_chromium()
+if CHROMIUM is None:
+    pytestmark = [pytestmark, pytest.mark.skip(
+        reason="no Chromium (install Debian's chromium package, or set MINIFX_CHROMIUM to "
+               "its path; `make test` installs it when run as root with apt-get)")]
+
+
+@dataclass(frozen=True)
+class Site:
+    url: str  # the home page, ending in "/"
+    directory: Path  # what the server serves
+
+    def pages(self) -> list[str]:
+        """Every page, as a path below `url` ('' for the home page)."""
+        return sorted(
+            "" if p.parent == self.directory else p.parent.relative_to(self.directory).as_posix() + "/"
+            for p in self.directory.rglob("index.html"))
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Site:
+    """The book, built strictly and served on localhost."""
+    assert MERMAID_JS.is_file(), (
+        f"{MERMAID_JS.relative_to(ROOT)} is missing: run `make test` (or `make "
+        f"{MERMAID_JS.relative_to(ROOT)}`), which fetches Mermaid from the npm registry")
+    out = tmp_path_factory.mktemp("site")
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    build = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir",
+                            str(out)], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr[-3000:]
+    handler = functools.partial(_QuietHandler, directory=str(out))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield Site(f"http://127.0.0.1:{server.server_address[1]}/", out)
+    server.shutdown()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:  # one line per request would drown pytest's output
+        pass
+
+
+class Reader:
+    """A browser tab that records console errors, page errors and requests to the outside."""
+
+    def __init__(self, page: Page) -> None:
+        self.page = page
+        self.errors: list[str] = []
+        self.outside: list[str] = []
+        page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        page.on("pageerror", lambda e: self.errors.append(str(e)))
+        page.route("**/*", self._only_localhost)
+
+    def _only_localhost(self, route) -> None:
+        if urlparse(route.request.url).hostname in ("127.0.0.1", "localhost"):
+            route.continue_()
+        else:
+            self.outside.append(route.request.url)
+            route.abort()
+
+    def open(self, url: str) -> Page:
+        self.page.goto(url, wait_until="load")
+        return self.page
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def reader(browser) -> Reader:
+    context = browser.new_context()
+    context.add_init_script(OPEN_SHADOW_ROOTS)
+    yield Reader(context.new_page())
+    context.close()
+
+
+def test_every_page_loads_with_no_console_error_and_nothing_fetched_from_outside(site, reader):
+    pages = site.pages()
+    assert len(pages) >= 20, pages
+    problems = []
+    for page in pages:
+        reader.errors.clear()
+        reader.open(site.url + page)
+        reader.page.wait_for_load_state("networkidle")
+        problems += [f"/{page}: {error}" for error in reader.errors]
+    assert not problems, "console errors:\n" + "\n".join(problems)
+    assert not reader.outside, f"requests that left localhost: {sorted(set(reader.outside))}"
+
+
+def test_search_finds_replace_all_uses_with(site, reader):
+    page = reader.open(site.url)
+    page.keyboard.press("/")  # the book's search shortcut, as a reader would
+    page.keyboard.type("replace_all_uses_with")
+    results = page.locator(".md-search-result__item")
+    results.first.wait_for(timeout=15_000)
+    assert "replace_all_uses_with" in results.first.inner_text()
+
+
+def test_mermaid_diagrams_render_as_svg(site, reader):
+    page = reader.open(site.url)  # the home page draws the pipeline
+    page.locator("div.mermaid svg").first.wait_for(timeout=15_000)
+    assert page.locator("div.mermaid svg").count() >= 1
+    assert page.locator("pre.mermaid").count() == 0, "a diagram was left as text"
+    assert not reader.errors, reader.errors
+
+
+def test_collapsible_solutions_open(site, reader):
+    page = reader.open(site.url + "04-interpreter/")
+    solution = page.locator("details").first
+    assert solution.get_attribute("open") is None, "solutions start collapsed"
+    solution.locator("summary").click()
+    page.wait_for_function("document.querySelector('details').open")
+    assert solution.locator("pre").first.is_visible()
+
+
+def test_code_blocks_have_copy_buttons(site, reader):
+    page = reader.open(site.url + "01-proxy/")
+    buttons = page.locator("button[data-md-type=copy]")
+    buttons.first.wait_for(state="attached", timeout=15_000)  # added by the theme's script
+    assert buttons.count() >= 5
+    assert buttons.count() == page.locator("div.highlight pre > code").count()
+    assert buttons.first.get_attribute("title") == "Copy to clipboard"
