@@ -12,11 +12,13 @@ import torch
 from minifx.proxy import TraceError, trace_to_tape  # noqa: F401  (you will need them)
 
 
+# --8<-- [start:given]
 def clip_or_negate(x: torch.Tensor) -> torch.Tensor:
     """Negate `x` when its sum is positive; otherwise clamp it to [-1, 1]."""
     if x.sum() > 0:
         return -x
     return x.clamp(-1, 1)
+# --8<-- [end:given]
 
 
 def capture_trace_error() -> TraceError:

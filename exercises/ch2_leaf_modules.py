@@ -14,6 +14,7 @@ from torch import nn
 from minifx.graph import Tracer
 
 
+# --8<-- [start:given]
 def linear_relu() -> nn.Module:
     """The model to compare the tracers on."""
     return nn.Sequential(nn.Linear(8, 4), nn.ReLU())
@@ -51,6 +52,7 @@ class Block(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.clip(self.scale(self.linear(x)).relu())
+# --8<-- [end:given]
 
 
 class FlatTracer(Tracer):

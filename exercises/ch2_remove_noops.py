@@ -13,9 +13,11 @@ from torch import nn
 
 from minifx.graph import Graph, Node
 
+# --8<-- [start:given]
 # The dropout layers of torch.nn: in evaluation mode each returns its input.
 DROPOUT_MODULES = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d,
                    nn.AlphaDropout, nn.FeatureAlphaDropout)
+# --8<-- [end:given]
 
 
 def is_noop(node: Node, root: nn.Module) -> bool:

@@ -15,6 +15,7 @@ from torch import nn  # noqa: F401  (you will need it)
 from minifx.codegen import GraphModule
 
 
+# --8<-- [start:given]
 def state_name(target: str, name: str) -> str:
     """Where `lower_linear` keeps the parameter `name` of the Linear at `target`.
 
@@ -23,6 +24,7 @@ def state_name(target: str, name: str) -> str:
     `state_name("layer1.fc", "bias") == "layer1_fc_bias"`.
     """
     return f"{target.replace('.', '_')}_{name}"
+# --8<-- [end:given]
 
 
 def lower_linear(gm: GraphModule) -> GraphModule:

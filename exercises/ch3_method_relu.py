@@ -16,6 +16,7 @@ from minifx.codegen import GraphModule
 from minifx.graph import Node
 
 
+# --8<-- [start:given]
 # The functions the chapter's transform rewrites: `torch.relu(x)` and `F.relu(x)`.
 RELU_FUNCTIONS = (torch.relu, F.relu)
 
@@ -58,6 +59,7 @@ def relu_to_gelu(gm: GraphModule) -> GraphModule:
             method_relu_to_gelu(node)
     gm.recompile()  # the graph changed: generate forward again from it
     return gm
+# --8<-- [end:given]
 
 
 def method_relu_to_gelu(node: Node) -> bool:

@@ -21,6 +21,7 @@ from minifx.interpreter import Interpreter
 from minifx.proxy.tape import format_target
 
 
+# --8<-- [start:given]
 class NonFiniteError(ArithmeticError):
     """A node produced a NaN or an infinity from finite inputs.
 
@@ -51,6 +52,7 @@ def first_nonfinite(gm: nn.Module, *args: Any) -> str | None:
     except NonFiniteError as error:
         return error.node
     return None
+# --8<-- [end:given]
 
 
 def is_finite(value: Any) -> bool:

@@ -21,6 +21,7 @@ from minifx.graph import Node
 from minifx.interpreter import Interpreter
 
 
+# --8<-- [start:given]
 # The operations counted, as the graph records them. `x @ w` is operator.matmul;
 # `x.mm(w)` and `x.matmul(w)` are call_method nodes, whose target is a string.
 MATMUL_FUNCTIONS = (torch.mm, torch.bmm, torch.matmul, operator.matmul)
@@ -68,6 +69,7 @@ class FlopCounter(Interpreter):
     def total_flops(self) -> int:
         """The FLOPs of the whole graph: the sum over its nodes."""
         return sum(self.flops_by_node.values())
+    # --8<-- [end:given]
 
     def run_node(self, n: Node) -> Any:
         """Run `n` as the Interpreter does, and record its FLOPs under `n.name`.

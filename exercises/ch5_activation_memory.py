@@ -22,6 +22,7 @@ from minifx.passes.shape_prop import TensorMetadata
 SEE = "see chapters/05-shape-prop.md#exercise-51-activation-memory"
 
 
+# --8<-- [start:given]
 def freed_after(graph: Graph) -> dict[Node, list[Node]]:
     """Node -> the values to drop once it has run, as the Interpreter drops them:
     the values whose last use it is, and itself if nothing uses it."""
@@ -43,6 +44,7 @@ def missing_metadata(node: Node) -> ValueError:
         f"node %{node.name} has no shape metadata (node.meta['type'] is missing): run "
         "ShapeProp(gm).propagate(*example_inputs) on the GraphModule before measuring it."
     )
+# --8<-- [end:given]
 
 
 def tensor_bytes(meta: TensorMetadata) -> int:

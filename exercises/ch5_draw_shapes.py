@@ -21,12 +21,14 @@ from minifx.passes.shape_prop import TensorMetadata
 SEE = "see chapters/05-shape-prop.md#exercise-52-draw-the-shapes"
 
 
+# --8<-- [start:given]
 def missing_metadata(node: Node) -> ValueError:
     """The error for a node that ShapeProp has not described."""
     return ValueError(
         f"draw_shapes: node %{node.name} has no shape metadata (node.meta['type'] is missing): "
         "run ShapeProp(gm).propagate(*example_inputs) before drawing."
     )
+# --8<-- [end:given]
 
 
 def describe_tensor(meta: TensorMetadata) -> str:

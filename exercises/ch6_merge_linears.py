@@ -15,6 +15,7 @@ from minifx.codegen import GraphModule
 from minifx.graph import Node
 
 
+# --8<-- [start:given]
 def other_uses(node: Node) -> list[Node]:
     """Nodes other than `node` that call `node`'s module or read inside it.
 
@@ -25,6 +26,7 @@ def other_uses(node: Node) -> list[Node]:
     return [other for other in node.graph.nodes
             if other is not node and other.op in ("call_module", "get_attr")
             and (other.target == target or other.target.startswith(target + "."))]
+# --8<-- [end:given]
 
 
 def merged_linear(first: nn.Linear, second: nn.Linear) -> nn.Linear:

@@ -16,9 +16,11 @@ import torch
 QMIN, QMAX = -128, 127  # qint8
 
 
+# --8<-- [start:given]
 def relative_error(weight: torch.Tensor, quantized: torch.Tensor) -> float:
     """`||dequantized - weight|| / ||weight||`: how much of the weight rounding lost."""
     return ((quantized.dequantize() - weight).norm() / weight.norm()).item()
+# --8<-- [end:given]
 
 
 def per_channel_scales(weight: torch.Tensor) -> torch.Tensor:

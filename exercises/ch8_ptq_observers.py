@@ -23,11 +23,13 @@ from minifx.graph import Node
 from minifx.passes.quantize import MinMaxObserver  # noqa: F401  (you will need it)
 
 
+# --8<-- [start:given]
 def calibrate(gm: GraphModule, batches: Iterable[torch.Tensor]) -> None:
     """Run each batch through `gm` without recording gradients: the observers record."""
     with torch.no_grad():
         for batch in batches:
             gm(batch)
+# --8<-- [end:given]
 
 
 def is_relu(gm: GraphModule, node: Node) -> bool:
