@@ -5,6 +5,7 @@
 #                      book build, docs examples, stub checks) with coverage >= 90%
 #   make grade         grade exercises/ (CH=N for one chapter, RESULTS=path for Gradescope)
 #   make book-build    strict build of the book into site/
+#   make student-release   write the course without solutions/ to RELEASE (default ../minifx-student)
 #   make classroom     write .github/workflows/classroom.yml for GitHub Classroom (CH=N: one chapter)
 #   make clean         remove the venv and every build output
 #
@@ -19,6 +20,7 @@ BOOK_ADDR ?= 127.0.0.1:8000
 MERMAID_VERSION ?= 11.12.2
 CH ?=
 RESULTS ?=
+RELEASE ?= ../minifx-student
 
 # mkdocs-material prints a banner about its successor on every build; the book does not need it.
 export NO_MKDOCS_2_WARNING := 1
@@ -30,7 +32,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.minifx-installed
 MERMAID_JS := chapters/assets/vendor/mermaid.min.js
 
-.PHONY: test grade classroom book book-build chromium clean
+.PHONY: test grade classroom student-release book book-build chromium clean
 
 test: $(STAMP) $(MERMAID_JS) chromium
 	$(BIN)/python -m pytest --cov=minifx --cov-report=term-missing:skip-covered --cov-fail-under=90
@@ -38,6 +40,9 @@ test: $(STAMP) $(MERMAID_JS) chromium
 # A report, not a gate: tests.grading exits 0 whatever the score, non-zero only if it breaks.
 grade: $(STAMP)
 	$(BIN)/python -m tests.grading --impl exercises $(if $(CH),--chapter $(CH)) $(if $(RESULTS),--results $(RESULTS))
+
+student-release: $(STAMP)
+	$(BIN)/python -m tests.release $(RELEASE)
 
 classroom: $(STAMP)
 	$(BIN)/python -m tests.classroom $(if $(CH),--chapter $(CH)) --out .github/workflows/classroom.yml

@@ -1,0 +1,70 @@
+"""The student release (tests/release.py): no solutions, and its book and grading work."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests import release
+
+pytestmark = pytest.mark.meta
+
+PAGE = '''### Exercise 9.1 · Something
+
+Write it.
+
+??? success "Solution"
+
+    ```python title="solutions/ch9_x.py"
+    --8<-- "solutions/ch9_x.py:solution"
+    ```
+
+### Exercise 9.2 · More
+'''
+
+
+def test_a_solution_block_becomes_a_note_and_the_rest_stays():
+    stripped = release.strip_solutions(PAGE)
+    assert "solutions/" not in stripped
+    assert '!!! info "Solution"' in stripped
+    assert stripped.startswith("### Exercise 9.1 · Something\n\nWrite it.\n\n")
+    assert stripped.endswith("version does.\n\n### Exercise 9.2 · More\n")
+
+
+@pytest.fixture(scope="module")
+def student(tmp_path_factory):
+    out = tmp_path_factory.mktemp("release") / "minifx-student"
+    release.release(out)
+    return out
+
+
+def test_the_release_has_no_solutions(student):
+    assert not (student / "solutions").exists()
+    mentions = [p.name for p in (student / "chapters").rglob("*.md")
+                if '"solutions/' in p.read_text()]
+    assert not mentions, f"pages that still include solutions/: {mentions}"
+
+
+def test_the_release_book_builds_strictly(student):
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    build = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir",
+                            str(student / "site")], cwd=student, env=env,
+                           capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr[-3000:]
+
+
+def test_the_release_grades_the_stubs(student):
+    graded = subprocess.run([sys.executable, "-m", "tests.grading", "--chapter", "1"],
+                            cwd=student, capture_output=True, text=True)
+    assert graded.returncode == 0, graded.stderr[-3000:]
+    # The stubs are untouched: every exercise of the chapter scores nothing.
+    assert re.search(r"1\.1\s+Proxy failure\s+0/\d+\s+0/10", graded.stdout), graded.stdout[-2000:]
+
+
+def test_an_existing_folder_is_refused(tmp_path, capsys):
+    assert release.main([str(tmp_path)]) == 2
+    assert "exists" in capsys.readouterr().err
