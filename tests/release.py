@@ -41,7 +41,12 @@ def release(out: Path, root: Path = ROOT) -> None:
                              capture_output=True, check=True).stdout
     out.mkdir(parents=True)
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(out, filter="data")
+        # The "data" filter refuses links and paths that leave `out`; Pythons before
+        # 3.10.12 / 3.11.4 lack it, and `git archive` of our own HEAD makes neither.
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(out, filter="data")
+        else:
+            tar.extractall(out)
     shutil.rmtree(out / "solutions")
     for page in (out / "chapters").rglob("*.md"):
         text = page.read_text(encoding="utf-8")
