@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import ast
+import inspect
+from collections.abc import Iterable
+from dataclasses import dataclass
+from types import ModuleType
+
 
 def explain(expected: str, got: str, hint: str, see: str) -> str:
     """Build a grader's failure message, for `assert cond, explain(...)`.
@@ -62,3 +68,62 @@ def explain_texts(what: str, want: str, got: str, hint: str, see: str, kind: str
     message = explain(f"{what}; line {line} of the {kind}: {want_line}", f"line {line}: {got_line}",
                       hint, see)
     return f"{message}\n\nExpected {kind}:\n{want}\n\nGot {kind}:\n{got}"
+
+
+# --- plausible wrong answers and oracles -------------------------------------------
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A plausible wrong answer that a grader must catch, for `MISTAKES` in a grader.
+
+    A grader lists the mistakes it is written to catch as `MISTAKES = [Mistake(...)]`.
+    `tests/test_grader_mistakes.py` makes each one by editing the solution (replace
+    `find` with `replace` in `solutions/<module>.py`), grades it through the grading
+    harness, and checks that the exercise loses points and that a failure message
+    contains `expect` (the words of the hint written for this mistake).
+
+    Attributes:
+        name: What the student got wrong, in a few words.
+        find: Text that occurs exactly once in `solutions/<module>.py`.
+        replace: What the student wrote instead.
+        expect: A phrase that the failure message for this mistake must contain.
+    """
+
+    name: str
+    find: str
+    replace: str
+    expect: str
+
+
+def oracle_uses(module: ModuleType, names: Iterable[str]) -> list[str]:
+    """Where `module`'s source names one of `names`: `"line 12: FlopCounterMode"`, ...
+
+    Graders of exercises that say "implement it yourself" use this to fail a solution
+    that hands the work to the tool it reimplements (torch's `FlopCounterMode`,
+    `fuse_linear_bn_eval`, torch.fx, minifx's own pass). Names, attributes, imports
+    and string constants (not docstrings) all count, so `getattr(torch.fx, "symbolic_trace")` is found.
+
+    Args:
+        module: The student's module (from `impl.load`).
+        names: Identifiers that must not appear, such as `"FlopCounterMode"`.
+    """
+    wanted = set(names)
+    tree = ast.parse(inspect.getsource(module))
+    # A string that is a statement of its own is a docstring: prose may name the oracle.
+    prose = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)}
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in prose:
+            continue
+        words = []
+        if isinstance(node, ast.Name):
+            words = [node.id]
+        elif isinstance(node, ast.Attribute):
+            words = [node.attr]
+        elif isinstance(node, ast.alias):
+            words = node.name.split(".")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            words = [w for w in wanted if w in node.value]
+        found += [f"line {node.lineno}: {w}" for w in words if w in wanted]
+    return sorted(set(found), key=lambda s: int(s.split(":")[0].removeprefix("line ")))
