@@ -1,7 +1,7 @@
 """Fixtures shared by every test: the implementation under test, and the devices.
 
 Graders never import `exercises` or `solutions` directly; they ask the `impl` fixture,
-so one switch (`pytest --impl exercises`) grades the student's code with the same tests
+so one switch (`pytest --impl exercises`, registered in the root conftest.py) grades the student's code with the same tests
 that check the solutions in the project's own run.
 """
 
@@ -13,17 +13,6 @@ from types import ModuleType
 
 import pytest
 import torch
-
-IMPLS = ("solutions", "exercises")
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption(
-        "--impl",
-        choices=IMPLS,
-        default="solutions",
-        help="package whose exercise modules the graders test (default: solutions)",
-    )
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,5 @@
+import sys
+
+from tests.grading.cli import main
+
+sys.exit(main())

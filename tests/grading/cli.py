@@ -1,0 +1,76 @@
+"""`python -m tests.grading`: grade, print the table, write the files asked for."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from tests.grading import judge, report
+from tests.grading.manifest import MANIFEST, ROOT, GradingError, load_manifest
+
+
+def parser() -> argparse.ArgumentParser:
+    import tests.grading
+
+    p = argparse.ArgumentParser(prog="python -m tests.grading", description=tests.grading.__doc__.splitlines()[0])
+    p.add_argument("--impl", choices=("exercises", "solutions"), default="exercises",
+                   help="grade this folder of the repository (default: exercises)")
+    p.add_argument("--submission", type=Path, help="grade the exercise modules found in this folder instead")
+    p.add_argument("--chapter", type=int, help="grade only this chapter's exercises")
+    p.add_argument("--exercise", action="append", metavar="ID", help="grade only this exercise (repeatable)")
+    p.add_argument("--results", type=Path, help="also write Gradescope's results.json here")
+    p.add_argument("--verdicts", type=Path, help="also write '<id> pass|fail' lines here (GitHub Classroom)")
+    p.add_argument("--timeout", type=float, default=judge.Limits.timeout, help="seconds per exercise (default 60)")
+    p.add_argument("--memory", type=float, default=4, help="GiB of memory per exercise (default 4)")
+    p.add_argument("--jobs", type=int, default=judge.Limits.jobs, help="exercises graded at once")
+    p.add_argument("-v", "--verbose", action="store_true", help="show every failure message in full")
+    return p
+
+
+def select(args: argparse.Namespace) -> list:
+    """The manifest's exercises that the options ask for."""
+    exercises = load_manifest(MANIFEST)
+    if args.exercise:
+        unknown = sorted(set(args.exercise) - {e.id for e in exercises})
+        if unknown:
+            raise GradingError(f"no exercise {', '.join(unknown)} in {MANIFEST}; the ids are "
+                               + ", ".join(e.id for e in exercises))
+        exercises = [e for e in exercises if e.id in args.exercise]
+    return [e for e in exercises if args.chapter in (None, e.chapter)]
+
+
+def source_folder(args: argparse.Namespace) -> tuple[Path, str]:
+    """Where the graded modules come from, and how the report names it."""
+    folder = args.submission if args.submission else ROOT / args.impl
+    if not folder.is_dir():
+        hint = " (a student release has no solutions/)" if args.impl == "solutions" else ""
+        raise GradingError(f"{folder} is not a folder{hint}")
+    return folder, (str(args.submission) if args.submission else f"{args.impl}/")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        exercises = select(args)
+        folder, what = source_folder(args)
+        limits = judge.Limits(timeout=args.timeout, memory=int(args.memory * 1024**3), jobs=max(1, args.jobs))
+        started = time.monotonic()
+        scores = judge.grade(exercises, judge.submitted_modules(exercises, folder), limits)
+        seconds = time.monotonic() - started
+    except GradingError as exc:
+        print(f"grading failed: {exc}", file=sys.stderr)
+        return 2
+    scope = ("exercise " + ", ".join(args.exercise) if args.exercise
+             else "every chapter" if args.chapter is None else f"chapter {args.chapter}")
+    print(report.render(scores, what, scope, verbose=args.verbose))
+    print(f"\ngraded in {seconds:.1f} s, each exercise in its own process (limit {limits.timeout:g} s)")
+    for path, text in [(args.results, lambda: json.dumps(report.gradescope(scores), indent=2) + "\n"),
+                       (args.verdicts, lambda: report.verdicts(scores))]:
+        if path:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text(), encoding="utf-8")
+            print(f"wrote {path}")
+    return 0

@@ -1,0 +1,421 @@
+"""The judge: grades each exercise in a fresh, time- and memory-limited process.
+
+The judge never imports student code. It reads what it trusts (the graders, minifx,
+the manifest) into memory before any student code runs, stages a private copy of that
+and of the student's `exercises/` for each exercise, runs `tests/grading/worker.py`
+there, and decides the points from the worker's signed records:
+
+- a test counts as passed only when its `passed` record came, after its `start`;
+- a test that never reported (the process hung, crashed, exited or was stopped) failed;
+- a skip counts for nothing, except the device fixture's `[cuda]` case on a machine
+  without CUDA, which leaves the test out of the exercise's share of points;
+- exit codes from the worker mean nothing.
+
+An exercise whose process timed out, ran out of memory or exited gets 0 with a message
+that says so, and every other exercise is still graded.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.grading.manifest import ROOT, Exercise, GradingError
+
+# What every worker gets from the instructor's copy, never from the submission.
+TRUSTED = ("conftest.py", "pyproject.toml", "minifx", "tests")
+WORKER = "tests/grading/worker.py"
+CUDA_SKIP = "CUDA is not available"
+# Set in each worker's environment, so that processes it leaves behind can be found.
+MARKER = "MINIFX_GRADING_RUN"
+OUTPUT_LINES = 15
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per exercise: wall-clock seconds, resident memory in bytes, and parallel workers."""
+
+    timeout: float = 60.0
+    memory: int = 4 * 1024**3
+    jobs: int = max(1, min(4, os.cpu_count() or 1))
+
+
+@dataclass
+class TestResult:
+    """The outcome of one grader test: `passed`, `failed` or `skipped` (CUDA only), and why."""
+
+    nodeid: str
+    outcome: str = "failed"
+    message: str = ""
+
+
+@dataclass
+class Score:
+    """One exercise's grade, with the reason when it earns nothing as a whole."""
+
+    exercise: Exercise
+    tests: list[TestResult] = field(default_factory=list)
+    problem: str = ""
+    seconds: float = 0.0
+
+    @property
+    def ran(self) -> list[TestResult]:
+        return [t for t in self.tests if t.outcome != "skipped"]
+
+    @property
+    def passed(self) -> int:
+        return sum(t.outcome == "passed" for t in self.tests)
+
+    @property
+    def per_test(self) -> float:
+        return self.exercise.points / len(self.ran) if self.ran else 0.0
+
+    @property
+    def earned(self) -> float:
+        return 0.0 if self.problem else self.passed * self.per_test
+
+    @property
+    def full(self) -> bool:
+        return not self.problem and bool(self.ran) and self.passed == len(self.ran)
+
+
+# --- what the judge trusts ---------------------------------------------------------
+
+
+def snapshot(root: Path = ROOT) -> dict[str, bytes]:
+    """The trusted files, read into memory: `{relative path: bytes}`."""
+    files = {}
+    for name in TRUSTED:
+        path = root / name
+        paths = [path] if path.is_file() else sorted(path.rglob("*")) if path.is_dir() else []
+        for file in paths:
+            if file.is_file() and "__pycache__" not in file.parts and file.suffix != ".pyc":
+                files[file.relative_to(root).as_posix()] = file.read_bytes()
+    if WORKER not in files:
+        raise GradingError(f"{root / WORKER} is missing: the grading tool is incomplete")
+    return files
+
+
+def submitted_modules(exercises: list[Exercise], folder: Path) -> dict[str, bytes]:
+    """The submission's `<module>.py` files that the manifest names, by module name.
+
+    A file is looked for as `exercises/<module>.py`, then `<module>.py`, then anywhere
+    below `folder`; nothing else of the submission is read.
+    """
+    found = {}
+    for module in sorted({e.module for e in exercises}):
+        name = f"{module}.py"
+        candidates = [folder / "exercises" / name, folder / name, *sorted(folder.rglob(name))]
+        path = next((p for p in candidates if p.is_file() and not p.is_symlink()), None)
+        if path is not None:
+            found[module] = path.read_bytes()
+    return found
+
+
+def precheck(exercise: Exercise, modules: dict[str, bytes], trusted: dict[str, bytes]) -> str:
+    """Why an exercise cannot be graded at all, in one sentence, or ''."""
+    path = f"exercises/{exercise.module}.py"
+    if exercise.grader not in trusted:
+        return f"grader missing: {exercise.grader} does not exist"
+    if exercise.module not in modules:
+        return f"{path} is not in the submission: submit it under that name"
+    source = modules[exercise.module]
+    if not source.strip():
+        return f"{path} is empty: start from the stub and write the functions it asks for"
+    try:
+        compile(source, path, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as exc:
+        where = f" at line {exc.lineno}" if getattr(exc, "lineno", None) else ""
+        reason = exc.msg if isinstance(exc, SyntaxError) else str(exc)
+        return f"{path} is not valid Python{where}: {reason}"
+    return ""
+
+
+def grader_tests(source: bytes) -> set[str]:
+    """The names of the test functions a grader defines."""
+    tree = ast.parse(source)
+    return {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")}
+
+
+# --- one worker --------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    """What one worker process did: its verified records and how it ended."""
+
+    records: list[dict] = field(default_factory=list)
+    forged: str = ""
+    ended: str = "finished"  # or "timeout", "memory", "exit"
+    returncode: int = 0
+    output: str = ""
+    seconds: float = 0.0
+
+
+def stage(base: Path, trusted: dict[str, bytes], modules: dict[str, bytes]) -> Path:
+    """A private folder with the trusted files and the student's `exercises/`."""
+    folder = Path(tempfile.mkdtemp(prefix="stage-", dir=base))
+    for relative, data in trusted.items():
+        path = folder / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    exercises = folder / "exercises"
+    exercises.mkdir(exist_ok=True)
+    (exercises / "__init__.py").write_bytes(b"")
+    for module, data in modules.items():
+        (exercises / f"{module}.py").write_bytes(data)
+    return folder
+
+
+def worker_environment(run_token: str, jobs: int) -> dict[str, str]:
+    """The worker's environment: ours, less what would change Python or leak the judge's."""
+    drop = ("PYTHON", "COV_CORE", "COVERAGE", "PYTEST", "GITHUB_", "RUNNER_", "ACTIONS_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+    threads = str(max(1, (os.cpu_count() or 1) // jobs))
+    env.update({MARKER: run_token, "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1",
+                "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads})
+    return env
+
+
+def run_worker(folder: Path, grader: str, limits: Limits, env: dict[str, str]) -> Run:
+    """Run the worker on one grader in `folder`; kill it at the time or memory limit."""
+    key = secrets.token_bytes(32)
+    read_end, write_end = os.pipe()
+    log = open(folder / "worker-output.txt", "w+b")  # noqa: SIM115 (closed below)
+    started = time.monotonic()
+    process = subprocess.Popen(
+        [sys.executable, "-I", str(folder / WORKER), grader, str(write_end)],
+        cwd=folder, env=env, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
+        pass_fds=(write_end,), start_new_session=True)
+    os.close(write_end)
+    lines: list[bytes] = []
+    reader = threading.Thread(target=_read_lines, args=(read_end, lines), daemon=True)
+    reader.start()
+    try:
+        process.stdin.write(key.hex().encode() + b"\n")
+        process.stdin.close()
+    except OSError:
+        pass  # the worker is already gone; its records (none) say so
+    run = Run()
+    run.ended = _wait(process, limits, started)
+    _kill_group(process.pid)
+    process.wait()
+    reader.join(timeout=5)
+    run.seconds = time.monotonic() - started
+    run.returncode = process.returncode
+    log.seek(0)
+    run.output = log.read().decode("utf-8", "replace")
+    log.close()
+    run.records, run.forged = verify(lines, key)
+    return run
+
+
+def _read_lines(fd: int, lines: list[bytes]) -> None:
+    with os.fdopen(fd, "rb") as pipe:
+        lines.extend(pipe)
+
+
+def _wait(process: subprocess.Popen, limits: Limits, started: float) -> str:
+    """Wait for the worker; `finished`, or `timeout` / `memory` if we stopped it."""
+    while True:
+        try:
+            process.wait(timeout=0.1)
+            return "finished" if process.returncode in (0, 1) else "exit"
+        except subprocess.TimeoutExpired:
+            pass
+        if time.monotonic() - started > limits.timeout:
+            return "timeout"
+        if _group_memory(process.pid) > limits.memory:
+            return "memory"
+
+
+def _group_memory(group: int) -> int:
+    """Resident bytes of the processes in a process group (0 where /proc is missing)."""
+    total = 0
+    page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == group:
+            total += int(fields[21]) * page
+    return total
+
+
+def _kill_group(group: int) -> None:
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def kill_leftovers(run_token: str) -> None:
+    """Kill processes a worker left behind outside its group (found by their environment)."""
+    needle = f"{MARKER}={run_token}".encode()
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if needle in environ.read_bytes().split(b"\0"):
+                os.kill(int(environ.parent.name), signal.SIGKILL)
+        except (OSError, ValueError):
+            continue
+
+
+def verify(lines: list[bytes], key: bytes) -> tuple[list[dict], str]:
+    """The records whose signature and number check out, and why the rest do not."""
+    records = []
+    for number, line in enumerate(lines):
+        try:
+            envelope = json.loads(line)
+            body, mac = envelope["body"], envelope["mac"]
+            want = hmac.new(key, body.encode(), hashlib.sha256).hexdigest()
+            record = json.loads(body)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return records, f"record {number} of the report is not one the grading worker wrote"
+        if not hmac.compare_digest(want, str(mac)) or record.get("seq") != number:
+            return records, f"record {number} of the report is not signed by the grading worker"
+        records.append(record)
+    return records, ""
+
+
+# --- from records to a score -------------------------------------------------------
+
+
+def judge(exercise: Exercise, run: Run, trusted: dict[str, bytes], limit: Limits) -> Score:
+    """The exercise's score from what its worker reported and how it ended."""
+    score = Score(exercise, seconds=run.seconds)
+    if run.forged:
+        score.problem = (f"{run.forged}: graded code wrote into the grading report, so the "
+                         "exercise earns nothing")
+        return score
+    collected = next((r for r in run.records if r["kind"] == "collected"), None)
+    errors = [r["message"] for r in run.records if r["kind"] == "collect_error"]
+    if collected is None or errors:
+        detail = errors[0] if errors else _tail(run.output)
+        score.problem = f"could not collect {exercise.grader}:\n{_tail(detail)}"
+        return score
+    problem = _check_collection(exercise, collected, trusted)
+    if problem:
+        score.problem = problem
+        return score
+    score.tests = _results(collected, run.records)
+    running = _running(run.records)
+    unreported = any(t.outcome == "failed" and not t.message for t in score.tests)
+    if run.ended != "finished" or running or unreported:
+        score.problem = _stopped(run, running, limit)
+        for test in score.tests:
+            if test.outcome == "failed" and not test.message:
+                test.message = "not run: " + score.problem
+    return score
+
+
+def _check_collection(exercise: Exercise, collected: dict, trusted: dict[str, bytes]) -> str:
+    source = trusted[exercise.grader]
+    if collected.get("grader_sha256") != hashlib.sha256(source).hexdigest():
+        return f"{exercise.grader} was changed before it ran: graded code may not edit the graders"
+    names = {nodeid.split("::")[-1].split("[")[0] for nodeid in collected["tests"]}
+    missing = sorted(grader_tests(source) - names)
+    if missing:
+        return f"tests of {exercise.grader} were not collected: {', '.join(missing)}"
+    if not collected["tests"]:
+        return f"no tests collected from {exercise.grader}; a grader needs at least one test_ function"
+    return ""
+
+
+def _results(collected: dict, records: list[dict]) -> list[TestResult]:
+    started, results = set(), {}
+    for record in records:
+        if record["kind"] == "start":
+            started.add(record["test"])
+        elif record["kind"] == "result" and record["test"] in started and record["test"] not in results:
+            results[record["test"]] = record
+    tests = []
+    for nodeid in collected["tests"]:
+        record = results.get(nodeid)
+        if record is None:
+            tests.append(TestResult(nodeid))
+        elif record["outcome"] == "skipped":
+            tests.append(_skip(nodeid, record["message"], cuda=collected["cuda"]))
+        else:
+            tests.append(TestResult(nodeid, record["outcome"] if record["outcome"] == "passed" else "failed",
+                                    str(record["message"])))
+    return tests
+
+
+def _skip(nodeid: str, reason: str, cuda: bool) -> TestResult:
+    # The device fixture's case is "cuda" among the test's parameter ids: test_x[cuda-relu].
+    params = nodeid.partition("[")[2].rstrip("]").split("-")
+    if "cuda" in params and not cuda and reason.startswith(CUDA_SKIP):
+        return TestResult(nodeid, "skipped", reason)
+    return TestResult(nodeid, "failed", f"the test was skipped ({reason}); a skipped test earns nothing, "
+                                        "and graded code may not skip tests")
+
+
+def _running(records: list[dict]) -> str:
+    """The test that started and never reported a result, if any."""
+    done = {r["test"] for r in records if r["kind"] == "result"}
+    open_tests = [r["test"] for r in records if r["kind"] == "start" and r["test"] not in done]
+    return open_tests[-1] if open_tests else ""
+
+
+def _stopped(run: Run, running: str, limits: Limits) -> str:
+    during = f" while running {running.split('::')[-1]}" if running else ""
+    if run.ended == "timeout":
+        return (f"timed out after {limits.timeout:g} s{during}: look for a loop that never ends "
+                "(or code far slower than it should be)")
+    if run.ended == "memory":
+        return f"used more than {limits.memory / 1024**3:g} GiB of memory{during}, and was stopped"
+    if run.ended == "exit":
+        how = f"killed by signal {-run.returncode}" if run.returncode < 0 else f"exited with code {run.returncode}"
+        return (f"the grading process {how}{during}: graded code may not call os._exit or "
+                f"sys.exit, or crash Python\n{_tail(run.output)}")
+    return (f"the run stopped{during} (pytest.exit(), KeyboardInterrupt or an exit from graded code), "
+            f"so the remaining tests never ran\n{_tail(run.output)}")
+
+
+def _tail(text: str) -> str:
+    """The last lines of a long output, where the exception message is."""
+    return "\n".join(text.strip().splitlines()[-OUTPUT_LINES:])
+
+
+# --- all exercises -----------------------------------------------------------------
+
+
+def grade(exercises: list[Exercise], modules: dict[str, bytes], limits: Limits = Limits(),
+          trusted: dict[str, bytes] | None = None) -> list[Score]:
+    """Grade each exercise in its own worker, `limits.jobs` at a time; one `Score` each."""
+    trusted = snapshot() if trusted is None else trusted
+    run_token = secrets.token_hex(16)
+    env = worker_environment(run_token, limits.jobs)
+    base = Path(tempfile.mkdtemp(prefix="minifx-grading-"))
+    try:
+        with ThreadPoolExecutor(max_workers=limits.jobs) as pool:
+            futures = [pool.submit(_grade_one, e, modules, trusted, limits, env, base) for e in exercises]
+            scores = [f.result() for f in futures]
+    finally:
+        kill_leftovers(run_token)
+        shutil.rmtree(base, ignore_errors=True)
+    return scores
+
+
+def _grade_one(exercise: Exercise, modules: dict[str, bytes], trusted: dict[str, bytes],
+               limits: Limits, env: dict[str, str], base: Path) -> Score:
+    problem = precheck(exercise, modules, trusted)
+    if problem:
+        return Score(exercise, problem=problem)
+    folder = stage(base, trusted, modules)
+    return judge(exercise, run_worker(folder, exercise.grader, limits, env), trusted, limits)

@@ -1,0 +1,95 @@
+"""What grading prints, and Gradescope's `results.json`, from the judge's scores."""
+
+from __future__ import annotations
+
+from tests.grading.judge import Score, TestResult
+
+STUB = "NotImplementedError: Exercise "
+
+
+def render(scores: list[Score], what: str, scope: str, verbose: bool = False) -> str:
+    """The grade table, then what went wrong, exercise by exercise."""
+    lines = [f"minifx grades for {what} ({scope})", ""]
+    if not scores:
+        return "\n".join([*lines, f"No exercises in {scope}: nothing to grade."])
+    width = max(len(s.exercise.title) for s in scores)
+    row = f"  {{:<6}}  {{:<{width}}}  {{:>7}}  {{:>13}}"
+    lines.append(row.format("id", "title", "tests", "points"))
+    for s in scores:
+        tests = f"{s.passed}/{len(s.ran)}" if not s.problem else "-"
+        lines.append(row.format(s.exercise.id, s.exercise.title, tests, points(s.earned, s.exercise.points)))
+    earned, total = sum(s.earned for s in scores), sum(s.exercise.points for s in scores)
+    passed, ran = sum(s.passed for s in scores), sum(len(s.ran) for s in scores)
+    lines.append(row.format("total", "", f"{passed}/{ran}", points(earned, total)))
+    for s in scores:
+        lines += _explain(s, verbose)
+    return "\n".join(lines)
+
+
+def points(earned: float, total: float) -> str:
+    return f"{earned:g}/{total:g}" if earned == round(earned, 2) else f"{earned:.2f}/{total:g}"
+
+
+def _explain(score: Score, verbose: bool) -> list[str]:
+    """The block below the table for one exercise: nothing when it has full marks."""
+    title = f"{score.exercise.id} {score.exercise.title}"
+    failed = [t for t in score.tests if t.outcome == "failed"]
+    if score.problem:
+        return ["", f"{title}: 0 points", _indent(score.problem)]
+    if failed and all(STUB in t.message for t in failed):
+        first = failed[0].message.splitlines()[0]
+        return ["", f"{title}: not started; the stub still raises", _indent(first)]
+    messages = {t.message for t in failed}
+    if len(failed) > 1 and len(messages) == 1:
+        return ["", f"{title}: all {len(failed)} failing tests say", _indent(failed[0].message)]
+    lines = []
+    for index, test in enumerate(failed):
+        text = test.message if verbose or index == 0 else _first_paragraph(test.message)
+        lines += ["", f"{score.exercise.id} FAILED {_name(test)}", _indent(text)]
+    return lines
+
+
+def _name(test: TestResult) -> str:
+    return test.nodeid.split("::", 1)[-1]
+
+
+def _first_paragraph(message: str) -> str:
+    """A message up to its first blank line (the graphs after it are shown once)."""
+    head, _, rest = message.strip().partition("\n\n")
+    return head + ("\n(more below in the full message: add VERBOSE=1)" if rest else "")
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.strip().splitlines())
+
+
+def gradescope(scores: list[Score]) -> dict:
+    """Gradescope's `results.json`: one entry per test, or one per exercise that earns 0 whole."""
+    tests = []
+    for s in scores:
+        name = f"{s.exercise.id} {s.exercise.title}"
+        if s.problem or not s.ran:
+            why = s.problem or "no test of this exercise could run on this machine"
+            tests.append(_entry(name, 0.0, s.exercise.points, why, s.exercise.visibility))
+            continue
+        for t in s.ran:
+            earned = s.per_test if t.outcome == "passed" else 0.0
+            tests.append(_entry(f"{name}: {_name(t)}", earned, s.per_test, t.message,
+                                s.exercise.visibility_of(t.nodeid)))
+    return {
+        "score": round(sum(s.earned for s in scores), 4),
+        "max_score": round(sum(s.exercise.points for s in scores), 4),
+        "tests": tests,
+    }
+
+
+def _entry(name: str, score: float, max_score: float, output: str, visibility: str) -> dict:
+    status = "passed" if score >= max_score else "failed"
+    # Unrounded: 3 tests of 10/3 points must add up to 10 for Gradescope.
+    return {"name": name, "score": score, "max_score": max_score, "output": output,
+            "status": status, "visibility": visibility}
+
+
+def verdicts(scores: list[Score]) -> str:
+    """One line per exercise, `<id> pass` (full marks) or `<id> fail`: for GitHub Classroom."""
+    return "".join(f"{s.exercise.id} {'pass' if s.full else 'fail'}\n" for s in scores)
