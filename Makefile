@@ -3,7 +3,10 @@
 #   make book          build the book and serve it on http://127.0.0.1:8000
 #   make test          the whole test suite (unit, differential, graders on the solutions,
 #                      book build, docs examples, stub checks) with coverage >= 90%
-#   make grade         grade exercises/ (CH=N for one chapter, RESULTS=path for Gradescope)
+#   make grade         grade exercises/, each exercise in its own time-limited process
+#                      (CH=N one chapter, EX=2.1 one exercise, RESULTS=path Gradescope's results.json,
+#                      VERBOSE=1 every message in full, TIMEOUT=seconds per exercise)
+#   make gradescope    write build/gradescope-autograder.zip, Gradescope's autograder (no solutions in it)
 #   make book-build    strict build of the book into site/
 #   make student-release   write the course without solutions/ to RELEASE (default ../minifx-student)
 #   make classroom     write .github/workflows/classroom.yml for GitHub Classroom (CH=N: one chapter)
@@ -19,7 +22,10 @@ BOOK_ADDR ?= 127.0.0.1:8000
 # Mermaid (the book's diagrams) from the npm registry; mkdocs-material expects version 11.
 MERMAID_VERSION ?= 11.12.2
 CH ?=
+EX ?=
 RESULTS ?=
+VERBOSE ?=
+TIMEOUT ?= 60
 RELEASE ?= ../minifx-student
 
 # mkdocs-material prints a banner about its successor on every build; the book does not need it.
@@ -32,14 +38,20 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.minifx-installed
 MERMAID_JS := chapters/assets/vendor/mermaid.min.js
 
-.PHONY: test grade classroom student-release book book-build chromium clean
+.PHONY: test grade gradescope classroom student-release book book-build chromium clean
 
+# In a student release (no solutions/), the tests are what a student can pass: the graders
+# are left out of pytest (tests/conftest.py) and run afterwards as a report by `make grade`.
 test: $(STAMP) $(MERMAID_JS) chromium
 	$(BIN)/python -m pytest --cov=minifx --cov-report=term-missing:skip-covered --cov-fail-under=90
+	@if [ ! -d solutions ]; then echo; echo "Your exercises, graded (a report: it never fails make test):"; $(MAKE) --no-print-directory grade; fi
 
 # A report, not a gate: tests.grading exits 0 whatever the score, non-zero only if it breaks.
 grade: $(STAMP)
-	$(BIN)/python -m tests.grading --impl exercises $(if $(CH),--chapter $(CH)) $(if $(RESULTS),--results $(RESULTS))
+	$(BIN)/python -m tests.grading --impl exercises --timeout $(TIMEOUT) $(if $(CH),--chapter $(CH)) $(if $(EX),--exercise $(EX)) $(if $(RESULTS),--results $(RESULTS)) $(if $(VERBOSE),--verbose)
+
+gradescope: $(STAMP)
+	$(BIN)/python -m tests.grading.gradescope build/gradescope-autograder.zip
 
 student-release: $(STAMP)
 	$(BIN)/python -m tests.release $(RELEASE)

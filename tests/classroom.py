@@ -5,11 +5,17 @@ Usage (from the repository root; `make classroom` runs the first line):
     python -m tests.classroom                          # every chapter, to stdout
     python -m tests.classroom --chapter 2 --out .github/workflows/classroom.yml
 
-The workflow has one `autograding-command-grader` step per exercise: it runs the
-exercise's grader on `exercises/` and is worth the exercise's points when every test
-passes, nothing otherwise (the command grader scores a command, not its tests). For
-partial credit per test, grade with `make grade RESULTS=...` (Gradescope) instead.
-The last step, the reporter, sends the scores to GitHub Classroom.
+The workflow grades every exercise once, in one step, through the isolated grading
+harness (`python -m tests.grading`): each exercise in its own time-limited process, the
+graders and manifest read into the judge's memory before any student code runs. The
+judge writes one verdict per exercise, `<id> pass` or `<id> fail`, to a file outside the
+repository once every student process has ended. Then one `autograding-command-grader`
+step per exercise only looks its verdict up with `grep`: the step's exit code is the
+judge's verdict, never the exit code of student code, so `os._exit(0)`, a skipped test
+or `pytest.exit(returncode=0)` earn nothing. An exercise earns its points when every
+test passes (the command grader scores a command, not its tests); for partial credit
+per test, use Gradescope. The last step, the reporter, sends the scores to GitHub
+Classroom.
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ from tests.grading import Exercise, GradingError, load_manifest
 # GitHub's runners have no GPU, and PyPI's Linux torch wheel pulls several GB of CUDA
 # packages, so the workflow asks PyTorch's index for the CPU build.
 SETUP_COMMAND = "make .venv/.minifx-installed TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu"
+# Outside the repository, so a verdict file cannot be committed; removed before grading.
+VERDICTS = '"$RUNNER_TEMP/minifx-verdicts.txt"'
 TIMEOUT_MINUTES = 10
 
 
@@ -36,23 +44,33 @@ def step_id(exercise: Exercise) -> str:
     return f"ex{exercise.id.replace('.', '-')}-{slug}"
 
 
-def grader_step(exercise: Exercise, first: bool) -> dict:
-    """The step that runs one exercise's grader; the first one also sets up the venv."""
+def grading_step(exercises: list[Exercise]) -> dict:
+    """The step that sets up the venv and grades every exercise once, isolated."""
+    chosen = " ".join(f"--exercise {e.id}" for e in exercises)
+    return {
+        "name": "Grade every exercise (one isolated process each)",
+        "run": f"rm -f {VERDICTS}\n{SETUP_COMMAND}\n"
+               f".venv/bin/python -m tests.grading {chosen} --verdicts {VERDICTS}\n",
+        "timeout-minutes": TIMEOUT_MINUTES + 20,
+    }
+
+
+def grader_step(exercise: Exercise) -> dict:
+    """The step that turns one exercise's verdict into its points."""
     points = exercise.points
     if points != int(points):
         raise GradingError(
             f"exercise {exercise.id} is worth {points} points, but GitHub Classroom's "
-            "max-score is a whole number. Give it whole points in exercises/points.toml.")
+            "max-score is a whole number. Give it whole points in tests/graders/points.toml.")
     return {
         "name": f"{exercise.id} {exercise.title}",
         "id": step_id(exercise),
         "uses": "classroom-resources/autograding-command-grader@v1",
         "with": {
             "test-name": f"{exercise.id} {exercise.title}",
-            "setup-command": SETUP_COMMAND if first else "",
-            "command": f".venv/bin/python -m pytest -q -p no:cacheprovider {exercise.grader} "
-                       "--impl exercises",
-            "timeout": TIMEOUT_MINUTES,
+            "setup-command": "",
+            "command": f"grep -qx '{exercise.id} pass' {VERDICTS}",
+            "timeout": 1,
             "max-score": int(points),
         },
     }
@@ -72,9 +90,9 @@ def reporter_step(exercises: list[Exercise]) -> dict:
 def workflow(exercises: list[Exercise]) -> dict:
     """The whole workflow, as the data `yaml.safe_dump` writes."""
     if not exercises:
-        raise GradingError("no exercises to grade: check --chapter against exercises/points.toml")
-    steps = [{"name": "Checkout code", "uses": "actions/checkout@v4"}]
-    steps += [grader_step(e, first=i == 0) for i, e in enumerate(exercises)]
+        raise GradingError("no exercises to grade: check --chapter against tests/graders/points.toml")
+    steps = [{"name": "Checkout code", "uses": "actions/checkout@v4"}, grading_step(exercises)]
+    steps += [grader_step(e) for e in exercises]
     steps.append(reporter_step(exercises))
     return {
         "name": "Autograding Tests",
@@ -88,9 +106,17 @@ def workflow(exercises: list[Exercise]) -> dict:
     }
 
 
+class _Dumper(yaml.SafeDumper):
+    """Writes multi-line strings (the grading step's script) as `|` blocks."""
+
+
+_Dumper.add_representer(str, lambda dumper, text: dumper.represent_scalar(
+    "tag:yaml.org,2002:str", text, style="|" if "\n" in text else None))
+
+
 def render(exercises: list[Exercise]) -> str:
-    header = "# Generated by `python -m tests.classroom` from exercises/points.toml; do not edit.\n"
-    return header + yaml.safe_dump(workflow(exercises), sort_keys=False, width=200)
+    header = "# Generated by `python -m tests.classroom` from tests/graders/points.toml; do not edit.\n"
+    return header + yaml.dump(workflow(exercises), Dumper=_Dumper, sort_keys=False, width=200)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,7 +4,8 @@ The project's own run already proves that every grader passes on `solutions/` (i
 collects `tests/graders` with the default `--impl solutions`). These tests add the other
 half of the contract: the manifest is complete, every graded test fails on the untouched
 stubs, and `python -m tests.grading` reports 0 points on the stubs and full points on the
-solutions without crashing, whatever state a grader is in.
+solutions without crashing, whatever state a grader is in. Attacks by student code are in
+tests/test_grading_attacks.py.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import pytest
 from tests.grading import GradingError, load_manifest, main
 from tests.graders.support import explain
 
-pytestmark = pytest.mark.meta
+pytestmark = [pytest.mark.meta, pytest.mark.needs_solutions]
 
 ROOT = Path(__file__).resolve().parent.parent
 EXERCISES = load_manifest()
@@ -42,14 +43,14 @@ def _test_names(source: str) -> list[str]:
 
 
 def test_manifest_lists_exercises():
-    assert EXERCISES, "exercises/points.toml lists no exercise; add one table per exercise (see its header)"
+    assert EXERCISES, "tests/graders/points.toml lists no exercise; add one table per exercise (see its header)"
 
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.id)
 def test_manifest_entry_has_stub_solution_and_grader(exercise):
     paths = [f"exercises/{exercise.module}.py", f"solutions/{exercise.module}.py", exercise.grader]
     missing = [p for p in paths if not (ROOT / p).is_file()]
-    assert not missing, f"exercise {exercise.id} in exercises/points.toml names files that do not exist: {missing}"
+    assert not missing, f"exercise {exercise.id} in tests/graders/points.toml names files that do not exist: {missing}"
     source = (ROOT / exercise.grader).read_text(encoding="utf-8")
     assert _test_names(source), f"{exercise.grader} has no test_ function; exercise {exercise.id} cannot score"
     marker = f"pytest.mark.ch{exercise.chapter}"
@@ -77,7 +78,7 @@ def _junit_outcomes(path: Path) -> dict[str, str]:
 
 def test_every_graded_test_fails_on_the_untouched_stubs(tmp_path):
     graders = [e.grader for e in EXERCISES if (ROOT / e.grader).is_file()]
-    assert graders, "no grader file of exercises/points.toml exists yet"
+    assert graders, "no grader file of tests/graders/points.toml exists yet"
     junit = tmp_path / "stubs.xml"
     run = _python("-m", "pytest", "-q", "--tb=no", "-p", "no:cacheprovider", "--impl=exercises", f"--junitxml={junit}", *graders)
     assert run.returncode in (0, 1) and junit.exists(), f"pytest could not run the graders on the stubs:\n{run.stdout}{run.stderr}"
@@ -110,12 +111,13 @@ def test_grading_a_chapter_without_exercises_says_so(capsys):
 # --- a throwaway course: every way a grader can be broken --------------------------
 
 MACHINERY = [
-    "pyproject.toml", "tests/__init__.py", "tests/conftest.py", "tests/grading.py",
+    "pyproject.toml", "conftest.py", "tests/__init__.py", "tests/conftest.py",
+    *[f"tests/grading/{p.name}" for p in (ROOT / "tests" / "grading").glob("*.py")],
     "tests/graders/__init__.py", "tests/graders/support.py", "exercises/__init__.py", "solutions/__init__.py",
 ]  # fmt: skip
 
 TOY = {
-    "exercises/points.toml": """
+    "tests/graders/points.toml": """
         [exercises."9.1"]
         title = "Double"
         chapter = 9
@@ -196,7 +198,8 @@ def test_grading_copes_with_every_broken_grader(toy):
     assert run.returncode == 0, run.stdout + run.stderr
     for expected in [
         "Expected: double(2) == 4\n    Got: 3\n    Hint: multiply by two\n    See: chapters/09.md#double",
-        "NotImplementedError: Exercise 9.3: write me, see chapters/09.md#on-import",
+        "9.3 Stub raising on import: not started; the stub still raises\n"
+        "    NotImplementedError: Exercise 9.3: write me, see chapters/09.md#on-import",
         "grader missing: tests/graders/test_ex9_2_missing.py does not exist",
         "no tests collected from tests/graders/test_ex9_4_empty.py",
         "could not collect tests/graders/test_ex9_5_uncollectable.py",

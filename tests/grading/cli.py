@@ -45,6 +45,11 @@ def select(args: argparse.Namespace) -> list:
 def source_folder(args: argparse.Namespace) -> tuple[Path, str]:
     """Where the graded modules come from, and how the report names it."""
     folder = args.submission if args.submission else ROOT / args.impl
+    if args.submission and (ROOT / "solutions").is_dir():
+        raise GradingError(
+            f"{ROOT} holds solutions/, and a submission's code can read any file on this machine. "
+            "Grade submissions where there are no solutions: with the Gradescope autograder "
+            "(make gradescope) or in a student release (make student-release)")
     if not folder.is_dir():
         hint = " (a student release has no solutions/)" if args.impl == "solutions" else ""
         raise GradingError(f"{folder} is not a folder{hint}")

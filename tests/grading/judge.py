@@ -160,7 +160,7 @@ class Run:
 
     records: list[dict] = field(default_factory=list)
     forged: str = ""
-    ended: str = "finished"  # or "timeout", "memory", "exit"
+    ended: str = "finished"  # or "timeout", "memory", "exit" (ended before pytest finished)
     returncode: int = 0
     output: str = ""
     seconds: float = 0.0
@@ -221,6 +221,8 @@ def run_worker(folder: Path, grader: str, limits: Limits, env: dict[str, str]) -
     run.output = log.read().decode("utf-8", "replace")
     log.close()
     run.records, run.forged = verify(lines, key)
+    if run.ended == "finished" and not any(r["kind"] == "finished" for r in run.records):
+        run.ended = "exit"  # the process ended before pytest did: os._exit, a crash, a signal
     return run
 
 
@@ -230,11 +232,11 @@ def _read_lines(fd: int, lines: list[bytes]) -> None:
 
 
 def _wait(process: subprocess.Popen, limits: Limits, started: float) -> str:
-    """Wait for the worker; `finished`, or `timeout` / `memory` if we stopped it."""
+    """Wait for the worker; `finished` when it ended, `timeout` / `memory` if we stopped it."""
     while True:
         try:
             process.wait(timeout=0.1)
-            return "finished" if process.returncode in (0, 1) else "exit"
+            return "finished"
         except subprocess.TimeoutExpired:
             pass
         if time.monotonic() - started > limits.timeout:
