@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.meta
+
 ROOT = Path(__file__).resolve().parent.parent
 STAGES = ["proxy", "graph", "codegen", "interpreter", "passes"]
 EXISTING = [s for s in STAGES if (ROOT / "minifx" / s / "__init__.py").is_file()]

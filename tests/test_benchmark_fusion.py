@@ -17,6 +17,8 @@ from torch import nn
 
 from benchmarks import fusion
 
+pytestmark = pytest.mark.ch6
+
 
 def tiny_runners() -> dict:
     return fusion.runners(fusion.make_model(width=4))

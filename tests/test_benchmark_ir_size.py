@@ -19,6 +19,8 @@ import minifx
 from benchmarks import ir_size
 from tests.models import MobileNetish, ResNet50
 
+pytestmark = pytest.mark.ch0
+
 
 def small_resnet() -> nn.Module:
     torch.manual_seed(0)

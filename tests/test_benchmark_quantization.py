@@ -14,7 +14,7 @@ import torch
 from benchmarks import quantization
 from minifx.passes.quantize import QuantizedLinear
 
-pytestmark = pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor:UserWarning")
+pytestmark = [pytest.mark.ch8, pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor:UserWarning")]
 
 N = 64
 

@@ -22,6 +22,7 @@ from tests.models import ResNet50
 SIZES = [50, 201]  # an odd size too: the erase pass then ends on a kept node
 
 
+@pytest.mark.ch2
 @pytest.mark.parametrize("n", SIZES)
 def test_both_libraries_end_with_the_same_graph(n: int) -> None:
     ours = graph_scale.run_pipeline(minifx.graph, n)
@@ -31,6 +32,7 @@ def test_both_libraries_end_with_the_same_graph(n: int) -> None:
     assert str(ours) == str(theirs)
 
 
+@pytest.mark.ch2
 @pytest.mark.parametrize("n", SIZES)
 def test_every_step_leaves_the_same_graph(n: int) -> None:
     """Compared after each operation, so a difference points at the step that made it."""
@@ -46,6 +48,7 @@ def test_every_step_leaves_the_same_graph(n: int) -> None:
         assert ours == theirs, f"after {name!r}, minifx's graph differs from torch.fx's"
 
 
+@pytest.mark.ch2
 def test_the_pipeline_sizes_are_as_documented() -> None:
     n = 50
     graph = graph_scale.run_pipeline(minifx.graph, n)
@@ -53,6 +56,7 @@ def test_the_pipeline_sizes_are_as_documented() -> None:
     assert sum(node.op == "call_function" for node in graph.nodes) == 2 * n + 3
 
 
+@pytest.mark.ch2
 def test_main_reports_and_checks_without_asserting_speed(tmp_path, capsys) -> None:
     out = tmp_path / "results" / "scale.md"
     status = graph_scale.main(["--sizes", "20", "40", "--repeat", "1", "--out", str(out), "--note", "smoke"])
@@ -65,6 +69,7 @@ def test_main_reports_and_checks_without_asserting_speed(tmp_path, capsys) -> No
     assert "- Note: smoke" in report
 
 
+@pytest.mark.ch2
 def test_not_linear_flags_growth_above_the_limit() -> None:
     results = graph_scale.Results([10, 100])
     for library in graph_scale.LIBRARIES:

@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from tests import classroom
-from tests.grading import ROOT, Exercise, GradingError, load_manifest
+from tests.grading import Exercise, GradingError, load_manifest
+from tests.grading.manifest import ROOT
 
 pytestmark = pytest.mark.meta
 

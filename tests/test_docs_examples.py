@@ -52,6 +52,7 @@ def collect() -> list:
 PAGES = collect()
 
 
+@pytest.mark.meta
 def test_the_book_has_examples():
     assert PAGES, "no ```pycon block found under chapters/; the chapters' examples are part of the tests"
 

@@ -5,6 +5,8 @@ import pytest
 import minifx
 import minifx.proxy
 
+pytestmark = pytest.mark.meta
+
 
 def test_public_names_resolve_to_their_stage():
     assert minifx.Proxy is minifx.proxy.Proxy

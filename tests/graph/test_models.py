@@ -11,6 +11,8 @@ import torch.fx
 import minifx.graph
 from tests.models import EncoderBlock, MobileNetish, ResNet18, WithTransformerEncoder
 
+pytestmark = pytest.mark.ch2
+
 MODELS = {
     "resnet18": ResNet18,
     "encoder_block": EncoderBlock,

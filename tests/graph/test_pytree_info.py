@@ -6,6 +6,9 @@ import torch.fx
 from torch.utils import _pytree as pytree
 
 from minifx.graph import PH, Tracer
+import pytest
+
+pytestmark = pytest.mark.ch2
 
 
 def scale_by(x, pair):

@@ -10,6 +10,9 @@ import torch.fx
 from torch import nn
 
 import minifx.graph
+import pytest
+
+pytestmark = pytest.mark.ch2
 
 BASES = {"minifx": minifx.graph.Tracer, "torch.fx": torch.fx.Tracer}
 

@@ -22,6 +22,8 @@ from minifx.codegen import GraphModule, symbolic_trace
 from minifx.passes.fuse_conv_bn import fuse_conv_bn, fuse_conv_bn_weights, why_left_alone
 from tests.models import ResNet50
 
+pytestmark = pytest.mark.ch6
+
 CONVS = {1: (nn.Conv1d, nn.BatchNorm1d), 2: (nn.Conv2d, nn.BatchNorm2d), 3: (nn.Conv3d, nn.BatchNorm3d)}
 
 

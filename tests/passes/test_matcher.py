@@ -16,6 +16,9 @@ from torch.fx.passes.utils.matcher_utils import SubgraphMatcher as TorchSubgraph
 import minifx
 from minifx.passes.matcher import SubgraphMatcher
 from minifx.passes.subgraph_rewriter import replace_pattern
+import pytest
+
+pytestmark = pytest.mark.ch7
 
 
 def both_matches(program, pattern, remove_overlapping_matches=True):

@@ -21,6 +21,8 @@ import minifx
 from minifx.passes.subgraph_rewriter import Match, replace_pattern
 from tests import models
 
+pytestmark = pytest.mark.ch7
+
 
 def match_names(matches: list) -> list[tuple[str, dict[str, Any]]]:
     """Matches as names, comparable across the two libraries."""

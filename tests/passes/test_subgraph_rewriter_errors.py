@@ -17,6 +17,8 @@ from minifx.passes.matcher import SubgraphMatcher
 from minifx.passes.subgraph_rewriter import replace_pattern
 from minifx.proxy import TraceError
 
+pytestmark = pytest.mark.ch7
+
 
 def program(x, y):
     return torch.relu(x) + y

@@ -10,6 +10,8 @@ import minifx
 from examples import ch7_rewrites as ex
 from minifx.passes.subgraph_rewriter import replace_pattern
 
+pytestmark = pytest.mark.ch7
+
 CASES = {  # name -> (root, pattern, replacement, inputs, matches)
     "swish_block": (ex.SwishBlock, ex.swish, ex.silu, (torch.randn(2, 4),), 2),
     "near_misses": (lambda: ex.gate_and_swish, ex.swish, ex.silu,
