@@ -1,16 +1,43 @@
-"""Grader for exercise 1.1: proxy failure."""
+"""Grader for exercise 1.1: proxy failure.
 
-import inspect
+Expected values are golden: literal inputs and the literal outputs of the given
+`clip_or_negate` on them, never a call of the (editable) given function.
+"""
+
+import traceback
+from pathlib import Path
 
 import pytest
 import torch
 
 from minifx.proxy import TraceError, trace_to_tape
-from tests.graders.support import explain
+from minifx.proxy.tape import Tape
+from tests.graders.support import Mistake, explain
 
 pytestmark = pytest.mark.ch1
 
 SEE = "chapters/01-proxy.md#why-if-proxy-must-fail"
+
+# Plausible wrong answers, each an edit of solutions/ch1_proxy_failure.py, and a phrase
+# of the hint this grader shows for it.
+MISTAKES = [
+    Mistake("condition on each element instead of the sum", "where(x.sum() > 0",
+            "where(x > 0", "not the sign of each element"),
+    Mistake("a sum per row instead of the sum of all of x", "where(x.sum() > 0",
+            "where(x.sum(dim=-1, keepdim=True) > 0", "not a sum per row or column"),
+    Mistake(">= instead of >", "where(x.sum() > 0", "where(x.sum() >= 0", "`> 0`, not `>= 0`"),
+    Mistake("the two branches swapped", "-x, x.clamp(-1, 1))", "x.clamp(-1, 1), -x)",
+            "the branches are swapped"),
+    Mistake("no clamp on the other branch", ", x.clamp(-1, 1))", ", x)", "clamps x to [-1, 1]"),
+    Mistake("still a Python branch on a traced value", "torch.where(",
+            "(lambda c, a, b: a if c else b)(", "no `if`"),
+    Mistake("the TraceError escapes instead of being returned", "except TraceError as error:",
+            "except RuntimeError as error:", "catch it"),
+    Mistake("the message returned instead of the error", "return error\n",
+            "return str(error)\n", "not its message"),
+    Mistake("a TraceError built by hand", "return error\n",
+            'return TraceError("%gt was used as a Python bool")\n', "never raised"),
+]
 
 
 @pytest.fixture
@@ -18,50 +45,176 @@ def ex(impl):
     return impl.load("ch1_proxy_failure")
 
 
+def _call(fn, *args):
+    """`(fn(*args), None)`, or `(None, error)` when it raised: fail outside the `except`."""
+    try:
+        return fn(*args), None
+    except Exception as error:  # student code: any error becomes a message
+        return None, error
+
+
+def _where(error: BaseException, function: str | None = None) -> str:
+    """`exercises/<file>.py:<line>: <source>`: the last line of graded code in the traceback
+    (the last one in `function`, where given)."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if Path(f.filename).parent.name in ("exercises", "solutions")
+              and function in (None, f.name)]
+    if not frames:
+        return "(outside your code)"
+    frame = frames[-1]
+    path = Path(frame.filename)
+    return f"{path.parent.name}/{path.name}:{frame.lineno}: {(frame.line or '').strip()}"
+
+
+def _raised(error: BaseException, function: str | None = None) -> str:
+    first = str(error).splitlines()[0] if str(error) else ""
+    return f"{type(error).__name__}: {first}\n  raised at {_where(error, function)}"
+
+
+def _not_written(error: BaseException) -> str:
+    if isinstance(error, NotImplementedError):
+        return "write this function: the stub still raises NotImplementedError."
+    return "your code raised at the line shown."
+
+
+def _capture(ex):
+    """`ex.capture_trace_error()`, or a failed test that says what went wrong."""
+    error, raised = _call(ex.capture_trace_error)
+    if isinstance(raised, TraceError):
+        pytest.fail(explain(
+            "capture_trace_error() returns the TraceError (it must not raise)",
+            _raised(raised, "capture_trace_error"),
+            "catch it: `except TraceError as error: return error` around "
+            "trace_to_tape(clip_or_negate). This test wants the error returned, not a rewrite "
+            "that traces.", SEE), pytrace=False)
+    if raised is not None:
+        pytest.fail(explain("capture_trace_error() returns the TraceError", _raised(raised),
+                            _not_written(raised), SEE), pytrace=False)
+    return error
+
+
 def test_capture_returns_the_trace_error(ex):
-    error = ex.capture_trace_error()
-    assert isinstance(error, TraceError), explain(
-        "a TraceError instance, returned (not raised)",
-        repr(error),
-        "call trace_to_tape(clip_or_negate) inside try/except TraceError and return the error.",
-        SEE,
-    )
+    error = _capture(ex)
+    if isinstance(error, TraceError):
+        return
+    if isinstance(error, str):
+        hint = "return the exception object (`return error`), not its message."
+    elif isinstance(error, type):
+        hint = "return the instance caught by `except TraceError as error`, not the class."
+    elif isinstance(error, Tape):
+        hint = ("tracing succeeded, so nothing failed: trace the given clip_or_negate, "
+                "whose `if` cannot be traced.")
+    elif error is None:
+        hint = "return the error: `return error` inside the `except TraceError as error:` block."
+    else:
+        hint = "return the TraceError that trace_to_tape(clip_or_negate) raises."
+    pytest.fail(explain("a TraceError instance, returned (not raised)",
+                        f"{type(error).__name__}: {error!r}"[:300], hint, SEE), pytrace=False)
 
 
-def test_the_error_names_the_value_and_the_line(ex):
-    message = str(ex.capture_trace_error())
-    branch_line = "if x.sum() > 0:"
-    lineno = inspect.getsourcelines(ex.clip_or_negate)[1] + 2
-    assert "%gt" in message and branch_line in message and f"line {lineno}," in message, explain(
-        f"a message naming %gt and the line `{branch_line}` (line {lineno})",
-        message,
-        "return the error raised by tracing clip_or_negate itself, not one you build.",
-        SEE,
-    )
+def test_the_error_comes_from_tracing_clip_or_negate(ex):
+    error = _capture(ex)
+    if not isinstance(error, TraceError):
+        pytest.fail(explain("a TraceError instance", repr(error)[:300],
+                            "first make capture_trace_error return the TraceError.", SEE),
+                    pytrace=False)
+    branch = "if x.sum() > 0:"
+    source = Path(ex.__file__).read_text().splitlines()
+    lines = [number for number, text in enumerate(source, 1) if text.strip() == branch]
+    message = str(error)
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if f.name == "clip_or_negate" and Path(f.filename).name == Path(ex.__file__).name]
+    if error.__traceback__ is None:
+        hint = ("this error was never raised: return the one trace_to_tape(clip_or_negate) "
+                "raises, not one you build.")
+    elif not frames:
+        hint = "the error did not come from clip_or_negate: call trace_to_tape(clip_or_negate)."
+    else:
+        hint = "return the error unchanged; its message is written by the tracer."
+    named = message.startswith("%gt ") and any(f"line {n}, in clip_or_negate\n" in message
+                                               for n in lines)
+    assert named and branch in message and frames, explain(
+        f"the error tracing raises: its message names %gt and line "
+        f"{' or '.join(map(str, lines)) or '?'}: `{branch}`",
+        message[:400] or "(an empty message)", hint, SEE)
 
 
 def test_the_traceable_version_traces(ex):
-    try:
-        tape = trace_to_tape(ex.clip_or_negate_traceable)
-    except TraceError as error:
-        pytest.fail(explain("trace_to_tape(clip_or_negate_traceable) to succeed",
-                            f"TraceError:\n{error}",
-                            "no `if` (or `and`, `or`, `not`) may look at a traced value.", SEE))
+    tape, raised = _call(trace_to_tape, ex.clip_or_negate_traceable)
+    if isinstance(raised, TraceError):
+        pytest.fail(explain(
+            "trace_to_tape(clip_or_negate_traceable) to succeed", _raised(raised),
+            "no `if` (nor `a if c else b`, `and`, `or`, `not`) may look at a traced value: "
+            "compute both results and let a torch function pick one.", SEE), pytrace=False)
+    if raised is not None:
+        pytest.fail(explain("trace_to_tape(clip_or_negate_traceable) to succeed", _raised(raised),
+                            _not_written(raised), SEE), pytrace=False)
     ops = [record.op for record in tape]
-    assert ops[0] == "placeholder" and ops[-1] == "output", explain(
-        "a tape that starts with the input x and ends with an output", str(tape),
-        "clip_or_negate_traceable must take one tensor and return one.", SEE)
+    assert ops[:1] == ["placeholder"] and ops[-1:] == ["output"] and len(ops) > 2, explain(
+        "a tape that starts with the input x, computes something, and ends with an output",
+        str(tape), "clip_or_negate_traceable must take one tensor and return one computed from it.",
+        SEE)
 
 
-@pytest.mark.parametrize("sign", [1.0, -1.0], ids=["positive-sum", "negative-sum"])
-def test_the_traceable_version_matches_the_original(ex, sign):
-    torch.manual_seed(0)
-    x = sign * (torch.rand(2, 5) * 3)  # values beyond [-1, 1], so clamping matters
-    want = ex.clip_or_negate(x)
-    got = ex.clip_or_negate_traceable(x)
-    assert isinstance(got, torch.Tensor) and torch.equal(got, want), explain(
-        f"clip_or_negate_traceable(x) == clip_or_negate(x) for a {'positive' if sign > 0 else 'negative'} sum:\n{want}",
-        repr(got),
-        "compute both -x and x.clamp(-1, 1), then select with torch.where(x.sum() > 0, ...).",
-        SEE,
-    )
+# Each case: the input, what the given clip_or_negate returns for it, and the outputs of
+# plausible wrong answers with the hint for each. Mixed signs and values beyond [-1, 1],
+# so that the sign of the sum, the sign of each element and clamping all matter.
+_ELEMENTWISE = ("the condition is the sign of x.sum(), one number for the whole tensor, "
+                "not the sign of each element.")
+_PER_ROW = "the condition is the sum of all of x (x.sum()), not a sum per row or column."
+_SWAPPED = "the branches are swapped: negate when the sum is positive, clamp otherwise."
+_NO_CLAMP = "when the sum is not positive, clip_or_negate clamps x to [-1, 1]; yours returned x."
+CASES = {
+    "positive-sum": (
+        [[3.0, -0.5, 2.0], [-1.5, 0.25, 1.0]],     # sum 4.25: negate
+        [[-3.0, 0.5, -2.0], [1.5, -0.25, -1.0]],
+        [([[-3.0, -0.5, -2.0], [-1.0, -0.25, -1.0]], _ELEMENTWISE),
+         ([[-3.0, 0.5, -2.0], [-1.0, 0.25, 1.0]], _PER_ROW),
+         ([[-3.0, -0.5, -2.0], [1.5, 0.25, -1.0]], _PER_ROW),
+         ([[1.0, -0.5, 1.0], [-1.0, 0.25, 1.0]], _SWAPPED)],
+    ),
+    "negative-sum": (
+        [[-3.0, 0.5, -2.0], [1.5, -0.25, 0.75]],   # sum -2.5: clamp
+        [[-1.0, 0.5, -1.0], [1.0, -0.25, 0.75]],
+        [([[-1.0, -0.5, -1.0], [-1.5, -0.25, -0.75]], _ELEMENTWISE),
+         ([[-1.0, 0.5, -1.0], [-1.5, 0.25, -0.75]], _PER_ROW),
+         ([[-1.0, -0.5, -1.0], [1.0, 0.25, 0.75]], _PER_ROW),
+         ([[3.0, -0.5, 2.0], [-1.5, 0.25, -0.75]], _SWAPPED),
+         ([[-3.0, 0.5, -2.0], [1.5, -0.25, 0.75]], _NO_CLAMP)],
+    ),
+    "zero-sum": (
+        [[2.0, -2.0], [0.5, -0.5]],                # sum exactly 0: clamp, since 0 > 0 is False
+        [[1.0, -1.0], [0.5, -0.5]],
+        [([[-2.0, 2.0], [-0.5, 0.5]], "at a sum of exactly 0, clip_or_negate clamps: its test is "
+                                      "`> 0`, not `>= 0`."),
+         ([[-2.0, -1.0], [-0.5, -0.5]], _ELEMENTWISE),
+         ([[2.0, -2.0], [0.5, -0.5]], _NO_CLAMP)],
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_traceable_version_matches_the_original(ex, case):
+    given, expected, wrong = CASES[case]
+    x, want = torch.tensor(given), torch.tensor(expected)
+    got, raised = _call(ex.clip_or_negate_traceable, x.clone())
+    if raised is not None:
+        pytest.fail(explain(f"clip_or_negate_traceable(x) for x = {given}", _raised(raised),
+                            _not_written(raised), SEE), pytrace=False)
+    same = (isinstance(got, torch.Tensor) and got.shape == want.shape and got.dtype == want.dtype
+            and torch.equal(got, want))
+    if same:
+        return
+    hint = ("negate x when x.sum() > 0, otherwise clamp it to [-1, 1]: compute both, then "
+            "choose with a torch function.")
+    if not isinstance(got, torch.Tensor):
+        hint = "return a tensor of x's shape."
+    else:
+        for output, wrong_hint in wrong:
+            if got.shape == want.shape and torch.equal(got.to(want.dtype), torch.tensor(output)):
+                hint = wrong_hint
+                break
+    got_text = (repr(got.tolist()) if isinstance(got, torch.Tensor) else repr(got))[:300]
+    total = sum(sum(row) for row in given)
+    pytest.fail(explain(f"for x = {given} (sum {total:g}), clip_or_negate(x) = {expected}",
+                        f"clip_or_negate_traceable(x) = {got_text}", hint, SEE), pytrace=False)
