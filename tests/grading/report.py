@@ -37,8 +37,8 @@ def _explain(score: Score, verbose: bool) -> list[str]:
     if score.problem:
         return ["", f"{title}: 0 points", _indent(score.problem)]
     if failed and all(STUB in t.message for t in failed):
-        first = failed[0].message.splitlines()[0]
-        return ["", f"{title}: not started; the stub still raises", _indent(first)]
+        line = next(line for line in failed[0].message.splitlines() if STUB in line)
+        return ["", f"{title}: not started; the stub still raises", _indent(line[line.index(STUB):])]
     messages = {t.message for t in failed}
     if len(failed) > 1 and len(messages) == 1:
         return ["", f"{title}: all {len(failed)} failing tests say", _indent(failed[0].message)]
