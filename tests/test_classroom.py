@@ -29,20 +29,21 @@ def test_one_grader_step_per_exercise_worth_its_points():
     assert [s["with"]["test-name"] for s in graders] == [f"{e.id} {e.title}" for e in exercises]
     assert sum(s["with"]["max-score"] for s in graders) == sum(e.points for e in exercises)
     for step, exercise in zip(graders, exercises):
-        argv = shlex.split(step["with"]["command"])
-        assert exercise.grader in argv and (ROOT / exercise.grader).is_file()
-        assert argv[-2:] == ["--impl", "exercises"]
+        # The step only reads the judge's verdict: no student code runs in it.
+        assert step["with"]["command"] == f"grep -qx '{exercise.id} pass' {classroom.VERDICTS}"
 
 
-def test_only_the_first_step_sets_up_and_with_the_cpu_build():
-    graders = steps_of(classroom.render(load_manifest()))[1:-1]
-    assert "download.pytorch.org/whl/cpu" in graders[0]["with"]["setup-command"]
-    assert all(s["with"]["setup-command"] == "" for s in graders[1:])
+def test_one_step_sets_up_and_grades_everything_with_the_cpu_build():
+    steps = steps_of(classroom.render(load_manifest()))
+    script = steps[1]["run"]
+    assert "download.pytorch.org/whl/cpu" in script and "-m tests.grading" in script
+    assert f"--verdicts {classroom.VERDICTS}" in script and script.startswith(f"rm -f {classroom.VERDICTS}")
+    assert all(s["with"]["setup-command"] == "" for s in steps[2:-1])
 
 
 def test_the_reporter_reads_every_grader_step():
     steps = steps_of(classroom.render(load_manifest()))
-    ids = [s["id"] for s in steps[1:-1]]
+    ids = [s["id"] for s in steps[2:-1]]
     assert len(set(ids)) == len(ids)
     assert all(re.fullmatch(r"[a-z][a-z0-9-]*", i) for i in ids)
     reporter = steps[-1]
@@ -59,7 +60,7 @@ def test_on_is_a_list_of_events_not_the_boolean_true():
 def test_a_chapter_selects_its_exercises(tmp_path, capsys):
     out = tmp_path / "classroom.yml"
     assert classroom.main(["--chapter", "2", "--out", str(out)]) == 0
-    names = [s["name"] for s in steps_of(out.read_text())[1:-1]]
+    names = [s["name"] for s in steps_of(out.read_text())[2:-1]]
     assert names and all(n.startswith("2.") for n in names)
 
 
@@ -72,14 +73,3 @@ def test_fractional_points_are_refused_with_the_fix():
     half = Exercise("1.9", "Half", 1, "ch1_half", "tests/graders/x.py", 2.5)
     with pytest.raises(GradingError, match="whole number.*points.toml"):
         classroom.workflow([half])
-
-
-def test_a_step_command_scores_the_solutions_and_not_the_stubs():
-    exercise = next(e for e in load_manifest() if e.id == "1.1")
-    command = classroom.grader_step(exercise, first=False)["with"]["command"]
-    argv = [sys.executable, *shlex.split(command)[1:]]
-    on_stubs = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
-    on_solutions = subprocess.run(argv[:-1] + ["solutions"], cwd=ROOT, capture_output=True,
-                                  text=True)
-    assert on_stubs.returncode != 0, on_stubs.stdout[-2000:]
-    assert on_solutions.returncode == 0, on_solutions.stdout[-2000:]
