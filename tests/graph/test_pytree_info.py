@@ -2,11 +2,11 @@
 
 import copy
 
+import pytest
 import torch.fx
 from torch.utils import _pytree as pytree
 
 from minifx.graph import PH, Tracer
-import pytest
 
 pytestmark = pytest.mark.ch2
 

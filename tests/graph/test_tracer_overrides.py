@@ -5,12 +5,12 @@ two tracers record the same graph, so the override points have torch.fx's
 signatures and are called at the same moments.
 """
 
+import pytest
 import torch
 import torch.fx
 from torch import nn
 
 import minifx.graph
-import pytest
 
 pytestmark = pytest.mark.ch2
 

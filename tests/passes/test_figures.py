@@ -16,6 +16,11 @@ from minifx.passes.draw import to_mermaid
 pytestmark = pytest.mark.ch5
 
 
+# This test and the next draw every committed figure, so they also run chapters 6-8's
+# passes (examples/ch6_figures.py fuses, ch7 rewrites, ch8 quantizes before drawing).
+@pytest.mark.ch6
+@pytest.mark.ch7
+@pytest.mark.ch8
 def test_every_committed_figure_is_current_and_none_is_orphaned():
     found = figures.problems(figures.render(figures.collect()))
     assert not found, (
@@ -24,6 +29,9 @@ def test_every_committed_figure_is_current_and_none_is_orphaned():
     )
 
 
+@pytest.mark.ch6
+@pytest.mark.ch7
+@pytest.mark.ch8
 def test_each_figure_file_is_to_mermaid_of_its_figure():
     for name, build in figures.collect().items():
         text = (figures.FIGURES_DIR / f"{name}.mmd").read_text(encoding="utf-8")

@@ -7,6 +7,7 @@ lints, and the printed graph is torch.fx's.
 
 from __future__ import annotations
 
+import pytest
 import torch
 import torch.fx
 from hypothesis import given, settings
@@ -16,7 +17,6 @@ from torch.fx.passes.utils.matcher_utils import SubgraphMatcher as TorchSubgraph
 import minifx
 from minifx.passes.matcher import SubgraphMatcher
 from minifx.passes.subgraph_rewriter import replace_pattern
-import pytest
 
 pytestmark = pytest.mark.ch7
 
