@@ -5,6 +5,8 @@ subclass sees every node with the values of its arguments and its output, so
 it can read the sizes it needs off the real tensors. Write `FlopCounter`,
 which runs a GraphModule and counts the FLOPs of each matmul, linear and
 conv2d node, as `torch.utils.flop_counter.FlopCounterMode` counts them.
+Count them yourself, from the sizes of the tensors: a counter that hands the
+work to FlopCounterMode (or to its formulas) fails every test.
 
 Read first: chapters/04-interpreter.md#exercise-41-flop-counting
 Grade with: `make grade CH=4`

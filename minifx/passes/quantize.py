@@ -36,8 +36,8 @@ ACTIVATION = {"dtype": torch.quint8, "qscheme": torch.per_tensor_affine, "reduce
 WEIGHT = {"dtype": torch.qint8, "qscheme": torch.per_tensor_symmetric, "reduce_range": False}
 # --8<-- [end:qconfig]
 
-# The ops that follow a Linear or a Conv2d into one fused int8 kernel.
-RELU_FUNCTIONS = (torch.relu, F.relu)
+# The ops that follow a Linear or a Conv2d into one fused int8 kernel (and nn.ReLU).
+_FUSED_RELUS = {"call_function": (torch.relu, F.relu), "call_method": ("relu",)}
 
 
 # --8<-- [start:observer]
@@ -184,22 +184,26 @@ def is_quantizable(gm: GraphModule, node: Node) -> bool:
     return type(module) is nn.Linear
 
 
-def is_relu(gm: GraphModule, node: Node) -> bool:
-    """Whether `node` is a relu: `torch.relu`, `F.relu`, `x.relu()` or an `nn.ReLU`."""
-    return ((node.op == "call_function" and node.target in RELU_FUNCTIONS)
-            or (node.op == "call_method" and node.target == "relu")
-            or isinstance(_module(gm, node), nn.ReLU))
-
-
 def is_observer(gm: GraphModule, node: Node) -> bool:
     """Whether `node` calls a `MinMaxObserver`."""
     return isinstance(_module(gm, node), MinMaxObserver)
 
 
 def _fused_relu(gm: GraphModule, node: Node) -> Node | None:
-    """The relu that is the only user of `node`: the two run as one int8 kernel."""
+    """The relu that is the only user of `node`: the two run as one int8 kernel.
+
+    The user counts in any of its spellings: `torch.relu`, `F.relu`, `x.relu()` or an
+    `nn.ReLU` submodule.
+    """
     users = list(node.users)
-    return users[0] if len(users) == 1 and is_relu(gm, users[0]) else None
+    if len(users) != 1:
+        return None
+    user = users[0]
+    if user.op == "call_module":
+        fused = isinstance(_module(gm, user), nn.ReLU)
+    else:
+        fused = user.target in _FUSED_RELUS.get(user.op, ())
+    return user if fused else None
 
 
 # --- prepare ---------------------------------------------------------------------------

@@ -65,7 +65,8 @@ MISTAKES = [
     Mistake("every module with a weight lowered, LayerNorm too",
             "not isinstance(gm.get_submodule(node.target), nn.Linear)",
             'not hasattr(gm.get_submodule(node.target), "weight")', "only nn.Linear"),
-    Mistake("a Linear called twice lowered once", "        linear = gm.get_submodule(node.target)\n",
+    Mistake("a Linear called twice lowered once",
+            "        linear = gm.get_submodule(node.target)\n",
             "        linear = gm.get_submodule(node.target)\n"
             '        if hasattr(gm, state_name(node.target, "weight")):\n            continue\n',
             "called twice is lowered at both calls"),
@@ -243,7 +244,8 @@ def _diagnosis(model: nn.Module, gm, case: str) -> str | None:
                         f"calls {node.target}. Lower every call_module node of an nn.Linear, even "
                         "when its parameters are registered already.")
             return (f"%{node.name} still calls the nn.Linear at {node.target!r}: lower every "
-                    "call_module node whose module, gm.get_submodule(node.target), is an nn.Linear.")
+                    "call_module node whose module, gm.get_submodule(node.target), is an "
+                    "nn.Linear.")
     for line in want.splitlines():
         if "call_module[target=" in line:
             name = line.split()[0][1:]
@@ -260,7 +262,8 @@ def _diagnosis(model: nn.Module, gm, case: str) -> str | None:
                     "(or 'bias') and get_attr that name.")
         if node.target not in want_targets:
             linear = kinds.get(node.target.rsplit("_", 1)[0].replace("_", "."))
-            if node.target.endswith("_bias") and isinstance(linear, nn.Linear) and linear.bias is None:
+            no_bias = isinstance(linear, nn.Linear) and linear.bias is None
+            if node.target.endswith("_bias") and no_bias:
                 return (f"a Linear without bias gets no bias get_attr (%{node.name}): pass None as "
                         "F.linear's bias, as nn.Linear.forward does.")
             return (f"get_attr[target={node.target}]: name the parameters state_name(node.target, "
@@ -297,8 +300,8 @@ def _error_hint(error: BaseException, model: nn.Module, gm, case: str) -> str:
     if isinstance(error, NotImplementedError):
         return "write lower_linear: the stub still raises NotImplementedError."
     if "cannot erase" in str(error) or "still had" in str(error):  # minifx's, torch.fx's
-        return ("point the node's users at the new F.linear node (node.replace_all_uses_with(call)) "
-                "before erasing the node.")
+        return ("point the node's users at the new F.linear node "
+                "(node.replace_all_uses_with(call)) before erasing the node.")
     return _diagnosis(model, gm, case) or "your code raised at the line shown."
 
 

@@ -34,7 +34,8 @@ MISTAKES = [
     Mistake("values never dropped", "live -= alive.pop(value)", "alive[value] = alive[value]",
             "drop the values in freed_after(graph)[node]"),
     Mistake("total taken after the drops",
-            "        if live > peak or not peak_node:  # sampled before the frees: the inputs are still alive\n"
+            "        if live > peak or not peak_node:  # sampled before the frees: the inputs are "
+            "still alive\n"
             "            peak, peak_node = live, node.name\n"
             "        for value in freed.get(node, []):\n"
             "            live -= alive.pop(value)\n",
@@ -66,8 +67,9 @@ MISTAKES = [
     Mistake("delegated to torch.fx's get_size_of_node",
             'return nested_bytes(node.meta.get("tensor_meta"))',
             "from torch.fx.passes.graph_manipulation import get_size_of_node\n"
-            '    return nested_bytes(node.meta.get("tensor_meta")) if 0 else '
-            'nested_bytes(node.meta.get("tensor_meta"))',
+            '    if isinstance(node.meta.get("tensor_meta"), TensorMetadata):\n'
+            "        return get_size_of_node(node.graph.owning_module, node).output_size\n"
+            '    return nested_bytes(node.meta.get("tensor_meta"))',
             "work the sizes out yourself"),
 ]
 
@@ -347,8 +349,9 @@ def _peak_hint(ex, gm, got, want, node_bytes: dict, known: dict[tuple, str]) -> 
     counted = _student_node_bytes(ex, gm.graph)
     if counted != node_bytes:
         name = next(name for name in node_bytes if counted.get(name) != node_bytes[name])
+        why = _node_bytes_hint(counted, node_bytes, _parameter_bytes(gm))
         return (f"fix node_bytes first: node_bytes(%{name}) is {counted.get(name)!r}, its value "
-                f"takes {node_bytes[name]} bytes. {_node_bytes_hint(counted, node_bytes, _parameter_bytes(gm))}")
+                f"takes {node_bytes[name]} bytes. {why}")
     if got in known:
         return known[got]
     if not (isinstance(got, tuple) and len(got) == 2):

@@ -1,13 +1,18 @@
 """Grader for exercise 5.2: draw the shapes.
 
-Two oracles: golden drawings of small models, written out; and, on real models,
-labels built here from the values an Interpreter computes (not from the
-metadata), which the drawing made from ShapeProp's metadata must show.
+Two oracles: golden labels and drawings of small models, written out; and, on real
+models, the values an Interpreter computes (not the metadata): each box of the
+drawing must be minifx's default box (`to_mermaid` without a `node_label`, whose
+text is not the answer) with one more line, and that line must describe the value
+the node computed, shape, dtype and structure, read back from the text.
 """
 
 from __future__ import annotations
 
 import operator
+import re
+import traceback
+from pathlib import Path
 
 import pytest
 import torch
@@ -15,17 +20,43 @@ from torch import nn
 
 from minifx.codegen import symbolic_trace
 from minifx.interpreter import Interpreter
-from minifx.passes.draw import describe_node, to_mermaid
+from minifx.passes.draw import to_mermaid
 from minifx.passes.shape_prop import ShapeProp, TensorMetadata
-from tests.graders.support import explain, explain_texts
+from tests.graders.support import Mistake, explain, explain_texts
 from tests.models import MLP, EncoderBlock, MobileNetish, ResNet18
 
 pytestmark = pytest.mark.ch5
 
 SEE = "chapters/05-shape-prop.md#exercise-52-draw-the-shapes"
-HINT = ("draw_shapes is to_mermaid(gm, node_label=...) with a label of describe_node(node), a "
-        "newline, then describe_value(node): '[4, 32] float32' for a tensor, the same structure "
-        "for tuples/lists/dicts, the type's name (int) for a value without tensors.")
+
+# Plausible wrong answers, each an edit of solutions/ch5_draw_shapes.py, and a phrase of
+# the hint this grader shows for it.
+MISTAKES = [
+    Mistake("the dtype with its torch. prefix", "{str(meta.dtype).removeprefix('torch.')}",
+            "{meta.dtype}", "without its 'torch.' prefix"),
+    Mistake("the shape as a tuple", "{list(meta.shape)}", "{tuple(meta.shape)}",
+            "the shape as a list"),
+    Mistake("the shape as a torch.Size", "{list(meta.shape)}", "{meta.shape}", "the shape as a list"),
+    Mistake("TensorMetadata taken for a plain tuple",
+            "    if isinstance(meta, TensorMetadata):  # a NamedTuple: before the tuple case\n"
+            "        return describe_tensor(meta)\n",
+            "", "test it before the tuple case"),
+    Mistake("a list drawn as a tuple", "    if isinstance(meta, tuple):\n",
+            "    if isinstance(meta, (tuple, list)):\n", "a list as [a, b]"),
+    Mistake("dict keys without repr", '{key!r}: {describe_meta(item)}', '{key}: {describe_meta(item)}',
+            "its key by repr"),
+    Mistake("leaves by str", "    return repr(meta)\n", "    return str(meta)\n",
+            "any other leaf by its repr"),
+    Mistake("the type itself, not its name", 'return node.meta["type"].__name__',
+            'return str(node.meta["type"])', "the name of its type"),
+    Mistake("the value above the default label",
+            'f"{describe_node(node)}\\n{describe_value(node)}"',
+            'f"{describe_value(node)}\\n{describe_node(node)}"', "under the default label"),
+    Mistake("the value on the same line", 'f"{describe_node(node)}\\n{describe_value(node)}"',
+            'f"{describe_node(node)} {describe_value(node)}"', "a new line"),
+    Mistake("no error without metadata", "        raise missing_metadata(node)\n",
+            '        return "?"\n', "raise missing_metadata(node)"),
+]
 
 
 @pytest.fixture
@@ -33,8 +64,69 @@ def ex(impl):
     return impl.load("ch5_draw_shapes")
 
 
+# --- running student code --------------------------------------------------------
+
+
+def _call(fn, *args):
+    """`(fn(*args), None)`, or `(None, error)` when it raised: fail outside the `except`."""
+    try:
+        return fn(*args), None
+    except Exception as error:  # student code: any error becomes a message
+        return None, error
+
+
+def _where(error: BaseException) -> str:
+    """`exercises/<file>.py:<line>: <source>`: the last line of graded code in the traceback."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if Path(f.filename).parent.name in ("exercises", "solutions")]
+    if not frames:
+        return "(outside your code)"
+    frame = frames[-1]
+    path = Path(frame.filename)
+    return f"{path.parent.name}/{path.name}:{frame.lineno}: {(frame.line or '').strip()}"
+
+
+def _raised(error: BaseException) -> str:
+    first = str(error).splitlines()[0] if str(error) else ""
+    return f"{type(error).__name__}: {first}\n  raised at {_where(error)}"
+
+
+def _run(what: str, fn, *args):
+    """`fn(*args)`, or a failed test that names the student's line."""
+    got, raised = _call(fn, *args)
+    if raised is not None:
+        hint = ("write it: the stub still raises NotImplementedError."
+                if isinstance(raised, NotImplementedError) else "your code raised at the line shown.")
+        pytest.fail(explain(what, _raised(raised), hint, SEE), pytrace=False)
+    return got
+
+
+def _fail(expected: str, got: str, hint: str) -> None:
+    pytest.fail(explain(expected, got, hint, SEE), pytrace=False)
+
+
+# --- describe_tensor and describe_meta ----------------------------------------------
+
+
 def meta(shape: tuple, dtype: torch.dtype) -> TensorMetadata:
     return TensorMetadata(torch.Size(shape), dtype, False, (), torch.contiguous_format, False, {})
+
+
+_FORMAT = "'[4, 32] float32': the shape as a list of ints, a space, the dtype without 'torch.'."
+
+
+def _tensor_hint(got) -> str:
+    """The hint for a tensor described as `got`, which is not the right text."""
+    if not isinstance(got, str):
+        return "return a str, such as '[4, 32] float32'."
+    if "contiguous_format" in got or ", False, " in got:
+        return ("a TensorMetadata is a NamedTuple, so a tuple too: test it before the tuple case "
+                "and describe it with describe_tensor.")
+    if re.search(r"\btorch\.[a-z]+\d*$", got):
+        return "write the dtype without its 'torch.' prefix: str(dtype).removeprefix('torch.')."
+    if got.startswith(("(", "torch.Size")):
+        return "write the shape as a list, list(meta.shape): [4, 32], not (4, 32) or torch.Size."
+    return _FORMAT
 
 
 @pytest.mark.parametrize("shape, dtype, want", [
@@ -44,21 +136,38 @@ def meta(shape: tuple, dtype: torch.dtype) -> TensorMetadata:
     ((1, 8, 4, 4), torch.quint8, "[1, 8, 4, 4] quint8"),
 ])
 def test_describe_tensor(ex, shape, dtype, want):
-    got = ex.describe_tensor(meta(shape, dtype))
-    assert got == want, explain(repr(want), repr(got),
-                                "f'{list(meta.shape)} {dtype}', the dtype without 'torch.'", SEE)
+    what = f"describe_tensor of a {dtype} tensor of shape {shape}: {want!r}"
+    got = _run(what, ex.describe_tensor, meta(shape, dtype))
+    if got != want:
+        _fail(what, repr(got), _tensor_hint(got))
 
 
-def test_describe_meta_of_structures(ex):
-    a, b = meta((3, 5), torch.float32), meta((2,), torch.int64)
-    cases = [((a, b), "([3, 5] float32, [2] int64)"),
-             ([a, {"rows": 6, "mask": b}], "[[3, 5] float32, {'rows': 6, 'mask': [2] int64}]"),
-             ((a, None), "([3, 5] float32, None)")]
-    got = [ex.describe_meta(value) for value, _ in cases]
-    want = [text for _, text in cases]
-    assert got == want, explain(repr(want), repr(got),
-                                "recurse into tuples (), lists [] and dicts {key!r: ...}; other "
-                                "leaves by repr. A TensorMetadata is a tuple too: test it first.", SEE)
+_A, _B = meta((3, 5), torch.float32), meta((2,), torch.int64)
+STRUCTURES = {  # name -> metadata, its description, the hint if it comes out wrong
+    "a TensorMetadata": (_A, "[3, 5] float32", None),
+    "a tuple": ((_A, _B), "([3, 5] float32, [2] int64)", "a tuple as (a, b), each item described."),
+    "a list": ([_A, _B], "[[3, 5] float32, [2] int64]",
+               "a list as [a, b] (a tuple as (a, b)): test list and tuple apart."),
+    "a dict": ({"rows": 6, "mask": _B}, "{'rows': 6, 'mask': [2] int64}",
+               "a dict as {'key': a}: its key by repr, then ': ', then the item described."),
+    "other leaves": ((_A, None, "mean", 2.5), "([3, 5] float32, None, 'mean', 2.5)",
+                     "any other leaf by its repr: None, 'mean' (with its quotes), 2.5."),
+    "nested": ([_A, {"rows": 6, "halves": (_B, _B)}],
+               "[[3, 5] float32, {'rows': 6, 'halves': ([2] int64, [2] int64)}]",
+               "describe each item the same way, all the way down: describe_meta calls itself."),
+}
+
+
+@pytest.mark.parametrize("case", STRUCTURES)
+def test_describe_meta(ex, case):
+    value, want, hint = STRUCTURES[case]
+    what = f"describe_meta of {case}: {want!r}"
+    got = _run(what, ex.describe_meta, value)
+    if got != want:  # the hint of the simplest case that goes wrong
+        _fail(what, repr(got), _structure_hint(ex) or hint)
+
+
+# --- describe_value and the golden drawings ----------------------------------------
 
 
 class Block(nn.Module):
@@ -70,6 +179,52 @@ class Block(nn.Module):
         y = self.conv(x)
         a, b = y.chunk(2, dim=1)
         return (a * b).flatten(1), y.size(0)
+
+
+class Structures(nn.Module):
+    """A tuple of tensors, a Size, and an output with a dict, a list, an int and a str."""
+
+    def forward(self, x):
+        parts = x.split(2, dim=1)
+        return {"first": parts[0], "rest": [parts[1], x.size(0), "mean"]}, x.shape[1]
+
+
+def propagated(model: nn.Module, *inputs: torch.Tensor):
+    gm = symbolic_trace(model)
+    ShapeProp(gm).propagate(*inputs)
+    return gm
+
+
+VALUES = {  # node -> describe_value of it, for Block on a (2, 3, 8, 8) input
+    "x": "[2, 3, 8, 8] float32",
+    "conv": "[2, 4, 4, 4] float32",
+    "chunk": "([2, 2, 4, 4] float32, [2, 2, 4, 4] float32)",
+    "getitem": "[2, 2, 4, 4] float32",
+    "getitem_1": "[2, 2, 4, 4] float32",
+    "mul": "[2, 2, 4, 4] float32",
+    "flatten": "[2, 32] float32",
+    "size": "int",
+    "output": "([2, 32] float32, 2)",
+}
+
+
+def test_describe_value(ex):
+    gm = propagated(Block(), torch.randn(2, 3, 8, 8))
+    got = {n.name: _run(f"describe_value(%{n.name}): {VALUES[n.name]!r}", ex.describe_value, n)
+           for n in gm.graph.nodes}
+    wrong = [name for name in VALUES if got[name] != VALUES[name]]
+    if not wrong:
+        return
+    name = wrong[0]
+    if name == "size":
+        hint = ("a value without tensors (no 'tensor_meta') is drawn as the name of its type: "
+                "node.meta['type'].__name__, 'int'.")
+    elif name in ("chunk", "output") and not set(wrong) - {"chunk", "output"}:
+        hint = "describe the tuple with describe_meta: '(a, b)', each item described."
+    else:
+        hint = _tensor_hint(got[name])
+    _fail(f"describe_value(%{name}) of the conv, chunk, mul block: {VALUES[name]!r}", repr(got[name]),
+          hint)
 
 
 GOLDEN_BLOCK = """\
@@ -95,39 +250,190 @@ flowchart TD
     n7 --> n8
 """
 
+GOLDEN_STRUCTURES = """\
+flowchart TD
+    n0(["x<br/>placeholder<br/>[2, 4] float32"])
+    n1["split<br/>call_method split<br/>([2, 2] float32, [2, 2] float32)"]
+    n2["getitem<br/>call_function operator.getitem<br/>[2, 2] float32"]
+    n3["getitem_1<br/>call_function operator.getitem<br/>[2, 2] float32"]
+    n4["size<br/>call_method size<br/>int"]
+    n5["getattr_1<br/>call_function builtins.getattr<br/>Size"]
+    n6["getitem_2<br/>call_function operator.getitem<br/>int"]
+    n7[["output<br/>output<br/>({'first': [2, 2] float32, 'rest': [[2, 2] float32, 2, 'mean']}, 4)"]]
+    n0 --> n1
+    n1 --> n2
+    n1 --> n3
+    n0 --> n4
+    n0 --> n5
+    n5 --> n6
+    n2 --> n7
+    n3 --> n7
+    n4 --> n7
+    n6 --> n7
+"""
 
-def test_golden_drawing(ex):
-    gm = symbolic_trace(Block())
-    ShapeProp(gm).propagate(torch.randn(2, 3, 8, 8))
-    got = ex.draw_shapes(gm)
-    assert got == GOLDEN_BLOCK, explain_texts("draw_shapes of a conv, chunk, mul block",
-                                              GOLDEN_BLOCK, got, HINT, SEE, kind="drawing")
+GOLDEN = {  # name -> model, input shape, drawing
+    "a conv, chunk, mul block": (Block, (2, 3, 8, 8), GOLDEN_BLOCK),
+    "a dict and list output": (Structures, (2, 4), GOLDEN_STRUCTURES),
+}
+
+_BOX = re.compile(r'^(n\d+)(\(\["|\["|\[\["|\[\(")(.*)("\]\)|"\]|"\]\]|"\)\])$')
 
 
-class ValueLabels(Interpreter):
-    """The label each node's value should get, from the value itself."""
+def _boxes(drawing: str) -> dict[str, str]:
+    """Mermaid node id -> the text of its box, from a drawing's lines."""
+    return {m[1]: m[3] for line in drawing.splitlines() if (m := _BOX.match(line.strip()))}
+
+
+def _value_lines(default: str, drawing: str) -> tuple[dict[str, str], str | None]:
+    """The value line of each box of `drawing`, the default drawing's boxes with one more line;
+    or a hint when the drawing is not made that way."""
+    if not isinstance(drawing, str):
+        return {}, "return the Mermaid text, a str: to_mermaid(gm, node_label=...)."
+    plain, got = _boxes(default), _boxes(drawing)
+    arrows = [line for line in default.splitlines() if "-->" in line]
+    if got.keys() != plain.keys() or [line for line in drawing.splitlines() if "-->" in line] != arrows:
+        return {}, ("build the drawing with to_mermaid(gm, node_label=...): one box per node, "
+                    "the arrows as to_mermaid draws them.")
+    values = {}
+    for node_id, text in got.items():
+        base = plain[node_id]
+        if text.startswith(base + "<br/>"):  # the value's text, with Mermaid's #60; read back as <
+            values[node_id] = re.sub(r"#(\d+);", lambda m: chr(int(m[1])), text[len(base) + 5:])
+        elif text.endswith("<br/>" + base):
+            return {}, ("the value goes under the default label: describe_node(node), a new line, "
+                        "then describe_value(node).")
+        elif text.startswith(base + " "):
+            return {}, ("put the value on a new line: f'{describe_node(node)}\\n{describe_value(node)}' "
+                        "(to_mermaid draws '\\n' as <br/>).")
+        elif text == base:
+            return {}, ("add the value: the label is describe_node(node), a new line, then "
+                        "describe_value(node).")
+        else:
+            return {}, ("keep the default label as it is, describe_node(node), and add a line "
+                        "with describe_value(node).")
+    return values, None
+
+
+def _drawing_hint(ex, default: str, want: str, got) -> str:
+    values, hint = _value_lines(default, got)
+    if hint:
+        return hint
+    wanted, _ = _value_lines(default, want)
+    node_id = next((i for i in wanted if values[i] != wanted[i]), None)
+    if node_id is None:
+        return "draw it with to_mermaid(gm, node_label=...), nothing more."
+    want_value, got_value = wanted[node_id], values[node_id]
+    if want_value.startswith("[") and want_value.endswith(("float32", "int64")):
+        return _tensor_hint(got_value)
+    if got_value.startswith("<class "):
+        return "a value without tensors is drawn as the name of its type: node.meta['type'].__name__."
+    return _structure_hint(ex) or f"box {node_id}'s value line reads {want_value!r}: describe_value(node)."
+
+
+def _structure_hint(ex) -> str | None:
+    """The hint of the first describe_meta case that the student's code gets wrong, if any."""
+    for value, want, hint in STRUCTURES.values():
+        got, _ = _call(ex.describe_meta, value)
+        if got != want:
+            if hint is None:  # one TensorMetadata
+                hint = _tensor_hint(got)
+                return hint if hint != _FORMAT else ("describe a TensorMetadata with describe_tensor "
+                                                     "(test it before the tuple case).")
+            return hint
+    return None
+
+
+@pytest.mark.parametrize("case", GOLDEN)
+def test_golden_drawing(ex, case):
+    model, shape, want = GOLDEN[case]
+    gm = propagated(model(), torch.randn(shape))
+    got = _run(f"draw_shapes of {case}:\n{want}", ex.draw_shapes, gm)
+    if got != want:
+        pytest.fail(explain_texts(f"draw_shapes of {case}", want, str(got),
+                                  _drawing_hint(ex, to_mermaid(gm), want, got), SEE, kind="drawing"),
+                    pytrace=False)
+
+
+# --- real models: each box against the value the node computed -----------------------
+
+
+class Values(Interpreter):
+    """The value each node computes, by name."""
 
     def __init__(self, gm: nn.Module) -> None:
         super().__init__(gm)
-        self.labels: dict[str, str] = {}
+        self.values: dict[str, object] = {}
 
     def run_node(self, n):
-        value = super().run_node(n)
-        self.labels[n.name] = _label(value)
+        self.values[n.name] = value = super().run_node(n)
         return value
 
 
-def _label(value) -> str:
+def _items(text: str) -> list[str]:
+    """`text` split at the commas outside brackets and quotes."""
+    items, depth, quote, start = [], 0, None, 0
+    for i, c in enumerate(text):
+        if quote:
+            quote = None if c == quote else quote
+        elif c in "'\"":
+            quote = c
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif c == "," and depth == 0:
+            items.append(text[start:i].strip())
+            start = i + 1
+    return items + [text[start:].strip()] if text.strip() else items
+
+
+def _has_tensor(value) -> bool:
     if isinstance(value, torch.Tensor):
-        return f"{list(value.shape)} {str(value.dtype)[len('torch.'):]}"
-    if isinstance(value, (tuple, list)) and any(isinstance(v, torch.Tensor) for v in value):
-        inner = ", ".join(_label(v) if isinstance(v, torch.Tensor) else repr(v) for v in value)
-        return f"({inner})" if isinstance(value, tuple) else f"[{inner}]"
-    return type(value).__name__
+        return True
+    if isinstance(value, (tuple, list)):
+        return any(_has_tensor(v) for v in value)
+    return isinstance(value, dict) and any(_has_tensor(v) for v in value.values())
+
+
+_TENSOR = re.compile(r"\[(\d+(?:, \d+)*)?\] (\w+)")
+
+
+def _describes(text: str, value, top: bool = True) -> bool:
+    """Whether `text` reads as a description of `value`, checked against the value itself."""
+    if top and not _has_tensor(value):
+        return text == type(value).__name__
+    if isinstance(value, torch.Tensor):
+        m = _TENSOR.fullmatch(text)
+        return bool(m) and [int(d) for d in (m[1] or "").split(", ") if d] == list(value.shape) \
+            and getattr(torch, m[2], None) is value.dtype and str(value.dtype) == f"torch.{m[2]}"
+    if isinstance(value, tuple):  # a torch.Size inside a structure too, as ShapeProp keeps it
+        inner = text[1:-1] if text[:1] + text[-1:] == "()" else None
+        return inner is not None and len(_items(inner)) == len(value) \
+            and all(_describes(t, v, False) for t, v in zip(_items(inner), value))
+    if isinstance(value, list):
+        inner = text[1:-1] if text[:1] + text[-1:] == "[]" else None
+        return inner is not None and len(_items(inner)) == len(value) \
+            and all(_describes(t, v, False) for t, v in zip(_items(inner), value))
+    if isinstance(value, dict):
+        inner = text[1:-1] if text[:1] + text[-1:] == "{}" else None
+        pairs = _items(inner) if inner is not None else []
+        return inner is not None and len(pairs) == len(value) and all(
+            pair.startswith(f"{key!r}: ") and _describes(pair[len(f"{key!r}: "):], v, False)
+            for pair, (key, v) in zip(pairs, value.items()))
+    return text == repr(value)
+
+
+def _what_it_is(value) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"a {str(value.dtype)} tensor of shape {tuple(value.shape)}"
+    if not _has_tensor(value):
+        return f"a {type(value).__name__} (no tensors)"
+    return f"a {type(value).__name__} holding tensors"
 
 
 MODELS = {
-    "resnet18": (ResNet18, (2, 3, 32, 32)),
+    "resnet18": (ResNet18, (1, 3, 32, 32)),
     "mobilenetish": (MobileNetish, (2, 3, 16, 16)),
     "encoder_block": (EncoderBlock, (2, 5, 32)),
     "mlp": (MLP, (4, 32)),
@@ -141,34 +447,66 @@ def test_labels_on_real_models(ex, name, device):
     gm = symbolic_trace(factory().to(device).eval())
     x = torch.randn(shape, device=device)
     ShapeProp(gm).propagate(x)
-    values = ValueLabels(gm)
-    values.run(x)
-    want = to_mermaid(gm, node_label=lambda n: f"{describe_node(n)}\n{values.labels[n.name]}")
-    got = ex.draw_shapes(gm)
-    assert got == want, explain_texts(f"draw_shapes of {name} on {device}", want, got, HINT, SEE,
-                                      kind="drawing")
+    run = Values(gm)
+    run.run(x)
+    default = to_mermaid(gm)
+    got = _run(f"draw_shapes of {name}: to_mermaid's default boxes, each with a line for its value",
+               ex.draw_shapes, gm)
+    values, hint = _value_lines(default, got)
+    if hint:
+        pytest.fail(explain_texts(f"draw_shapes of {name} on {device}: to_mermaid(gm)'s boxes, each "
+                                  "with one more line", default, str(got), hint, SEE, kind="drawing"),
+                    pytrace=False)
+    for node_id, node in zip(values, gm.graph.nodes):
+        value = run.values[node.name]
+        if not _describes(values[node_id], value):
+            text = values[node_id]
+            if not _has_tensor(value):
+                hint = ("a value without tensors is drawn as the name of its type: "
+                        "node.meta['type'].__name__ ('int', 'Size').")
+            elif isinstance(value, torch.Tensor) and _TENSOR.fullmatch(text) is None:
+                hint = _tensor_hint(text)
+            else:
+                hint = _structure_hint(ex) or (
+                    "describe what ShapeProp recorded: shape and dtype of each tensor, the same "
+                    "structure for tuples/lists/dicts, the type's name for a value without tensors.")
+            _fail(f"the box of %{node.name} in the drawing of {name} on {device} describes its value, "
+                  f"{_what_it_is(value)}", f"its last line reads {text!r}", hint)
+
+
+# --- no metadata -------------------------------------------------------------------
+
+
+MESSAGE = ("draw_shapes: node %{} has no shape metadata (node.meta['type'] is missing): "
+           "run ShapeProp(gm).propagate(*example_inputs) before drawing.")
+
+
+def _missing_metadata(ex, gm, name: str, hint: str) -> None:
+    want = MESSAGE.format(name)
+    what = f"ValueError({want!r})"
+    got, raised = _call(ex.draw_shapes, gm)
+    if raised is None:
+        _fail(what, f"a drawing:\n{got}", hint)
+    if isinstance(raised, NotImplementedError) or not isinstance(raised, ValueError):
+        _fail(what, _raised(raised), "write it: the stub still raises NotImplementedError."
+              if isinstance(raised, NotImplementedError) else
+              "check 'type' in node.meta before reading the metadata; raise missing_metadata(node).")
+    if str(raised) != want:
+        _fail(what, repr(str(raised)), f"raise missing_metadata(node) for %{name}, the first node "
+              "without metadata.")
 
 
 def test_drawing_without_shape_prop_is_a_clear_error(ex):
-    gm = symbolic_trace(Block())
-    with pytest.raises(ValueError) as info:
-        ex.draw_shapes(gm)
-    want = ("draw_shapes: node %x has no shape metadata (node.meta['type'] is missing): "
-            "run ShapeProp(gm).propagate(*example_inputs) before drawing.")
-    assert str(info.value) == want, explain(repr(want), repr(str(info.value)),
-                                            "raise missing_metadata(node) when 'type' is not in "
-                                            "node.meta.", SEE)
+    _missing_metadata(ex, symbolic_trace(Block()), "x",
+                      "raise missing_metadata(node) when 'type' is not in node.meta: an empty or "
+                      "made-up label would hide that ShapeProp never ran.")
 
 
 def test_a_node_added_after_shape_prop_is_named(ex):
-    gm = symbolic_trace(Block())
-    ShapeProp(gm).propagate(torch.randn(2, 3, 8, 8))
+    gm = propagated(Block(), torch.randn(2, 3, 8, 8))
     mul = next(n for n in gm.graph.nodes if n.name == "mul")
     with gm.graph.inserting_after(mul):
         doubled = gm.graph.call_function(operator.add, (mul, mul))
     mul.replace_all_uses_with(doubled, delete_user_cb=lambda user: user is not doubled)
-    with pytest.raises(ValueError) as info:
-        ex.draw_shapes(gm)
-    assert "node %add has no shape metadata" in str(info.value), explain(
-        "a ValueError naming %add, the node inserted after ShapeProp ran", repr(str(info.value)),
-        "check every node, not only the first one.", SEE)
+    _missing_metadata(ex, gm, "add", "check every node, not only the first one: %add was inserted "
+                      "after ShapeProp ran, so it has no node.meta['type'].")

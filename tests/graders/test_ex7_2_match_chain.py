@@ -1,33 +1,73 @@
 """Grader for exercise 7.2: Match a chain of ops.
 
-Chains are written out by node name for small graphs with branches, escapes,
-overlapping candidates, methods and binary ops; on random graphs of unary ops the
-oracle is torch.fx's own matcher (`SubgraphMatcher`, as `replace_pattern` runs it),
-whose matches are exactly the chains there.
+Expected values are golden: the chains are written out by node name, for small graphs
+with branches, escapes, overlapping candidates, methods and binary ops, and for graphs of
+unary ops written out as plans, whose chains are the matches torch.fx's `SubgraphMatcher`
+finds there (as `replace_pattern` runs it), recorded once. The exercise says write the
+matcher by hand: a solution that hands the work to a ready-made matcher fails.
 """
 
 import operator
-import random
+import traceback
+from pathlib import Path
 
 import pytest
 import torch
-import torch.fx
-from torch.fx.passes.utils.matcher_utils import SubgraphMatcher
+import torch.fx.passes.utils.matcher_utils as fx_matcher
 
+import minifx.passes.matcher as minifx_matcher
 from minifx.codegen import symbolic_trace
-from tests.graders.support import explain
+from minifx.graph import Node
+from tests.graders.support import Mistake, explain, oracle_uses
 
 pytestmark = pytest.mark.ch7
 
 SEE = "chapters/07-subgraph-rewriting.md#exercise-72-match-a-chain-of-ops"
-HINT = ("walk backwards from each candidate last node: the node before is args[0], and it "
-        "must have exactly one user (the node after it); skip a chain that shares a node "
-        "with one you already kept.")
+SEE_RULES = "chapters/07-subgraph-rewriting.md#no-escape-no-cycle-no-overlap"
+SEE_WALK = "chapters/07-subgraph-rewriting.md#anchors-and-the-walk-backwards"
+
+# Plausible wrong answers, each an edit of solutions/ch7_match_chain.py, and a phrase of
+# the hint this grader shows for it.
+MISTAKES = [
+    Mistake("only the first chain", "            taken.update(chain)\n",
+            "            taken.update(chain)\n            break\n", "find every chain"),
+    Mistake("overlapping chains kept", "if chain is not None and taken.isdisjoint(chain):",
+            "if chain is not None:", "shares no node with one already kept"),
+    Mistake("no-escape rule not checked",
+            "if not isinstance(first, Node) or list(first.users) != [chain[0]]:",
+            "if not isinstance(first, Node):", "used by the next node only"),
+    Mistake("the last node must have one user too", "    chain = [last]\n",
+            "    if len(last.users) > 1:\n        return None\n    chain = [last]\n",
+            "the last node may have any users"),
+    Mistake("any argument, not the first",
+            "        first = chain[0].args[0] if chain[0].args else None\n",
+            "        first = next((a for a in chain[0].args\n"
+            "                      if isinstance(a, Node) and is_call(a, target)), None)\n",
+            "the first argument, args[0]"),
+    Mistake("names instead of nodes", "            chains.append(chain)\n",
+            "            chains.append([n.name for n in chain])\n", "the Node objects"),
+    Mistake("ordered by first node", "    return chains\n",
+            "    return sorted(chains, key=lambda c: list(graph.nodes).index(c[0]))\n",
+            "graph order of their last nodes"),
+    Mistake("minifx's SubgraphMatcher does the matching", "    chains: list[list[Node]] = []\n",
+            "    from minifx.codegen import symbolic_trace\n"
+            "    from minifx.passes.matcher import SubgraphMatcher\n\n"
+            "    def pattern(x):\n        for target in targets:\n            x = target(x)\n"
+            "        return x\n"
+            "    pattern_graph = symbolic_trace(pattern).graph\n"
+            "    calls = [n for n in pattern_graph.nodes if n.op == 'call_function']\n"
+            "    return [[m.nodes_map[n] for n in calls]\n"
+            "            for m in SubgraphMatcher(pattern_graph).match(graph)]\n"
+            "    chains: list[list[Node]] = []\n", "write the matcher by hand"),
+]
 
 
 @pytest.fixture
 def ex(impl):
     return impl.load("ch7_match_chain")
+
+
+# --- the programs and their chains (golden) ---------------------------------------------
 
 
 def straight(x):
@@ -56,6 +96,11 @@ def first_argument(x, y):
     return (y + torch.relu(x)) * (torch.relu(y) + x)       # only the second add follows its relu
 
 
+def not_linked(x, y):
+    a = torch.relu(x)
+    return a, torch.neg(y)                                 # relu, then neg, but neg reads y
+
+
 relu, neg, sigmoid = torch.relu, torch.neg, torch.sigmoid
 CASES = [  # (program, targets, the chains by node name)
     (straight, (relu, neg), [["relu", "neg"]]),
@@ -63,71 +108,252 @@ CASES = [  # (program, targets, the chains by node name)
     (straight, (neg, relu), []),
     (branch, (relu, neg), []),
     (branch, (neg,), [["neg"]]),
+    (branch, (relu,), [["relu"]]),
     (escape, (relu, neg), []),
+    (escape, (relu,), [["relu"]]),
     (four_relus, (relu, relu), [["relu", "relu_1"], ["relu_2", "relu_3"]]),
     (four_relus, (relu, relu, relu), [["relu", "relu_1", "relu_2"]]),
     (method_relu, (relu, neg), [["relu_1", "neg_1"]]),
     (first_argument, (relu, operator.add), [["relu_1", "add_1"]]),
+    (not_linked, (relu, neg), []),
 ]
 IDS = [f"{p.__name__}-{'-'.join(t.__name__ for t in ts)}" for p, ts, _ in CASES]
 
+# Graphs of unary ops, each written as a plan: `op:i` applies op to value i (0 is the
+# input, k the k-th op's output), and every value nothing reads is returned. The chains
+# are the matches of torch.fx's SubgraphMatcher for the pattern that applies the targets
+# in turn, as replace_pattern finds them.
+PLANS = [  # (plan, targets, the chains by node name)
+    ("relu:0 relu:1 relu:2 sigmoid:1 relu:4 neg:5 relu:3 relu:7 neg:8 neg:8 relu:10", "relu relu",
+     [["relu_1", "relu_2"], ["relu_4", "relu_5"]]),
+    ("relu:0 neg:1 relu:2 relu:3 relu:4 relu:5 relu:6 neg:3", "relu relu",
+     [["relu_2", "relu_3"], ["relu_4", "relu_5"]]),
+    ("relu:0 relu:1 relu:2 neg:3 relu:4 relu:5 relu:6 neg:6 relu:8", "relu relu",
+     [["relu", "relu_1"], ["relu_3", "relu_4"]]),
+    ("relu:0 neg:0 relu:1 relu:3 relu:4 neg:1 relu:6 relu:7 neg:8 relu:2 neg:10", "relu relu",
+     [["relu_1", "relu_2"], ["relu_4", "relu_5"]]),
+    ("neg:0 relu:1 relu:2 relu:3 relu:4 relu:5 relu:6 relu:7 relu:8 neg:9 relu:9",
+     "relu relu relu relu",
+     [["relu", "relu_1", "relu_2", "relu_3"], ["relu_4", "relu_5", "relu_6", "relu_7"]]),
+    ("neg:0 relu:1 relu:2 relu:3 relu:4 relu:5 relu:6 relu:7 relu:8 neg:9 relu:9", "relu relu relu",
+     [["relu", "relu_1", "relu_2"], ["relu_3", "relu_4", "relu_5"]]),
+    ("neg:0 neg:1 neg:2 neg:3 neg:2 neg:5", "neg neg",
+     [["neg", "neg_1"], ["neg_2", "neg_3"], ["neg_4", "neg_5"]]),
+    ("neg:0 neg:0 relu:2 sigmoid:3 relu:3 relu:5 relu:1 relu:7 relu:8", "neg relu",
+     [["neg_1", "relu"], ["neg", "relu_3"]]),
+    ("neg:0 relu:1 neg:2 relu:3 relu:4 relu:0 relu:2 neg:7 relu:8 relu:9 neg:10", "neg relu relu",
+     [["neg_1", "relu_1", "relu_2"], ["neg_2", "relu_5", "relu_6"]]),
+    ("neg:0 relu:1 neg:2 relu:3 relu:4 relu:0 relu:2 neg:7 relu:8 relu:9 neg:10", "relu neg",
+     [["relu_4", "neg_2"], ["relu_6", "neg_3"]]),
+    ("relu:0 relu:1 relu:2 neg:2 relu:4 neg:5", "relu", [["relu"], ["relu_1"], ["relu_2"], ["relu_3"]]),
+    ("relu:0 neg:1 relu:2 sigmoid:3", "neg relu relu", []),
+]
+OPS = {"relu": torch.relu, "neg": torch.neg, "sigmoid": torch.sigmoid}
 
-@pytest.mark.parametrize("program, targets, want", CASES, ids=IDS)
-def test_chains_written_out(ex, program, targets, want):
-    graph = symbolic_trace(program).graph
-    chains = ex.find_chains(graph, targets)
-    got = [[n.name for n in chain] for chain in chains]
-    assert got == want, explain(f"chains {want} in {program.__name__}", repr(got), HINT, SEE)
 
-
-def test_the_chains_hold_the_graphs_nodes(ex):
-    graph = symbolic_trace(straight).graph
-    chains = ex.find_chains(graph, (relu, neg))
-    nodes = list(graph.nodes)
-    same = [[any(n is m for m in nodes) for n in chain] for chain in chains]
-    assert same == [[True, True]], explain(
-        "one chain of two Node objects of the graph itself", repr(chains),
-        "return the Node objects (not names, not copies).", SEE)
-
-
-def random_program(seed: int):
-    """A random graph of unary ops, each reading an earlier value; the unused ones are returned."""
-    rng = random.Random(seed)
-    # Mostly relu and neg, mostly reading the latest value: long chains, some branches.
-    ops = (torch.relu, torch.neg, torch.relu, torch.neg, torch.sigmoid)
-    plan = [(rng.choice(ops), i if rng.random() < 0.7 else rng.randrange(i + 1))
-            for i in range(rng.randrange(4, 14))]
+def plan_program(plan: str):
+    steps = [(OPS[word.split(":")[0]], int(word.split(":")[1])) for word in plan.split()]
 
     def program(x):
         values, used = [x], set()
-        for op, source in plan:
+        for op, source in steps:
             values.append(op(values[source]))
             used.add(source)
         return tuple(v for i, v in enumerate(values) if i not in used and i > 0)
     return program
 
 
-def torch_fx_chains(program, targets) -> list[list[str]]:
-    def pattern(x):
-        for target in targets:
-            x = target(x)
-        return x
-    pattern_graph = torch.fx.symbolic_trace(pattern).graph
-    calls = [n for n in pattern_graph.nodes if n.op == "call_function"]
-    matches = SubgraphMatcher(pattern_graph).match(torch.fx.symbolic_trace(program).graph)
-    return [[m.nodes_map[n].name for n in calls] for m in matches]
+# --- running the student's matcher ------------------------------------------------------
+
+ORACLE = ("SubgraphMatcher", "replace_pattern", "replace_pattern_with_filters",
+          "subgraph_rewriter", "matcher_utils", "InternalMatch")
 
 
-@pytest.mark.parametrize("seed", range(12))
-def test_the_same_chains_as_replace_pattern_on_random_graphs(ex, seed):
-    program = random_program(seed)
-    rng = random.Random(1000 + seed)
-    for _ in range(4):
-        targets = tuple(rng.choice((torch.relu, torch.neg)) for _ in range(rng.randrange(1, 4)))
-        want = torch_fx_chains(program, targets)
-        got = [[n.name for n in chain]
-               for chain in ex.find_chains(symbolic_trace(program).graph, targets)]
-        names = [t.__name__ for t in targets]
-        assert got == want, explain(
-            f"the matches of torch.fx's SubgraphMatcher for {names}: {want}", repr(got),
-            HINT, SEE)
+class _Delegated(Exception):
+    """Raised by the grader's stand-ins for the ready-made matchers."""
+
+
+def _student_frames(frames) -> list:
+    return [f for f in frames if Path(f.filename).parent.name in ("exercises", "solutions")]
+
+
+def _at(frame) -> str:
+    path = Path(frame.filename)
+    return f"{path.parent.name}/{path.name}:{frame.lineno}: {(frame.line or '').strip()}"
+
+
+def _where(error: BaseException) -> str:
+    """`exercises/<file>.py:<line>: <source>`: the last line of graded code in the traceback."""
+    frames = _student_frames(traceback.extract_tb(error.__traceback__))
+    return _at(frames[-1]) if frames else "(outside your code)"
+
+
+def _static_uses(ex, names) -> str | None:
+    """`exercises/<file>.py:<line>: <source> (<name>)` for each use of `names` in the source."""
+    uses = oracle_uses(ex, names)
+    if not uses:
+        return None
+    path = Path(ex.__file__)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    found = []
+    for use in uses:
+        line, name = use.removeprefix("line ").split(": ")
+        found.append(f"{path.parent.name}/{path.name}:{line}: {lines[int(line) - 1].strip()} ({name})")
+    return "; ".join(found)
+
+
+def _by_hand(uses: str):
+    pytest.fail(explain("find_chains walking the graph itself, node by node",
+                        f"your code uses {uses}",
+                        "write the matcher by hand, as the exercise asks: grow each chain "
+                        "backwards from its last node through args[0]; minifx's and torch.fx's "
+                        "matchers (SubgraphMatcher, replace_pattern) are what it reimplements.",
+                        SEE), pytrace=False)
+
+
+@pytest.fixture
+def find(ex, monkeypatch):
+    """The student's find_chains, with the ready-made matchers replaced by stand-ins that refuse."""
+    def refuse(*args, **kwargs):
+        raise _Delegated("SubgraphMatcher.match")
+
+    monkeypatch.setattr(minifx_matcher.SubgraphMatcher, "match", refuse)
+    monkeypatch.setattr(fx_matcher.SubgraphMatcher, "match", refuse)
+
+    def run(graph, targets):
+        uses = _static_uses(ex, ORACLE)
+        if uses:
+            _by_hand(uses)
+        try:
+            return ex.find_chains(graph, targets)
+        except _Delegated as error:
+            _by_hand(f"{error} at {_where(error)}")
+        except Exception as error:  # student code: any error becomes a message
+            first = str(error).splitlines()[0] if str(error) else ""
+            hint = ("write find_chains: the stub still raises NotImplementedError."
+                    if isinstance(error, NotImplementedError) else "your code raised at the line shown.")
+            names = [getattr(t, "__name__", t) for t in targets]
+            pytest.fail(explain(f"find_chains(graph, {names}) runs",
+                                f"{type(error).__name__}: {first}\n  raised at {_where(error)}", hint,
+                                SEE), pytrace=False)
+    return run
+
+
+# --- what went wrong --------------------------------------------------------------------
+
+
+def _name(node) -> str:
+    return node.name if isinstance(node, Node) else repr(node)
+
+
+def _names(chains) -> object:
+    if not isinstance(chains, (list, tuple)):
+        return chains
+    return [[_name(n) for n in c] if isinstance(c, (list, tuple)) else c for c in chains]
+
+
+def _chain_problem(chain: list, targets) -> str | None:
+    """The hint for a chain that breaks a rule, or None if it is a chain."""
+    problem = _broken_rule(chain, targets)
+    if problem and len(chain) > 1 and _broken_rule(chain[::-1], targets) is None:
+        return "list each chain's nodes first to last, in the order of targets."
+    return problem
+
+
+def _broken_rule(chain: list, targets) -> str | None:
+    k = len(targets)
+    if len(chain) != k:
+        return f"a chain has one node per target ({k} here); {_names([chain])[0]} has {len(chain)}."
+    for i, (node, target) in enumerate(zip(chain, targets)):
+        if node.op != "call_function":
+            return (f"%{node.name} is a {node.op} node: only call_function nodes belong to a "
+                    "chain (x.relu() records call_method, whose target is a string).")
+        if node.target is not target:
+            return f"%{node.name}'s target is not targets[{i}] ({target.__name__}): compare with `is`."
+    for before, after in zip(chain, chain[1:]):
+        if not after.args or after.args[0] is not before:
+            if before in after.args:
+                return (f"%{after.name} reads %{before.name} as argument "
+                        f"{list(after.args).index(before)}: the node before must be the first "
+                        "argument, args[0].")
+            return (f"%{after.name} does not read %{before.name}: each node's first argument, "
+                    "args[0], is the node before it; nodes next to each other in the graph "
+                    "need not be linked.")
+        if list(before.users) != [after]:
+            others = [f"%{u.name}" for u in before.users if u is not after]
+            return (f"%{before.name} is also used by {', '.join(others)}: every node but the "
+                    "last must be used by the next node only (the no-escape rule).")
+    return None
+
+
+def _hint(graph, targets, got, want: list[list[str]]) -> tuple[str, str]:
+    """(hint, see) for the first thing wrong with `got`."""
+    nodes = list(graph.nodes)
+    if not isinstance(got, list) or not all(isinstance(c, list) for c in got):
+        return "return a list of chains, each a list of nodes.", SEE
+    if not all(any(n is m for m in nodes) for c in got for n in c):
+        return "return the Node objects of the graph itself (not names, not copies).", SEE
+    for chain in got:
+        problem = _chain_problem(chain, targets)
+        if problem:
+            return problem, SEE_RULES if "no-escape" in problem else SEE_WALK
+    for i, chain in enumerate(got):
+        for earlier in got[:i]:
+            shared = [n for n in chain if n in earlier]
+            if shared:
+                return (f"{_names([earlier])[0]} and {_names([chain])[0]} share %{shared[0].name}: "
+                        "keep a chain only if it shares no node with one already kept."), SEE_RULES
+    names = _names(got)
+    if sorted(names) == sorted(want):
+        return ("return the chains in graph order of their last nodes, the order in which "
+                "replace_pattern considers its candidates."), SEE
+    missing = [c for c in want if c not in names]
+    if names and names == want[:len(names)]:
+        return ("find every chain: keep looking after the first one, through every candidate "
+                "last node."), SEE
+    if missing:
+        by_name = {n.name: n for n in nodes}
+        last = by_name[missing[0][-1]]
+        if len(last.users) > 1:
+            return (f"the last node may have any users: %{last.name} has {len(last.users)}, and "
+                    f"{missing[0]} is a chain."), SEE_RULES
+        rivals = [c for c in names if c not in want and set(c) & set(missing[0])]
+        if rivals:
+            return (f"{missing[0]} and {rivals[0]} overlap: take the candidate last nodes in graph "
+                    "order, and the first chain kept wins."), SEE_RULES
+        return f"{missing[0]} is a chain too.", SEE
+    return "compare your chains with the expected ones, rule by rule.", SEE
+
+
+def _check(find, program, targets, want, what: str):
+    graph = symbolic_trace(program).graph
+    got = find(graph, targets)
+    ok = isinstance(got, list) and all(isinstance(c, list) and all(isinstance(n, Node) for n in c)
+                                       for c in got) and _names(got) == want
+    if not ok:
+        hint, see = _hint(graph, targets, got, want)
+        pytest.fail(explain(f"chains {want} {what}", repr(_names(got)), hint, see), pytrace=False)
+    return graph, got
+
+
+# --- the tests --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("program, targets, want", CASES, ids=IDS)
+def test_chains_written_out(find, program, targets, want):
+    _check(find, program, targets, want, f"in {program.__name__}")
+
+
+def test_the_chains_hold_the_graphs_nodes(find):
+    graph, chains = _check(find, straight, (relu, neg), [["relu", "neg"]], "in straight")
+    nodes = list(graph.nodes)
+    same = [[any(n is m for m in nodes) for n in chain] for chain in chains]
+    assert same == [[True, True]], explain(
+        "one chain of two Node objects of the graph itself", repr(chains),
+        "return the Node objects of the graph itself (not names, not copies).", SEE)
+
+
+@pytest.mark.parametrize("plan, targets, want", PLANS, ids=[f"plan{i}" for i in range(len(PLANS))])
+def test_the_same_chains_as_replace_pattern(find, plan, targets, want):
+    _check(find, plan_program(plan), tuple(OPS[t] for t in targets.split()), want,
+           f"for {targets.split()} in the graph of the plan {plan!r}")

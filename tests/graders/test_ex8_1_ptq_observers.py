@@ -1,9 +1,16 @@
 """Grader for exercise 8.1: PTQ observers.
 
-Oracles: the relu nodes of torch.fx's trace of the same model (same node names), the
-true min and max of each relu's value over the calibration batches, recorded by a
-torch.fx Interpreter, and the graph after the pass, written out below.
+Expected values are golden or computed on the grader's side: the relus of each model and
+the graph after the pass are written out below; the true min and max of each relu's value
+over the calibration batches are recorded by a torch.fx Interpreter running the grader's
+own copy of the model, and the calibration loop is the grader's copy of the given one.
+Before anything runs, the observers the student's pass put in are checked one by one, so
+that a broken observer (one that reads itself, say) is named, with the line that made it.
+The exercise says write the pass: handing the work to minifx's own quantization helpers fails.
 """
+
+import traceback
+from pathlib import Path
 
 import pytest
 import torch
@@ -11,18 +18,73 @@ import torch.fx
 import torch.nn.functional as F
 from torch import nn
 
-from minifx.codegen import symbolic_trace
+import minifx.passes.quantize as quantize
+from minifx.codegen import GraphModule, symbolic_trace
+from minifx.graph import Graph, Node
 from minifx.passes.quantize import MinMaxObserver
-from tests.graders.support import explain, explain_graphs
+from tests.graders.support import Mistake, explain, explain_graphs, oracle_uses
 
 pytestmark = pytest.mark.ch8
 
 SEE = "chapters/08-quantization.md#exercise-81-ptq-observers"
+SEE_PREPARE = "chapters/08-quantization.md#prepare-observers-in-the-graph"
+
+_IS_RELU_BODY = """\
+    if node.op == "call_function":
+        return node.target in (torch.relu, F.relu)
+    if node.op == "call_method":
+        return node.target == "relu"
+    if node.op == "call_module":
+        return isinstance(gm.get_submodule(node.target), nn.ReLU)
+    return False
+"""
+
+# Plausible wrong answers, each an edit of solutions/ch8_ptq_observers.py, and a phrase of
+# the hint this grader shows for it.
+MISTAKES = [
+    Mistake("the observer reads itself: its own use of the relu moved too",
+            "node.replace_all_uses_with(observer, delete_user_cb=lambda user: user is not observer)",
+            "node.replace_all_uses_with(observer)", "reads itself"),
+    Mistake("minifx's fused-relu helper does the relu check", _IS_RELU_BODY,
+            "    from minifx.passes.quantize import _fused_relu\n"
+            "    return any(_fused_relu(gm, a) is node for a in node.all_input_nodes)\n",
+            "write it yourself"),
+    Mistake("an nn.ReLU recognized by its name", "return isinstance(gm.get_submodule(node.target), nn.ReLU)",
+            'return "relu" in node.target', "check the submodule's type"),
+    Mistake("x.relu() missed", 'return node.target == "relu"', "return False", "call_method"),
+    Mistake("F.relu missed", "return node.target in (torch.relu, F.relu)",
+            "return node.target is torch.relu", "F.relu is another function"),
+    Mistake("in-place relu_ taken for a relu", 'return node.target == "relu"',
+            'return node.target.startswith("relu")', "works in place"),
+    Mistake("the relu's users not moved",
+            "        node.replace_all_uses_with(observer, delete_user_cb=lambda user: user is not observer)\n",
+            "", "still reads the relu"),
+    Mistake("no recompile", "    gm.recompile()\n", "", "gm.recompile()"),
+    Mistake("the observer inserted before the relu", "with gm.graph.inserting_after(node):",
+            "with gm.graph.inserting_before(node):", "right after the relu"),
+    Mistake("ranges keyed by the observer's name", "ranges[node.args[0].name] = ",
+            "ranges[node.target] = ", "the name of the observed node"),
+    Mistake("tensors instead of floats", "(observer.min_val.item(), observer.max_val.item())",
+            "(observer.min_val, observer.max_val)", "floats"),
+]
 
 
 @pytest.fixture
 def ex(impl):
     return impl.load("ch8_ptq_observers")
+
+
+# --- the grader's own copy of the given code ------------------------------------------
+
+
+def _calibrate(gm, batches) -> None:
+    """The given `calibrate`, copied: the student may edit theirs."""
+    with torch.no_grad():
+        for batch in batches:
+            gm(batch)
+
+
+# --- models ---------------------------------------------------------------------------
 
 
 class Spellings(nn.Module):
@@ -52,13 +114,22 @@ class ReluOut(nn.Module):
         return F.relu(self.conv(x))
 
 
-class NoRelu(nn.Module):
+class LookAlikes(nn.Module):
+    """No relu: an nn.ReLU6 named `relu`, in-place relus (function and method), a leaky relu,
+    relu6 and sigmoid."""
+
+    def __init__(self):
+        super().__init__()
+        self.relu, self.leaky = nn.ReLU6(), nn.LeakyReLU()
+
     def forward(self, x):
-        return torch.sigmoid(x) * torch.relu_(x.clone())
+        a = self.relu(x * 8) + torch.relu_(x.clone()) + x.clone().relu_()
+        return torch.sigmoid(a) * F.relu6(self.leaky(x))
 
 
-MODELS = {"spellings": (Spellings, (4, 8)), "relu output": (ReluOut, (2, 3, 6, 6)), "no relu": (NoRelu, (5,))}
-RELUS = {"spellings": ["relu", "relu_1", "act", "relu_2"], "relu output": ["relu"], "no relu": []}
+MODELS = {"spellings": (Spellings, (4, 8)), "relu output": (ReluOut, (2, 3, 6, 6)),
+          "look-alikes": (LookAlikes, (5,))}
+RELUS = {"spellings": ["relu", "relu_1", "act", "relu_2"], "relu output": ["relu"], "look-alikes": []}
 
 SPELLINGS_AFTER = """\
 graph():
@@ -106,41 +177,270 @@ def _true_ranges(model: nn.Module, batches: list[torch.Tensor], relus: list[str]
             return value
 
     recorder = Recorder(torch.fx.symbolic_trace(model))
-    for batch in batches:
-        recorder.run(batch)
+    with torch.no_grad():
+        for batch in batches:
+            recorder.run(batch)
     return {name: (min(v.min().item() for v in vs), max(v.max().item() for v in vs)) for name, vs in values.items()}
 
 
+# --- where student code went wrong ----------------------------------------------------
+
+# minifx's own quantization helpers, which the exercise asks you to write yourself. Its
+# `_observe` and `prepare` are caught when called: their names are in "_observer" and prose.
+ORACLE = ("_fused_relu", "_FUSED_RELUS", "prepare_fx", "quantize_fx")
+HELPERS = ("_fused_relu", "_observe", "prepare")
+
+
+class _Delegated(Exception):
+    """Raised by the grader's stand-ins for minifx's quantization helpers."""
+
+
+def _student_frames(frames) -> list:
+    return [f for f in frames if Path(f.filename).parent.name in ("exercises", "solutions")]
+
+
+def _at(frame) -> str:
+    path = Path(frame.filename)
+    return f"{path.parent.name}/{path.name}:{frame.lineno}: {(frame.line or '').strip()}"
+
+
+def _where(error: BaseException) -> str:
+    """`exercises/<file>.py:<line>: <source>`: the last line of graded code in the traceback."""
+    frames = _student_frames(traceback.extract_tb(error.__traceback__))
+    return _at(frames[-1]) if frames else "(outside your code)"
+
+
+def _caller() -> str:
+    """The line of graded code that is running now."""
+    frames = _student_frames(traceback.extract_stack())
+    return _at(frames[-1]) if frames else "(outside your code)"
+
+
+def _static_uses(ex, names) -> str | None:
+    """`exercises/<file>.py:<line>: <source> (<name>)` for each use of `names` in the source."""
+    uses = oracle_uses(ex, names)
+    if not uses:
+        return None
+    path = Path(ex.__file__)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    found = []
+    for use in uses:
+        line, name = use.removeprefix("line ").split(": ")
+        found.append(f"{path.parent.name}/{path.name}:{line}: {lines[int(line) - 1].strip()} ({name})")
+    return "; ".join(found)
+
+
+def _yourself(uses: str):
+    pytest.fail(explain("is_relu and insert_relu_observers written in the exercise itself",
+                        f"your code uses {uses}",
+                        "write it yourself, as the exercise asks: minifx.passes.quantize's private "
+                        "helpers (the relu check of its fusion, its observer insertion, prepare) "
+                        "are what you reimplement; only MinMaxObserver is given.", SEE),
+                pytrace=False)
+
+
+def _guard(ex, monkeypatch) -> None:
+    """Fail if the student's source names minifx's helpers; replace them by stand-ins that refuse."""
+    uses = _static_uses(ex, ORACLE)
+    if uses:
+        _yourself(uses)
+    for name in HELPERS:
+        original = getattr(quantize, name)
+
+        def refuse(*args, name=name, **kwargs):
+            raise _Delegated(name)
+        monkeypatch.setattr(quantize, name, refuse)
+        for attribute, value in list(vars(ex).items()):
+            if value is original:
+                monkeypatch.setattr(ex, attribute, refuse)
+
+
+def _call(fn, *args, what: str, stub: str):
+    """`fn(*args)`; if it raises, a failed test that names the student's line."""
+    try:
+        return fn(*args)
+    except _Delegated as error:
+        _yourself(f"minifx's {error} at {_where(error)}")
+    except Exception as raised:  # student code: any error becomes a message
+        error = raised
+    first = str(error).splitlines()[0] if str(error) else ""
+    hint = (f"write {stub}: the stub still raises NotImplementedError."
+            if isinstance(error, NotImplementedError) else "your code raised at the line shown.")
+    pytest.fail(explain(f"{what} runs", f"{type(error).__name__}: {first}\n  raised at {_where(error)}",
+                        hint, SEE), pytrace=False)
+
+
+# --- is_relu --------------------------------------------------------------------------
+
+
+def _relu_hint(gm, node: Node, said: bool) -> str:
+    """The hint for is_relu's answer `said` about `node`, which is wrong."""
+    module = gm.get_submodule(node.target) if node.op == "call_module" else None
+    if not said:  # a relu that was missed
+        if node.op == "call_method":
+            return ("x.relu() records a call_method node whose target is the string 'relu' "
+                    f"(%{node.name}).")
+        if node.op == "call_module":
+            return (f"%{node.name} calls the submodule {node.target!r}, an nn.ReLU: a call_module "
+                    "node's target is the submodule's name; check the submodule's type, "
+                    "gm.get_submodule(node.target).")
+        if node.target is F.relu:
+            return (f"%{node.name} calls F.relu: F.relu is another function than torch.relu, and "
+                    "both are relus.")
+        return f"%{node.name} is a call_function of torch.relu."
+    if node.op == "call_module":
+        return (f"%{node.name} calls the submodule {node.target!r}, a {type(module).__name__}: "
+                "check the submodule's type (isinstance nn.ReLU), not its name.")
+    if isinstance(node.target, str) and node.target.endswith("_") or \
+            getattr(node.target, "__name__", "").endswith("_"):
+        return (f"%{node.name} ({node.target if isinstance(node.target, str) else node.target.__name__}) "
+                "works in place: it is not one of the four spellings of a relu.")
+    return f"%{node.name} ({node.op}) is not a relu: only the four spellings of a relu are."
+
+
+# --- insert_relu_observers, and the observers it put in --------------------------------
+
+
+def _insert(ex, model, monkeypatch) -> tuple:
+    """(gm, names): the student's pass run on the model's GraphModule, its observers checked."""
+    _guard(ex, monkeypatch)
+    gm = symbolic_trace(model)
+    loops: dict[str, str] = {}  # node name -> the student's line that made it read itself
+    original = Node._set_args_kwargs
+
+    def recording(node, *args, **kwargs):
+        original(node, *args, **kwargs)
+        if node in node.all_input_nodes and node.name not in loops:
+            loops[node.name] = _caller()
+
+    monkeypatch.setattr(Node, "_set_args_kwargs", recording)
+    names = _call(ex.insert_relu_observers, gm, what="insert_relu_observers(gm)",
+                  stub="insert_relu_observers")
+    monkeypatch.setattr(Node, "_set_args_kwargs", original)
+    problem = _observer_problem(gm, names, loops, RELUS[_case_of(model)])
+    if problem:
+        expected, got, hint = problem
+        pytest.fail(explain(expected, got, hint, SEE_PREPARE), pytrace=False)
+    return gm, names
+
+
+def _case_of(model) -> str:
+    return next(case for case, (build, _) in MODELS.items() if type(model) is build)
+
+
+def _observer_problem(gm, names, loops: dict, relus: list[str]) -> tuple | None:
+    """(expected, got, hint) for the first observer that is wrong, or None."""
+    nodes = {node.name: node for node in gm.graph.nodes}
+    observers = [n for n in gm.graph.nodes if n.op == "call_module"
+                 and isinstance(getattr(gm, str(n.target), None), MinMaxObserver)]
+    for node in gm.graph.nodes:  # first: an observer that reads itself
+        if node in node.all_input_nodes:
+            line = loops.get(node.name, "(a line of your code)")
+            return (f"%{node.name} reads the relu it observes",
+                    f"%{node.name} reads itself: {node.format_node()}",
+                    f"%{node.name} reads itself, so its value is needed before it is computed; "
+                    f"your line {line} made it so. When you move the relu's users onto the "
+                    "observer, leave the observer itself out (replace_all_uses_with's "
+                    "delete_user_cb).")
+    want = [f"{relu}_observer" for relu in relus]
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        return (f"the observers' names {want}", repr(names),
+                "return the list of the observers' names (str), in graph order.")
+    for relu in relus:
+        node = nodes[relu]
+        watching = [o for o in observers if o.args[:1] == (node,)]
+        name = f"{relu}_observer"
+        if not watching:
+            other = nodes.get(name)
+            if other is not None and other.op == "call_module":
+                return (f"%{name} calls a MinMaxObserver on %{relu}",
+                        f"{other.format_node()}; submodule {type(getattr(gm, name, None)).__name__}",
+                        "register the observer (gm.add_submodule(name, MinMaxObserver())) and call "
+                        "it on the relu: gm.graph.call_module(name, (relu,)).")
+            return (f"a call_module node of a MinMaxObserver named {name} reading %{relu}",
+                    f"no observer reads %{relu}",
+                    f"every relu gets an observer: is %{relu} one of the four spellings your "
+                    "is_relu recognizes?")
+        observer = watching[0]
+        if observer.target != name:
+            return (f"the observer of %{relu} named {name}", f"named {observer.target}",
+                    "name each observer f'{relu.name}_observer'.")
+        if observer.args != (node,) or observer.kwargs:
+            return (f"%{name} reads %{relu} only", observer.format_node(),
+                    "call the observer on the relu alone: gm.graph.call_module(name, (relu,)).")
+        order = list(gm.graph.nodes)
+        if order.index(observer) < order.index(node):
+            return (f"%{name} right after %{relu}", f"%{name} comes before %{relu}",
+                    "insert the observer right after the relu it observes "
+                    "(gm.graph.inserting_after(relu)): before it, the relu has no value yet.")
+        others = [f"%{u.name}" for u in node.users if u is not observer]
+        if others:
+            return (f"%{relu} read by %{name} only", f"{', '.join(others)} still reads the relu",
+                    f"{', '.join(others)} still reads the relu %{relu}: move every other user of "
+                    "the relu onto the observer (replace_all_uses_with, leaving the observer out).")
+    extra = [o for o in observers if o.args[:1] and getattr(o.args[0], "name", None) not in relus]
+    if extra:
+        watched = extra[0].args[0]
+        return ("observers after the relus only", f"%{extra[0].name} observes %{watched.name}",
+                f"%{watched.name} ({watched.op} {getattr(watched.target, '__name__', watched.target)}) "
+                "is not a relu; check is_relu.")
+    if names != want:
+        return (f"the observers' names {want}, in graph order", repr(names),
+                "return each observer's name, f'{relu.name}_observer', in graph order.")
+    if any(f"self.{name}(" not in gm.code for name in names):
+        return ("gm.code calls every observer", "gm.code is the code of the graph before the pass",
+                "call gm.recompile() after editing the graph: the forward still runs the old code.")
+    return None
+
+
+def _run(run, what: str):
+    """`run()`, the graph the student's pass left; if it raises, a failed test that says so."""
+    try:
+        with torch.no_grad():
+            return run()
+    except Exception as error:  # generated from the student's graph
+        first = str(error).splitlines()[0] if str(error) else ""
+        pytest.fail(explain(f"{what} runs", f"{type(error).__name__}: {first}",
+                            "print(gm.graph) and gm.code: every node must read values computed "
+                            "before it, and every call_module target must be a submodule of gm.",
+                            SEE_PREPARE), pytrace=False)
+
+
+# --- the tests --------------------------------------------------------------------------
+
+
 @pytest.mark.parametrize("case", list(MODELS))
-def test_is_relu_finds_the_relus_and_nothing_else(ex, case):
+def test_is_relu_finds_the_relus_and_nothing_else(ex, case, monkeypatch):
+    _guard(ex, monkeypatch)
     model, _ = _setup(case)
     gm = symbolic_trace(model)
-    got = [node.name for node in gm.graph.nodes if ex.is_relu(gm, node)]
-    assert got == RELUS[case], explain(
-        f"is_relu true for {RELUS[case]} of the {case} model", f"true for {got}",
-        "four spellings: call_function torch.relu or F.relu, call_method 'relu', call_module of an "
-        "nn.ReLU (check the submodule's type, not its name); ReLU6, sigmoid and relu_ are not relus.", SEE)
+    said = {node.name: _call(ex.is_relu, gm, node, what=f"is_relu(gm, %{node.name})", stub="is_relu")
+            for node in gm.graph.nodes}
+    got = [name for name, yes in said.items() if yes is True]
+    wrong = [node for node in gm.graph.nodes if (node.name in RELUS[case]) != (said[node.name] is True)]
+    if any(not isinstance(yes, bool) for yes in said.values()):
+        name = next(name for name, yes in said.items() if not isinstance(yes, bool))
+        hint = f"is_relu returns True or False, a bool: for %{name} it returned {said[name]!r}."
+    else:
+        hint = _relu_hint(gm, wrong[0], said[wrong[0].name]) if wrong else ""
+    assert not wrong and got == RELUS[case], explain(
+        f"is_relu true for {RELUS[case]} of the {case} model", f"true for {got}", hint, SEE)
 
 
-def test_observers_follow_every_relu_in_the_graph(ex):
+def test_observers_follow_every_relu_in_the_graph(ex, monkeypatch):
     model, _ = _setup("spellings")
-    gm = symbolic_trace(model)
-    names = ex.insert_relu_observers(gm)
-    want_names = [f"{relu}_observer" for relu in RELUS["spellings"]]
-    assert names == want_names, explain(f"the names {want_names}", repr(names),
-                                        "one observer per relu, named f'{relu.name}_observer', in graph order.", SEE)
+    gm, _ = _insert(ex, model, monkeypatch)
     gm.graph.lint()
     assert str(gm.graph) == SPELLINGS_AFTER, explain_graphs(
         "the graph after insert_relu_observers", SPELLINGS_AFTER, str(gm.graph),
-        "insert each observer right after its relu, and move every other user of the relu onto it "
-        "(replace_all_uses_with with a delete_user_cb that skips the observer).", SEE)
+        "insert each observer right after its relu, and move every other user of the relu onto it.",
+        SEE_PREPARE)
 
 
 @pytest.mark.parametrize("case", list(MODELS))
-def test_observers_are_registered_submodules(ex, case):
+def test_observers_are_registered_submodules(ex, case, monkeypatch):
     model, _ = _setup(case)
-    gm = symbolic_trace(model)
-    names = ex.insert_relu_observers(gm)
+    gm, names = _insert(ex, model, monkeypatch)
     called = [node.target for node in gm.graph.nodes if node.op == "call_module" and node.target in names]
     modules = {name: type(gm.get_submodule(name)).__name__ if hasattr(gm, name) else "missing" for name in names}
     assert called == names and all(isinstance(getattr(gm, n, None), MinMaxObserver) for n in names), explain(
@@ -150,40 +450,100 @@ def test_observers_are_registered_submodules(ex, case):
 
 
 @pytest.mark.parametrize("case", list(MODELS))
-def test_outputs_are_unchanged(ex, case, device):
+def test_outputs_are_unchanged(ex, case, device, monkeypatch):
     model, batches = _setup(case, device)
-    gm = symbolic_trace(model)
-    ex.insert_relu_observers(gm)
+    gm, _ = _insert(ex, model, monkeypatch)
+    got = _run(lambda: gm(batches[0]), "gm(x), the GraphModule after insert_relu_observers,")
     with torch.no_grad():
-        got, want = gm(batches[0]), model(batches[0])
+        want = model(batches[0])
     assert torch.equal(got, want), explain(
         "the same output as the model: an observer returns its input", "a different output",
-        "did you recompile after editing the graph (gm.recompile())? Does every old user of the relu "
-        "now read the observer, and the observer read the relu?", SEE)
+        "does every old user of the relu now read the observer, and the observer read the relu?",
+        SEE)
+
+
+def _ranges(ex, gm) -> dict:
+    return _call(ex.observed_ranges, gm, what="observed_ranges(gm)", stub="observed_ranges")
+
+
+def _ranges_hint(got, want: dict, observed: dict[str, str]) -> str:
+    """The hint for ranges `got` that are not `want`; `observed`: observer name -> observed node."""
+    if not isinstance(got, dict):
+        return "observed_ranges returns a dict: observed node's name -> (min, max)."
+    by_observer = [k for k in got if k in observed and k not in want]
+    if by_observer:
+        return (f"key each range by the name of the observed node (the observer's argument, "
+                f"here {observed[by_observer[0]]!r}), not by the observer's name {by_observer[0]!r}.")
+    if set(got) != set(want):
+        return (f"one entry per MinMaxObserver node of the graph, keyed by the name of the node it "
+                f"observes: {sorted(want)}, not {sorted(got)}.")
+    for key, value in got.items():
+        if not (isinstance(value, tuple) and len(value) == 2):
+            return f"each value is a pair (min, max); for {key!r} it is {value!r}."
+        if not all(type(v) is float for v in value):
+            return (f"the values are floats: observer.min_val.item(), not the tensor itself "
+                    f"({key!r}: {value!r}).")
+        if value == want[key][::-1]:
+            return f"each pair is (min, max), in that order ({key!r})."
+    return "read each observer's min_val and max_val after calibration."
+
+
+def _check_ranges(got, want: dict, observed: dict[str, str], expected: str):
+    same = isinstance(got, dict) and got == want and all(
+        isinstance(v, tuple) and all(type(x) is float for x in v) for v in got.values())
+    assert same, explain(expected, repr(got), _ranges_hint(got, want, observed), SEE)
 
 
 @pytest.mark.parametrize("case", list(MODELS))
-def test_calibration_records_the_true_min_and_max(ex, case, device):
+def test_calibration_records_the_true_min_and_max(ex, case, device, monkeypatch):
     model, batches = _setup(case, device)
-    gm = symbolic_trace(model)
-    ex.insert_relu_observers(gm)
-    ex.calibrate(gm, batches)
+    gm, names = _insert(ex, model, monkeypatch)
+    _run(lambda: _calibrate(gm, batches), "calibrate(gm, batches)")
     want = _true_ranges(model, batches, RELUS[case])
-    got = ex.observed_ranges(gm)
-    assert got == want, explain(
-        f"the min and max of each relu's value over the 3 calibration batches: {want}", repr(got),
-        "key each range by the name of the observed node (the observer's argument); read "
-        "observer.min_val.item() and observer.max_val.item().", SEE)
+    _check_ranges(_ranges(ex, gm), want, {name: name.removesuffix("_observer") for name in names},
+                  f"the min and max of each relu's value over the 3 calibration batches: {want}")
 
 
-def test_ranges_grow_with_more_data(ex):
+def _observed_by_hand():
+    """A GraphModule with observers put in by hand: `watch` observes the input, `relu_observer`
+    a relu; `identity_observer` is no observer, whatever its name says."""
+    graph = Graph()
+    x = graph.placeholder("x")
+    watch = graph.call_module("watch", (x,))
+    relu = graph.call_function(torch.relu, (watch,))
+    observer = graph.call_module("relu_observer", (relu,))
+    same = graph.call_module("identity_observer", (observer,))
+    graph.output(same)
+    root = {"watch": MinMaxObserver(), "relu_observer": MinMaxObserver(),
+            "identity_observer": nn.Identity()}
+    return GraphModule(root, graph), {"watch": "x", "relu_observer": "relu"}
+
+
+def test_observed_ranges_reads_every_observer(ex, monkeypatch):
+    _guard(ex, monkeypatch)
+    gm, observed = _observed_by_hand()
+    generator = torch.Generator().manual_seed(2)
+    batches = [torch.randn(4, 3, generator=generator) * (i + 1) for i in range(3)]
+    _calibrate(gm, batches)
+    low, high = min(b.min().item() for b in batches), max(b.max().item() for b in batches)
+    want = {"x": (low, high), "relu": (max(low, 0.0), max(high, 0.0))}
+    _check_ranges(_ranges(ex, gm), want, observed,
+                  f"{want}: `watch` observes %x and `relu_observer` %relu; the nn.Identity named "
+                  "identity_observer is no observer")
+
+
+def test_ranges_grow_with_more_data(ex, monkeypatch):
     model, batches = _setup("relu output")
-    gm = symbolic_trace(model)
-    ex.insert_relu_observers(gm)
-    ex.calibrate(gm, batches[:1])
-    first = ex.observed_ranges(gm)["relu"]
-    ex.calibrate(gm, batches[1:])
-    assert ex.observed_ranges(gm)["relu"] == _true_ranges(model, batches, ["relu"])["relu"] != first, explain(
-        "a running range: after more (larger) batches, the range over all of them",
-        f"{first} after one batch, {ex.observed_ranges(gm)['relu']} after three",
-        "the observers keep their min/max between calls; observed_ranges reads them.", SEE)
+    gm, _ = _insert(ex, model, monkeypatch)
+    _calibrate(gm, batches[:1])
+    first = _ranges(ex, gm)
+    _calibrate(gm, batches[1:])
+    after = _ranges(ex, gm)
+    want = _true_ranges(model, batches, ["relu"])
+    _check_ranges(after, want, {"relu_observer": "relu"},
+                  f"a running range: after three batches, the range over all of them, {want}")
+    assert first != after, explain(
+        "a running range: after more (larger) batches, a wider range",
+        f"{first} after one batch, {after} after three",
+        "observed_ranges reads the observers' current min_val and max_val each time it is called.",
+        SEE)
