@@ -16,12 +16,14 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
-from tests.grading import GradingError, load_manifest, main
+from tests.grading import GradingError, Limits, grade, load_manifest, main
+from tests.grading.judge import submitted_modules
 from tests.graders.support import explain
 
 pytestmark = [pytest.mark.meta, pytest.mark.needs_solutions]
@@ -239,3 +241,46 @@ def test_explain_orders_expected_got_hint_see():
     assert message.splitlines() == ["Expected: 4", "Got: 3", "Hint: multiply by two", "See: chapters/01-proxy.md#operators"]
     with pytest.raises(ValueError, match="chapters/<page>.md#<anchor>"):
         explain("4", "3", "hint", "the book")
+
+
+# --- bad submissions and hangs, through the judge -------------------------------------
+
+
+def _exercise(id_: str):
+    return next(e for e in EXERCISES if e.id == id_)
+
+
+def test_bad_submissions_cost_their_exercise_only_with_one_sentence(tmp_path):
+    files = {
+        "ch1_proxy_failure.py": "def capture_trace_error(:\n",
+        "ch1_no_inplace.py": "",
+        "ch2_leaf_modules_v2.py": (ROOT / "solutions" / "ch2_leaf_modules.py").read_text(),
+        "ch2_remove_noops.py": "import numpyy\n",
+        "ch3_method_relu.py": (ROOT / "solutions" / "ch3_method_relu.py").read_text(),
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    chosen = [_exercise(i) for i in ("1.1", "1.2", "2.1", "2.2", "3.1")]
+    scores = {s.exercise.id: s for s in grade(chosen, submitted_modules(chosen, tmp_path), Limits(timeout=30))}
+    assert scores["1.1"].problem.startswith("exercises/ch1_proxy_failure.py is not valid Python at line 1: ")
+    assert scores["1.2"].problem.startswith("exercises/ch1_no_inplace.py is empty")
+    assert scores["2.1"].problem == ("exercises/ch2_leaf_modules.py is not in the submission: submit it "
+                                     "under that name")
+    missing = {t.message for t in scores["2.2"].tests}
+    assert scores["2.2"].earned == 0 and len(missing) == 1, missing
+    assert missing.pop().startswith("ModuleNotFoundError: No module named 'numpyy'\n  raised at "
+                                    "exercises/ch2_remove_noops.py:1: import numpyy")
+    assert scores["3.1"].full, [t.message for t in scores["3.1"].tests if t.outcome != "passed"]
+
+
+def test_a_hang_costs_its_time_limit_and_nothing_more():
+    hang, other = _exercise("3.1"), _exercise("1.1")
+    stub = (ROOT / "exercises" / f"{hang.module}.py").read_bytes()
+    modules = {hang.module: stub + b"\nwhile True:\n    pass\n",
+               other.module: (ROOT / "solutions" / f"{other.module}.py").read_bytes()}
+    started = time.monotonic()
+    scores = grade([hang, other], modules, Limits(timeout=5, jobs=2))
+    took = time.monotonic() - started
+    assert took < 5 + 6, f"grading took {took:.1f} s with a 5 s limit"
+    assert scores[0].problem.startswith("timed out after 5 s while running test_"), scores[0].problem
+    assert scores[1].full, [t.message for t in scores[1].tests if t.outcome != "passed"]

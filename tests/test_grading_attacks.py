@@ -6,9 +6,10 @@ Each entry point grades two submissions:
   grad mode, threads): every other exercise must still get full marks, because each is
   graded in its own process;
 - the untouched stubs with one attack appended to each exercise (skips, exits, a hang, a
-  memory hog, patching the worker, forging its report, overwriting graders, importing
-  solutions, a manifest of its own, a process left behind): every exercise must get 0,
-  with a message that says what happened, and the report must still be written.
+  memory hog, patching the worker or torch, forging its report, overwriting graders,
+  importing solutions, an object that equals anything, a manifest of its own, a process
+  left behind): every exercise must get 0, with a message that says what happened, and
+  the report must still be written.
 """
 
 from __future__ import annotations
@@ -46,11 +47,14 @@ torch.set_grad_enabled(False)
 torch.set_num_threads(1)
 """
 
-# exercise id -> (what is planted at the top of the stub, words the report must show)
+# exercise id -> (what is planted at the top of the stub, words the report must show).
+# Written as a student would: most are refused by the judge's scan before anything runs;
+# tests/test_grading_tampering.py has the same kinds of attack written to get past it.
+FRAMEWORK = "graded code may not use the test framework"
 ATTACKS = {
-    "1.1": ("import unittest\nraise unittest.SkipTest('not today')\n", "skipped"),
-    "1.2": ("import pytest\npytest.skip('later', allow_module_level=True)\n", "skipped"),
-    "2.1": ("import pytest\npytest.exit('done', returncode=0)\n", "pytest.exit()"),
+    "1.1": ("import unittest\nraise unittest.SkipTest('not today')\n", FRAMEWORK),
+    "1.2": ("import pytest\npytest.skip('later', allow_module_level=True)\n", FRAMEWORK),
+    "2.1": ("import pytest\npytest.exit('done', returncode=0)\n", FRAMEWORK),
     "2.2": ("import os\nos._exit(0)\n", "exited with code 0"),
     "3.1": ("while True:\n    pass\n", f"timed out after {TIMEOUT} s while running test_"),
     "3.2": ("raise KeyboardInterrupt\n", "KeyboardInterrupt"),
@@ -65,7 +69,7 @@ for module in list(sys.modules.values()):
 import _pytest.runner
 _pytest.runner.CallInfo.from_call = classmethod(lambda cls, func, when, reraise=None: cls(
     None, None, 0, 0, 0, when, _ispytest=True))
-""", "replaced"),
+""", FRAMEWORK),
     "5.1": ("""
 import json, os
 for fd in range(3, 40):
@@ -82,17 +86,25 @@ import torch, torch.testing
 torch.equal = lambda *a, **k: True
 torch.allclose = lambda *a, **k: True
 torch.testing.assert_close = lambda *a, **k: None
-""", "replaced"),
+""", "may not change the modules it imports"),
     "6.1": ("""
 from pathlib import Path
 PASS = "def test_anything():\\n    pass\\n"
 for base in {Path(__file__).resolve().parents[1], Path.cwd()}:
     for grader in (base / "tests" / "graders").glob("test_ex*.py"):
         grader.write_text(PASS)
-""", "NotImplementedError"),
+""", "write files"),
     "6.2": ("HOG = b'x' * (6 * 1024**3)\n", "memory"),
     "7.1": ("raise SystemExit(0)\n", "SystemExit"),
-    "7.2": ("import torch\ntorch.set_default_dtype(torch.float64)\n", "NotImplementedError"),
+    "7.2": ("""
+class AlwaysEqual:
+    def __eq__(self, other):
+        return True
+
+
+def find_chains(graph, ops):
+    return AlwaysEqual()
+""", "may not choose how it compares"),
     "8.1": ("""
 import os, subprocess, sys, textwrap
 script = textwrap.dedent('''
@@ -109,7 +121,7 @@ script = textwrap.dedent('''
 ''')
 subprocess.Popen([sys.executable, "-c", script], start_new_session=True,
                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-""", "NotImplementedError"),
+""", "reaches into the running interpreter or the operating system"),
     "8.2": ("print('x' * 10_000_000)\nimport sys\nsys.stdout.flush()\n", "NotImplementedError"),
 }
 # A manifest of the student's own, which must change nothing.

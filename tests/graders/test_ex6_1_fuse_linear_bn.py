@@ -50,8 +50,8 @@ MISTAKES = [
             "implement the fusion yourself"),
     Mistake("handed to torch, by a name built at run time",
             "    scale = bn.weight * torch.rsqrt(bn.running_var + bn.eps)  # one factor per output feature\n",
-            "    import importlib\n"
-            "    tool = importlib.import_module('torch.nn.utils.' + 'fu' + 'sion')\n"
+            "    import sys\n"
+            "    tool = sys.modules['torch.nn.utils.' + 'fu' + 'sion']\n"
             "    return getattr(tool, 'fuse_linear' + '_bn_eval')(linear, bn)\n",
             "implement the fusion yourself"),
     Mistake("the Linear's bias forgotten",
@@ -115,8 +115,12 @@ def _student_line(frames) -> str:
 class OracleUses:
     """Replaces each oracle by a wrapper that records where graded code called it."""
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, module) -> None:
+    def __init__(self) -> None:
         self.calls: list[tuple[str, str]] = []
+
+    def start(self, monkeypatch: pytest.MonkeyPatch, module) -> None:
+        """Record the calls of one test: wrap the oracles until the test's teardown."""
+        self.calls.clear()
         wrappers = {}
         for owner, names in ORACLES.items():
             for name in names:
@@ -158,12 +162,11 @@ def ex(impl, monkeypatch):
                             f"{path.parent.name}/{path.name} names {', '.join(used)}",
                             _DELEGATED.format(tool=" / ".join(sorted({u.split(": ")[1] for u in used}))),
                             SEE), pytrace=False)
-    global _RECORDER
-    _RECORDER = OracleUses(monkeypatch, module)
+    _RECORDER.start(monkeypatch, module)
     return module
 
 
-_RECORDER: OracleUses | None = None  # the oracles' recorder of the running test
+_RECORDER = OracleUses()  # the oracles' calls in the running test
 
 
 # --- running student code --------------------------------------------------------

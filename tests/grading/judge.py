@@ -35,10 +35,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.grading.manifest import ROOT, Exercise, GradingError
+from tests.grading.scan import findings
 
-# What every worker gets from the instructor's copy, never from the submission.
+# What the judge reads from the instructor's copy, never from the submission.
 TRUSTED = ("conftest.py", "pyproject.toml", "minifx", "tests")
 WORKER = "tests/grading/worker.py"
+# Of that, what a worker's folder holds: minifx, the graders and what they import, and
+# the worker itself; not the judge, nor the project's other tests (graded code could call
+# whatever is there, and the sandbox trusts that code).
+STAGED = {"conftest.py", "pyproject.toml", "tests/__init__.py", "tests/conftest.py", "tests/models.py", WORKER,
+          "tests/grading/sandbox.py", "tests/grading/guard.py"}
+STAGED_FOLDERS = ("minifx/", "tests/graders/")
+# What the judge reads of a worker: records of at most a megabyte, 64 MB in all, and the
+# end of its output.
+MAX_RECORD, MAX_REPORT, MAX_OUTPUT = 1024**2, 64 * 1024**2, 64 * 1024
 CUDA_SKIP = "CUDA is not available"
 # Set in each worker's environment, so that processes it leaves behind can be found.
 MARKER = "MINIFX_GRADING_RUN"
@@ -142,6 +152,10 @@ def precheck(exercise: Exercise, modules: dict[str, bytes], trusted: dict[str, b
         where = f" at line {exc.lineno}" if getattr(exc, "lineno", None) else ""
         reason = exc.msg if isinstance(exc, SyntaxError) else str(exc)
         return f"{path} is not valid Python{where}: {reason}"
+    broken = findings(source)
+    if broken:
+        more = f"\n... and {len(broken) - 5} more" if len(broken) > 5 else ""
+        return f"{path} is not run, because it does what graded code may not:\n" + "\n".join(broken[:5]) + more
     return ""
 
 
@@ -170,6 +184,8 @@ def stage(base: Path, trusted: dict[str, bytes], modules: dict[str, bytes]) -> P
     """A private folder with the trusted files and the student's `exercises/`."""
     folder = Path(tempfile.mkdtemp(prefix="stage-", dir=base))
     for relative, data in trusted.items():
+        if relative not in STAGED and not relative.startswith(STAGED_FOLDERS):
+            continue
         path = folder / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
@@ -217,7 +233,7 @@ def run_worker(folder: Path, grader: str, limits: Limits, env: dict[str, str]) -
     reader.join(timeout=5)
     run.seconds = time.monotonic() - started
     run.returncode = process.returncode
-    log.seek(0)
+    log.seek(max(0, log.seek(0, os.SEEK_END) - MAX_OUTPUT))
     run.output = log.read().decode("utf-8", "replace")
     log.close()
     run.records, run.forged = verify(lines, key)
@@ -227,8 +243,15 @@ def run_worker(folder: Path, grader: str, limits: Limits, env: dict[str, str]) -
 
 
 def _read_lines(fd: int, lines: list[bytes]) -> None:
+    """Read the worker's records; past the limits, keep reading but keep nothing more."""
+    total = 0
     with os.fdopen(fd, "rb") as pipe:
-        lines.extend(pipe)
+        while line := pipe.readline(MAX_RECORD):
+            total += len(line)
+            if total <= MAX_REPORT:
+                lines.append(line)
+            elif lines[-1] != b"too much":
+                lines.append(b"too much")  # fails verification: no worker writes this much
 
 
 def _wait(process: subprocess.Popen, limits: Limits, started: float) -> str:

@@ -1,0 +1,180 @@
+"""What graded code must leave as it found it, checked after every test.
+
+Python does not audit the assignments that patch a program: `pytest.fail = ...`,
+`torch.Tensor.__eq__ = ...`, `sys.modules[name] = ...`. So the worker takes a snapshot
+before graded code runs, and after each test compares:
+
+- every name of every module and every attribute of every class those modules define:
+  the same object, none removed; no special method (`__eq__`) or name that hides a base
+  class's added to a class, no builtin's name added to a module;
+- `sys.modules`, `sys.meta_path` and `sys.path_hooks`: no module swapped, no import hook;
+- the data of the graders (`CASES`, expected values): the same, item by item;
+- torch's function and dispatch modes (a `TorchFunctionMode` left active answers every
+  torch call), and the threads: graded code may leave neither behind.
+
+A test after which anything differs fails, with the names that changed. A change that
+graded code makes and undoes within one test (from a finalizer, say) is not seen here;
+the judge's scan refuses the means (`weakref`, `__del__`, assignments to imported
+modules), and the student guide says so.
+
+This file runs in the worker's private namespace, like `sandbox.py`.
+"""
+
+from __future__ import annotations
+
+import builtins
+import sys
+from itertools import repeat
+from operator import is_
+from types import BuiltinFunctionType, FunctionType, ModuleType
+
+# Names that change while any program runs, each with the reason.
+VOLATILE = {
+    ("sys", "*"): "pytest swaps sys.stdout and sys.stderr per test; sys's hooks are checked apart",
+    ("__main__", "*"): "the worker's bootstrap",
+    ("linecache", "cache"): "a cache of source lines",
+}
+# Names a class gains by itself: pickling's cache, lazily made annotations.
+VOLATILE_CLASS_NAMES = {"__slotnames__", "__annotations__", "__abstractmethods__"}
+BUILTIN_NAMES = frozenset(vars(builtins))
+# Modules whose data the graders compare against, checked item by item.
+DATA_MODULES = ("tests.graders", "tests.conftest")
+MISSING = object()
+# Module-level values that are code, not data: checked by identity like every other name.
+CODE_KINDS = (type, FunctionType, BuiltinFunctionType, ModuleType)
+# A grader's data: what is read item by item (other objects are checked by identity).
+DATA_KINDS = (list, tuple, dict, set, frozenset, str, bytes, int, float, bool)
+# How deep a grader's data is read, and where tensors come from (torch.Tensor, Parameter).
+MAX_DEPTH = 6
+TENSOR_KINDS = {("torch", "Tensor"), ("torch.nn.parameter", "Parameter"), ("torch.nn.parameter", "Buffer")}
+
+
+class Guard:
+    """A snapshot of the process's modules, classes and hooks, and the check against it.
+
+    Args:
+        skip: Prefixes of module names to leave out (graded code's own modules).
+    """
+
+    def __init__(self, skip: tuple[str, ...]) -> None:
+        self._skip = skip
+        self._modules: dict[str, object] = {}
+        # (namespace, names, objects, where, owner): the names of each module and class, their
+        # objects, and the class (None for a module).
+        self._namespaces: list[tuple[object, tuple, tuple, str, type | None]] = []
+        self._classes: set[int] = set()
+        self._data: dict[str, str] = {}
+        self._hooks = (tuple(sys.meta_path), tuple(sys.path_hooks))
+        self._sys_modules, self._meta_path, self._path_hooks = sys.modules, sys.meta_path, sys.path_hooks
+        self._threads = self._thread_count()
+        torch = sys.modules["torch"]._C
+        self._mode_counts = (torch._len_torch_function_stack, torch._len_torch_dispatch_stack)
+        self._baseline_modes = self._modes()
+        self.add_new_modules()
+
+    def add_new_modules(self) -> None:
+        """Take modules imported since the last snapshot into it (called after each check)."""
+        for name, module in list(self._sys_modules.items()):
+            if name in self._modules or name.startswith(self._skip) or not isinstance(getattr(module, "__dict__", None), dict):
+                continue
+            self._modules[name] = module
+            namespace = module.__dict__
+            if (name, "*") not in VOLATILE:
+                self._remember(namespace, name, [(k, v) for k, v in namespace.items() if (name, k) not in VOLATILE],
+                               None)
+            for value in list(namespace.values()):
+                if issubclass(type(value), type) and id(value) not in self._classes and vars(value).get("__module__") == name:
+                    self._classes.add(id(value))
+                    where = f"{name}.{value.__qualname__}"
+                    # vars(cls) is a live view of the class's namespace: kept, it shows changes.
+                    self._remember(vars(value), where, list(vars(value).items()), value)
+            if name.startswith(DATA_MODULES):
+                self._data[name] = self._fingerprint(namespace)
+
+    def _remember(self, namespace, where: str, items: list[tuple[str, object]], owner: type | None) -> None:
+        names, objects = zip(*items) if items else ((), ())
+        self._namespaces.append((namespace, names, objects, where, owner))
+
+    def changes(self) -> list[str]:
+        """What differs from the snapshot: `module.name`, `Class.attribute`, or a hook."""
+        changed = [f"sys.modules[{name!r}]" for name, module in self._modules.items()
+                   if self._sys_modules.get(name, MISSING) is not module]
+        for namespace, names, objects, where, owner in self._namespaces:
+            # One pass in C over the names; only a namespace that changed is looked at in Python.
+            if not all(map(is_, map(namespace.get, names, repeat(MISSING)), objects)):
+                changed += [f"{where}.{name}" for name, value in zip(names, objects)
+                            if namespace.get(name, MISSING) is not value]
+            if len(namespace) > len(names):
+                changed += [f"{where}.{name} (added)" for name in self._added(namespace, names, owner)]
+        if sys.meta_path is not self._meta_path or tuple(self._meta_path) != self._hooks[0]:
+            changed.append("sys.meta_path (an import hook)")
+        if sys.path_hooks is not self._path_hooks or tuple(self._path_hooks) != self._hooks[1]:
+            changed.append("sys.path_hooks (an import hook)")
+        for name, fingerprint in self._data.items():
+            if self._fingerprint(self._modules[name].__dict__) != fingerprint:
+                changed.append(f"the data of {name}")
+        if self._modes() != self._baseline_modes:
+            changed.append("torch's function and dispatch modes (a mode left active)")
+        if self._thread_count() > self._threads:
+            changed.append("the threads (graded code left one running)")
+        return changed
+
+    @staticmethod
+    def _added(namespace, names: tuple, owner: type | None) -> list[str]:
+        """Names added since the snapshot that change behaviour: a special method or a name
+        that hides one of a base class (for a class), a builtin's name (for a module)."""
+        known = set(names)
+        added = [name for name in list(namespace) if name not in known]
+        if owner is None:
+            return [name for name in added if name in BUILTIN_NAMES]
+        return [name for name in added if name not in VOLATILE_CLASS_NAMES and (
+            (name.startswith("__") and name.endswith("__"))
+            or any(name in vars(base) for base in owner.__mro__[1:]))]
+
+    def _modes(self) -> tuple[int, int]:
+        return tuple(count() for count in self._mode_counts)
+
+    @classmethod
+    def _fingerprint(cls, namespace: dict) -> tuple:
+        """A module's data as plain values: what a grader compares against, item by item.
+
+        Only its containers and constants: an object of the grader's (a recorder that
+        fills up as a test runs, say) is the grader's to change, and rebinding it is
+        seen with every other name.
+        """
+        return tuple((key, cls._value(value, set())) for key, value in list(namespace.items())
+                     if not key.startswith("__") and type(value) in DATA_KINDS)
+
+    @classmethod
+    def _value(cls, value, seen: set, depth: int = 0) -> object:
+        """`value` as builtin numbers, strings and tuples, read without running its methods.
+
+        Containers are walked by their exact type, a few levels deep; code (modules,
+        classes, functions) and anything deeper stands for itself (its `id`); any other
+        object for itself with its attributes, and a tensor with its version counter,
+        which every in-place change increments.
+        """
+        kind = type(value)
+        if kind in (str, int, bool, bytes, type(None)) or kind is float:
+            return (kind, repr(value) if kind is float else value)  # repr: nan == nan
+        if id(value) in seen or depth > MAX_DEPTH or isinstance(value, CODE_KINDS):
+            return ("object", id(value))
+        seen.add(id(value))
+        if kind in (list, tuple, set, frozenset):
+            items = [cls._value(item, seen, depth + 1) for item in value]
+            return (kind, tuple(sorted(items, key=repr) if kind in (set, frozenset) else items))
+        if kind is dict:
+            return (kind, tuple((cls._value(k, seen, depth + 1), cls._value(v, seen, depth + 1))
+                                for k, v in value.items()))
+        version = value._version if (kind.__module__, kind.__name__) in TENSOR_KINDS else None
+        try:
+            attributes = object.__getattribute__(value, "__dict__")
+        except AttributeError:
+            attributes = None
+        state = (tuple((key, cls._value(item, seen, depth + 1)) for key, item in attributes.items())
+                 if type(attributes) is dict else None)
+        return (kind, id(value), version, state)
+
+    @staticmethod
+    def _thread_count() -> int:
+        return len(sys._current_frames())

@@ -1,0 +1,255 @@
+"""The worker's sandbox: an audit hook that keeps graded code out of the grading.
+
+Python calls an audit hook (PEP 578) before some sensitive operations: reading a stack
+frame, listing the garbage collector's objects, setting a function's code or defaults,
+compiling code, opening a file, starting a process. A hook cannot be removed once it is
+added, so the worker adds this one before any graded code runs, and the hook refuses the
+operations that graded code could use to change its own score. (Assigning to a module or
+a class is not audited: `guard.py` checks for that after each test.)
+
+To tell graded code from the code it calls and the code that calls it, the hook reads
+the stack. Each frame holds one of four kinds of code:
+
+- **graded**: a file in the staged `exercises/`;
+- **own**: minifx and the grading (the staged `minifx/` and `tests/`);
+- **installed**: the packages that graders and graded code call (torch, numpy);
+- **see-through**: the standard library, pytest and code generated at run time. Graded
+  code can call these to act for it (`inspect.currentframe()` reads a frame for its
+  caller), so they decide nothing: the frame below them does.
+
+The *requester* is the first frame that is not see-through, going out from the
+operation. Whatever minifx or the grading asks for is allowed, and so is whatever an
+installed package asks for while no graded code is on the stack. Otherwise graded code
+is behind the request, directly or through a package it called (torch has functions that
+return their caller's frame), and the rules below decide. A stack with no requester (a
+thread or an `atexit` function that graded code started) counts as graded code.
+
+The worker adds the hook first thing and arms it once pytest has collected the tests,
+before any graded code runs. A refused operation raises `PermissionError` and is recorded; the worker then fails the
+test that was running and every test after it. The hook stops Python code; native code
+could get past it, and graded code cannot load any (`ctypes` is refused).
+
+This file runs in the worker's private namespace (see `worker.py`): it binds every
+function it calls at load time, so that graded code replacing `os.path.realpath` or a
+builtin changes nothing here.
+"""
+
+from __future__ import annotations
+
+from linecache import getline
+from os import O_APPEND, O_CREAT, O_RDWR, O_TRUNC, O_WRONLY, PathLike, fsdecode, sep
+from os.path import basename, join, realpath
+from sys import _getframe
+from sys import modules as _modules
+from sysconfig import get_paths
+from threading import get_ident
+
+GRADED, OWN, INSTALLED, SEE_THROUGH = "graded", "own", "installed", "see-through"
+
+# Installed packages that graded code could use as a tool against the grading.
+SEE_THROUGH_PACKAGES = frozenset({"_pytest", "pytest", "pluggy", "unittest", "hypothesis",
+                                  "_hypothesis_pytestplugin"})
+# Standard-library modules that read frames for their own use and never hand them out.
+FRAME_USERS = ("warnings.py", "linecache.py")
+
+# The audit events the hook looks at, grouped by what they would let graded code do.
+INTROSPECTION = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._getframe",
+                           "sys._current_frames", "sys._current_exceptions", "sys._getframemodulename"})
+FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"})
+# A function's defaults: a dict (or a tuple of objects) that can be changed in place.
+DEFAULTS = frozenset({"__defaults__", "__kwdefaults__"})
+TRACING = frozenset({"sys.settrace", "sys.setprofile", "sys.addaudithook", "sys.monitoring.register_callback",
+                     "sys.monitoring.use_tool_id", "cpython.remote_debugger_script"})
+PROCESSES = frozenset({"os.fork", "os.forkpty", "os.exec", "os.posix_spawn", "os.spawn", "os.system",
+                       "subprocess.Popen", "os.kill", "os.killpg", "signal.pthread_kill", "os.setsid",
+                       "os.setpgid", "resource.setrlimit", "resource.prlimit", "os.startfile", "pty.spawn"})
+FILE_CHANGES = frozenset({"os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.chmod", "os.chown", "os.link",
+                          "os.symlink", "os.truncate", "os.utime", "os.chflags", "os.lchflags", "os.setxattr",
+                          "os.removexattr", "shutil.rmtree", "shutil.move", "shutil.copyfile", "shutil.copytree",
+                          "shutil.copymode", "shutil.copystat", "shutil.chown", "os.putenv", "os.unsetenv",
+                          "sqlite3.connect", "mmap.__new__"})
+CODE = frozenset({"compile", "code.__new__", "function.__new__", "exec"})
+PATCHES = frozenset({"object.__setattr__", "object.__delattr__"})
+OTHER = ("ctypes.", "socket.", "urllib.", "http.", "ftplib.", "smtplib.", "imaplib.", "nntplib.",
+         "poplib.", "telnetlib.", "webbrowser.", "_winapi.", "winreg.")
+WATCHED = INTROSPECTION | TRACING | PROCESSES | FILE_CHANGES | CODE | PATCHES | {"open"}
+WRITE_FLAGS = O_WRONLY | O_RDWR | O_APPEND | O_CREAT | O_TRUNC
+
+
+class Sandbox:
+    """The audit hook's settings, and the operations it refused.
+
+    Args:
+        stage: The worker's staged folder: graded code in `exercises/`, ours in `minifx/`
+            and `tests/`.
+
+    Attributes:
+        violations: One line per refused operation, in order.
+    """
+
+    def __init__(self, stage: str) -> None:
+        paths = get_paths()
+        self.graded = _folder(stage, "exercises")
+        self.own = (_folder(stage, "minifx"), _folder(stage, "tests"))  # minifx and the grading
+        self.installed = tuple({_folder(paths["purelib"]), _folder(paths["platlib"])})
+        self.readable = (self.graded, self.own[0], *self.installed,
+                         *{_folder(paths["stdlib"]), _folder(paths["platstdlib"])})
+        self.violations: list[str] = []
+        self._armed = False
+        self._modules = _modules
+        self._kinds: dict[str, str] = {}
+        self._busy: set[int] = set()
+
+    def arm(self) -> None:
+        """Start applying the rules; until then only the worker's own code has run."""
+        self._armed = True
+
+    def hook(self, event: str, args: tuple) -> None:
+        """The audit hook: add it with `sys.addaudithook(sandbox.hook)`."""
+        if not self._armed:
+            return
+        if event == "object.__getattr__":  # frequent: only frames and defaults matter
+            if args[1] not in FRAME_ATTRIBUTES and args[1] not in DEFAULTS:
+                return
+            event = "sys._getframe" if args[1] in FRAME_ATTRIBUTES else "defaults"
+        elif event not in WATCHED and not event.startswith(OTHER):
+            return
+        me = get_ident()
+        if me in self._busy:  # reading the stack below raises audit events of its own
+            return
+        self._busy.add(me)
+        try:
+            refusal = self._refusal(event, args)
+        finally:
+            self._busy.discard(me)
+        if refusal:
+            self.violations.append(refusal)
+            raise PermissionError(f"graded code may not {refusal}")
+
+    # --- deciding ------------------------------------------------------------------
+
+    def _refusal(self, event: str, args: tuple) -> str:
+        """What graded code tried to do, if the operation is refused; '' if it is allowed."""
+        stack = self._stack()
+        requester = next((kind for kind, _ in stack if kind != SEE_THROUGH), None)
+        if requester == OWN or (requester == INSTALLED and all(kind != GRADED for kind, _ in stack)):
+            return ""
+        where = self._where(stack)
+        if event in INTROSPECTION:
+            if stack and stack[0][1].f_code.co_filename.endswith(FRAME_USERS):
+                return ""  # warnings.warn finding its caller's module
+            return f"inspect the running interpreter ({event}){where}"
+        if event == "defaults":
+            owner = getattr(args[0], "__module__", None)
+            if requester == INSTALLED or (isinstance(owner, str) and owner.split(".")[0] == "exercises"):
+                return ""
+            return f"read the defaults of {getattr(args[0], '__qualname__', '?')} ({args[1]}){where}"
+        if event in TRACING:
+            return f"install a tracing or audit hook ({event}){where}"
+        if event in PROCESSES:
+            return f"start, stop or signal processes ({event}){where}"
+        if event == "open":
+            return self._open_refusal(args, requester, where)
+        if event in FILE_CHANGES:
+            return f"change files ({event}){where}"
+        if event in PATCHES:
+            return self._patch_refusal(args, where)
+        if event in CODE:
+            return self._code_refusal(event, args, stack, where)
+        return f"use {event} (no network, ctypes or operating-system access while graded){where}"
+
+    def _stack(self) -> list[tuple[str, object]]:
+        """`(kind, frame)` for each frame, innermost first, leaving out the hook's own."""
+        frame = _getframe(1)
+        while frame is not None and frame.f_code.co_filename == __file__:
+            frame = frame.f_back
+        stack = []
+        while frame is not None:
+            stack.append((self._kind(frame.f_code.co_filename), frame))
+            frame = frame.f_back
+        return stack
+
+    def _kind(self, filename: str) -> str:
+        """Whose code a file holds: graded, own, installed or see-through (remembered per file)."""
+        kind = self._kinds.get(filename)
+        if kind is None:
+            kind = self._kinds[filename] = self._classify(filename)
+        return kind
+
+    def _classify(self, filename: str) -> str:
+        if not filename or filename.startswith("<"):
+            return SEE_THROUGH  # generated code, frozen modules, <string>
+        path = realpath(filename)
+        if path.startswith(self.graded):
+            return GRADED
+        if path.startswith(self.own):
+            return OWN
+        for root in self.installed:
+            if path.startswith(root):
+                return SEE_THROUGH if path[len(root):].split(sep, 1)[0] in SEE_THROUGH_PACKAGES else INSTALLED
+        return SEE_THROUGH
+
+    def _open_refusal(self, args: tuple, requester: str | None, where: str) -> str:
+        path, mode, flags = (list(args) + [None, None, 0])[:3]
+        if not isinstance(path, (str, bytes, PathLike)):
+            return ""  # a file descriptor that is already open
+        path = realpath(fsdecode(path))
+        if (isinstance(mode, str) and any(c in mode for c in "wax+")) or (flags or 0) & WRITE_FLAGS:
+            return f"write files ({path}){where}"
+        if requester == INSTALLED:
+            return ""  # torch or numpy reading what it needs
+        if path in ("/dev/null", "/dev/urandom") or path.startswith(self.readable):
+            return ""
+        return f"read files outside exercises/, minifx and the installed packages ({path}){where}"
+
+    def _patch_refusal(self, args: tuple, where: str) -> str:
+        target, name = args[0], args[1]
+        owner = getattr(target, "__module__", None)
+        if isinstance(owner, str) and (owner == "exercises" or owner.startswith("exercises.")):
+            return ""  # graded code may change its own classes and functions
+        if not self._published(target, owner):
+            return ""  # made at run time and not yet in a module: a NamedTuple being built
+        what = "class" if isinstance(target, type) else type(target).__name__
+        return f"change {owner}.{target.__qualname__}.{name} (a {what} it did not define){where}"
+
+    def _published(self, target, owner) -> bool:
+        """Whether a module holds `target` under its qualified name, where anyone can use it."""
+        found = self._modules.get(owner) if isinstance(owner, str) else None
+        for part in getattr(target, "__qualname__", "<locals>").split("."):
+            namespace = getattr(found, "__dict__", None)  # not getattr(found, part): no code runs
+            found = namespace.get(part) if isinstance(namespace, dict) or type(namespace).__name__ == "mappingproxy" else None
+        return found is target
+
+    def _code_refusal(self, event: str, args: tuple, stack: list, where: str) -> str:
+        """Code objects that would pass for ours: compiled, built or run under our file names."""
+        if event in ("compile", "code.__new__"):
+            filename = args[1] if len(args) > 1 and isinstance(args[1], (str, bytes)) else ""
+            filename = fsdecode(filename)
+        else:  # "function.__new__", "exec": their argument is a code object
+            filename = getattr(args[0], "co_filename", "") if args else ""
+        if self._classify(filename) not in (OWN, INSTALLED) or _importing(stack):
+            return ""
+        return f"make or run code that claims to be {filename} ({event}){where}"
+
+    def _where(self, stack: list) -> str:
+        """` (exercises/x.py:12: <line>)`: the innermost graded frame."""
+        frame = next((frame for kind, frame in stack if kind == GRADED), None)
+        if frame is None:
+            return " (from a thread or callback that graded code started)"
+        filename, line = frame.f_code.co_filename, frame.f_lineno
+        return f" (exercises/{basename(filename)}:{line}: {getline(filename, line).strip()})"
+
+
+def _importing(stack: list) -> bool:
+    """Whether the import system is loading a module: it compiles and runs the module's code."""
+    for kind, frame in stack:
+        if kind != SEE_THROUGH:
+            return False
+        if frame.f_code.co_name == "_load_unlocked" and frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+    return False
+
+
+def _folder(*parts: str) -> str:
+    """A folder's real path, ending in the separator so that prefixes match whole names."""
+    return join(realpath(join(*parts)), "")
