@@ -257,10 +257,11 @@ def test_bad_submissions_cost_their_exercise_only_with_one_sentence(tmp_path):
         "ch2_leaf_modules_v2.py": (ROOT / "solutions" / "ch2_leaf_modules.py").read_text(),
         "ch2_remove_noops.py": "import numpyy\n",
         "ch3_method_relu.py": (ROOT / "solutions" / "ch3_method_relu.py").read_text(),
+        "ch3_lower_linear.py": "x = " + "-" * 100_000 + "1\n",
     }
     for name, text in files.items():
         (tmp_path / name).write_text(text)
-    chosen = [_exercise(i) for i in ("1.1", "1.2", "2.1", "2.2", "3.1")]
+    chosen = [_exercise(i) for i in ("1.1", "1.2", "2.1", "2.2", "3.1", "3.2")]
     scores = {s.exercise.id: s for s in grade(chosen, submitted_modules(chosen, tmp_path), Limits(timeout=30))}
     assert scores["1.1"].problem.startswith("exercises/ch1_proxy_failure.py is not valid Python at line 1: ")
     assert scores["1.2"].problem.startswith("exercises/ch1_no_inplace.py is empty")
@@ -271,6 +272,8 @@ def test_bad_submissions_cost_their_exercise_only_with_one_sentence(tmp_path):
     assert missing.pop().startswith("ModuleNotFoundError: No module named 'numpyy'\n  raised at "
                                     "exercises/ch2_remove_noops.py:1: import numpyy")
     assert scores["3.1"].full, [t.message for t in scores["3.1"].tests if t.outcome != "passed"]
+    assert scores["3.2"].problem == "exercises/ch3_lower_linear.py is nested too deeply for Python to read: " \
+                                   "write it as ordinary code"
 
 
 def test_a_hang_costs_its_time_limit_and_nothing_more():

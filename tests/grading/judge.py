@@ -148,11 +148,13 @@ def precheck(exercise: Exercise, modules: dict[str, bytes], trusted: dict[str, b
         return f"{path} is empty: start from the stub and write the functions it asks for"
     try:
         compile(source, path, "exec", dont_inherit=True)
+        broken = findings(source)
     except (SyntaxError, ValueError) as exc:
         where = f" at line {exc.lineno}" if getattr(exc, "lineno", None) else ""
         reason = exc.msg if isinstance(exc, SyntaxError) else str(exc)
         return f"{path} is not valid Python{where}: {reason}"
-    broken = findings(source)
+    except (RecursionError, MemoryError, OverflowError):
+        return f"{path} is nested too deeply for Python to read: write it as ordinary code"
     if broken:
         more = f"\n... and {len(broken) - 5} more" if len(broken) > 5 else ""
         return f"{path} is not run, because it does what graded code may not:\n" + "\n".join(broken[:5]) + more
@@ -160,7 +162,11 @@ def precheck(exercise: Exercise, modules: dict[str, bytes], trusted: dict[str, b
 
 
 def grader_tests(source: bytes) -> set[str]:
-    """The names of the test functions a grader defines."""
+    """The names of the test functions a grader defines.
+
+    Raises:
+        SyntaxError: If the grader is not valid Python.
+    """
     tree = ast.parse(source)
     return {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")}
 
@@ -320,7 +326,7 @@ def verify(lines: list[bytes], key: bytes) -> tuple[list[dict], str]:
 # --- from records to a score -------------------------------------------------------
 
 
-def judge(exercise: Exercise, run: Run, trusted: dict[str, bytes], limit: Limits) -> Score:
+def judge(exercise: Exercise, run: Run, trusted: dict[str, bytes], limit: Limits, expected: set[str]) -> Score:
     """The exercise's score from what its worker reported and how it ended."""
     score = Score(exercise, seconds=run.seconds)
     if run.forged:
@@ -333,7 +339,7 @@ def judge(exercise: Exercise, run: Run, trusted: dict[str, bytes], limit: Limits
         detail = errors[0] if errors else _tail(run.output)
         score.problem = f"could not collect {exercise.grader}:\n{_tail(detail)}"
         return score
-    problem = _check_collection(exercise, collected, trusted)
+    problem = _check_collection(exercise, collected, trusted, expected)
     if problem:
         score.problem = problem
         return score
@@ -348,12 +354,12 @@ def judge(exercise: Exercise, run: Run, trusted: dict[str, bytes], limit: Limits
     return score
 
 
-def _check_collection(exercise: Exercise, collected: dict, trusted: dict[str, bytes]) -> str:
+def _check_collection(exercise: Exercise, collected: dict, trusted: dict[str, bytes], expected: set[str]) -> str:
     source = trusted[exercise.grader]
     if collected.get("grader_sha256") != hashlib.sha256(source).hexdigest():
         return f"{exercise.grader} was changed before it ran: graded code may not edit the graders"
     names = {nodeid.split("::")[-1].split("[")[0] for nodeid in collected["tests"]}
-    missing = sorted(grader_tests(source) - names)
+    missing = sorted(expected - names)
     if missing:
         return f"tests of {exercise.grader} were not collected: {', '.join(missing)}"
     if not collected["tests"]:
@@ -427,9 +433,13 @@ def grade(exercises: list[Exercise], modules: dict[str, bytes], limits: Limits =
     run_token = secrets.token_hex(16)
     env = worker_environment(run_token, limits.jobs)
     base = Path(tempfile.mkdtemp(prefix="minifx-grading-"))
+    # Reading code (compile, ast) happens here, in one thread: CPython 3.11's parser
+    # breaks when several threads use it at once.
+    checks = {e.id: _checks(e, modules, trusted) for e in exercises}
     try:
         with ThreadPoolExecutor(max_workers=limits.jobs) as pool:
-            futures = [pool.submit(_grade_one, e, modules, trusted, limits, env, base) for e in exercises]
+            futures = [pool.submit(_grade_one, e, *checks[e.id], modules, trusted, limits, env, base)
+                       for e in exercises]
             scores = [f.result() for f in futures]
     finally:
         kill_leftovers(run_token)
@@ -437,10 +447,24 @@ def grade(exercises: list[Exercise], modules: dict[str, bytes], limits: Limits =
     return scores
 
 
-def _grade_one(exercise: Exercise, modules: dict[str, bytes], trusted: dict[str, bytes],
-               limits: Limits, env: dict[str, str], base: Path) -> Score:
+def _checks(exercise: Exercise, modules: dict[str, bytes], trusted: dict[str, bytes]) -> tuple[str, set[str]]:
+    """Why the exercise cannot be graded (or ''), and the tests its grader defines."""
     problem = precheck(exercise, modules, trusted)
     if problem:
+        return problem, set()
+    try:
+        return "", grader_tests(trusted[exercise.grader])
+    except (SyntaxError, ValueError, RecursionError) as exc:
+        return f"the grader {exercise.grader} is not valid Python: {exc}", set()
+
+
+def _grade_one(exercise: Exercise, problem: str, expected: set[str], modules: dict[str, bytes],
+               trusted: dict[str, bytes], limits: Limits, env: dict[str, str], base: Path) -> Score:
+    if problem:
         return Score(exercise, problem=problem)
-    folder = stage(base, trusted, modules)
-    return judge(exercise, run_worker(folder, exercise.grader, limits, env), trusted, limits)
+    try:
+        folder = stage(base, trusted, modules)
+        return judge(exercise, run_worker(folder, exercise.grader, limits, env), trusted, limits, expected)
+    except Exception as exc:  # one exercise's trouble must not stop the report of the others
+        return Score(exercise, problem=f"grading this exercise failed ({type(exc).__name__}: {exc}); "
+                                       "the other exercises were graded")
