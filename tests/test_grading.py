@@ -287,3 +287,13 @@ def test_a_hang_costs_its_time_limit_and_nothing_more():
     assert took < 5 + 6, f"grading took {took:.1f} s with a 5 s limit"
     assert scores[0].problem.startswith("timed out after 5 s while running test_"), scores[0].problem
     assert scores[1].full, [t.message for t in scores[1].tests if t.outcome != "passed"]
+
+
+def test_without_the_fork_server_each_worker_starts_afresh(monkeypatch):
+    monkeypatch.setenv("MINIFX_GRADING_NO_FORK", "1")
+    solved, stub = _exercise("1.1"), _exercise("2.2")
+    modules = {solved.module: (ROOT / "solutions" / f"{solved.module}.py").read_bytes(),
+               stub.module: (ROOT / "exercises" / f"{stub.module}.py").read_bytes()}
+    scores = grade([solved, stub], modules, Limits(timeout=60))
+    assert scores[0].full, [t.message for t in scores[0].tests if t.outcome != "passed"]
+    assert scores[1].earned == 0 and scores[1].tests and not scores[1].problem

@@ -127,7 +127,7 @@ _CallInfo.from_call = classmethod(lambda cls, func, when, reraise=None: cls(
 ''', "replaced _pytest.runner.CallInfo.from_call"),
     "pytest's runner replaced in its module": ('''
 _runner = _sys.modules["_pytest.runner"]
-_runner.call_and_report = lambda item, when, log=True, **kwargs: None
+_runner.call_and_report = _sys.modules["functools"].partial(_runner.call_and_report)
 ''', "replaced _pytest.runner.call_and_report"),
     "pytest.fail made a no-op": ('''
 _b.setattr(_sys.modules["pytest"], "fail", lambda *args, **kwargs: None)
@@ -203,8 +203,7 @@ open("/tmp/minifx-grading-attack.txt", "w").write("forged")
 _source = open({str(ROOT / "solutions" / "ch3_method_relu.py")!r}).read()
 ''', "read files outside exercises/"),
     "a grader read from the staged folder": ('''
-_folder = _sys.modules["pathlib"].Path(__file__).resolve().parents[1] / "tests" / "graders"
-_text = [path.read_text() for path in sorted(_folder.glob("test_*.py"))]
+_text = open(_sys.modules["tests.graders.support"].__file__).read()
 ''', "read files outside exercises/"),
     "a trace function": ('''
 _get(_sys, "set" + "trace")(lambda frame, event, arg: None)
@@ -216,10 +215,10 @@ _get(_sys, "add" + "audithook")(lambda event, args: None)
 _sys.modules["threading"].Thread(target=_sys.modules["time"].sleep, args=(30,), daemon=True).start()
 ''', "the threads (graded code left one running)"),
     "code compiled under minifx's name": ('''
-_code = _get(_b, "com" + "pile")("x = 1", __file__.replace("exercises", "minifx"), "exec")
+_code = _get(_b, "com" + "pile")("x = 1", _sys.modules["minifx"].__file__, "exec")
 ''', "make or run code that claims to be"),
     "a code object renamed": ('''
-_code = _get(lambda: 0, "__co" + "de__").replace(co_filename=__file__.replace("exercises", "minifx"))
+_code = _get(lambda: 0, "__co" + "de__").replace(co_filename=_sys.modules["minifx"].__file__)
 ''', "make or run code that claims to be"),
     "a skip, through sys.modules": ('''
 raise _sys.modules["unittest"].SkipTest("later")

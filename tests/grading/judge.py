@@ -1,9 +1,11 @@
 """The judge: grades each exercise in a fresh, time- and memory-limited process.
 
 The judge never imports student code. It reads what it trusts (the graders, minifx,
-the manifest) into memory before any student code runs, stages a private copy of that
-and of the student's `exercises/` for each exercise, runs `tests/grading/worker.py`
-there, and decides the points from the worker's signed records:
+the manifest) into memory before any student code runs, reads each submitted module for
+what graded code may not do (`scan.py`), stages a private copy of the trusted files and,
+for each exercise, of the student's `exercises/`, runs a worker there (`worker.py`,
+forked by `forkserver.py` where the system allows), and decides the points from the
+worker's signed records:
 
 - a test counts as passed only when its `passed` record came, after its `start`;
 - a test that never reported (the process hung, crashed, exited or was stopped) failed;
@@ -30,10 +32,12 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.grading.forkserver import ForkServer, ForkServerError
 from tests.grading.manifest import ROOT, Exercise, GradingError
 from tests.grading.scan import findings
 
@@ -44,7 +48,7 @@ WORKER = "tests/grading/worker.py"
 # the worker itself; not the judge, nor the project's other tests (graded code could call
 # whatever is there, and the sandbox trusts that code).
 STAGED = {"conftest.py", "pyproject.toml", "tests/__init__.py", "tests/conftest.py", "tests/models.py", WORKER,
-          "tests/grading/sandbox.py", "tests/grading/guard.py"}
+          "tests/grading/sandbox.py", "tests/grading/guard.py", "tests/grading/forkserver.py"}
 STAGED_FOLDERS = ("minifx/", "tests/graders/")
 # What the judge reads of a worker: records of at most a megabyte, 64 MB in all, and the
 # end of its output.
@@ -186,15 +190,19 @@ class Run:
     seconds: float = 0.0
 
 
-def stage(base: Path, trusted: dict[str, bytes], modules: dict[str, bytes]) -> Path:
-    """A private folder with the trusted files and the student's `exercises/`."""
+def stage(base: Path, trusted: dict[str, bytes] | None, modules: dict[str, bytes] | None) -> Path:
+    """A private folder with the trusted files a worker needs (unless `trusted` is None:
+    the fork server has them) and the student's `exercises/` (unless `modules` is None: the
+    fork server's own folder has none, so that `exercises` is only ever the student's)."""
     folder = Path(tempfile.mkdtemp(prefix="stage-", dir=base))
-    for relative, data in trusted.items():
+    for relative, data in (trusted or {}).items():
         if relative not in STAGED and not relative.startswith(STAGED_FOLDERS):
             continue
         path = folder / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
+    if modules is None:
+        return folder
     exercises = folder / "exercises"
     exercises.mkdir(exist_ok=True)
     (exercises / "__init__.py").write_bytes(b"")
@@ -213,32 +221,28 @@ def worker_environment(run_token: str, jobs: int) -> dict[str, str]:
     return env
 
 
-def run_worker(folder: Path, grader: str, limits: Limits, env: dict[str, str]) -> Run:
-    """Run the worker on one grader in `folder`; kill it at the time or memory limit."""
+def run_worker(folder: Path, grader: str, limits: Limits, env: dict[str, str],
+               server: ForkServer | None = None) -> Run:
+    """Run the worker on one grader and the `exercises/` in `folder`, forked by `server`
+    (or started afresh, with the trusted files staged in `folder`); kill it at the time or
+    memory limit."""
     key = secrets.token_bytes(32)
     read_end, write_end = os.pipe()
     log = open(folder / "worker-output.txt", "w+b")  # noqa: SIM115 (closed below)
     started = time.monotonic()
-    process = subprocess.Popen(
-        [sys.executable, "-I", str(folder / WORKER), grader, str(write_end)],
-        cwd=folder, env=env, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
-        pass_fds=(write_end,), start_new_session=True)
-    os.close(write_end)
+    try:
+        group, returncode = _start(folder, grader, env, server, key, write_end, log)
+    finally:
+        os.close(write_end)  # the worker holds the only other copy: its end is our EOF
     lines: list[bytes] = []
     reader = threading.Thread(target=_read_lines, args=(read_end, lines), daemon=True)
     reader.start()
-    try:
-        process.stdin.write(key.hex().encode() + b"\n")
-        process.stdin.close()
-    except OSError:
-        pass  # the worker is already gone; its records (none) say so
     run = Run()
-    run.ended = _wait(process, limits, started)
-    _kill_group(process.pid)
-    process.wait()
+    run.ended = _wait(returncode, group, limits, started)
+    _kill_group(group)
+    run.returncode = _final_returncode(returncode)
     reader.join(timeout=5)
     run.seconds = time.monotonic() - started
-    run.returncode = process.returncode
     log.seek(max(0, log.seek(0, os.SEEK_END) - MAX_OUTPUT))
     run.output = log.read().decode("utf-8", "replace")
     log.close()
@@ -246,6 +250,32 @@ def run_worker(folder: Path, grader: str, limits: Limits, env: dict[str, str]) -
     if run.ended == "finished" and not any(r["kind"] == "finished" for r in run.records):
         run.ended = "exit"  # the process ended before pytest did: os._exit, a crash, a signal
     return run
+
+
+def _start(folder: Path, grader: str, env: dict[str, str], server: ForkServer | None, key: bytes,
+           write_end: int, log) -> tuple[int, Callable[[], int | None]]:
+    """Start a worker: its process group, and a function that gives its returncode once it ended."""
+    if server is not None:
+        request, pid = server.spawn(grader, folder, key, write_end, log.fileno())
+        return pid, lambda: server.returncode(request)
+    process = subprocess.Popen(
+        [sys.executable, "-I", str(folder / WORKER), grader, str(write_end)],
+        cwd=folder, env=env, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
+        pass_fds=(write_end,), start_new_session=True)
+    try:
+        process.stdin.write(key.hex().encode() + b"\n")
+        process.stdin.close()
+    except OSError:
+        pass  # the worker is already gone; its records (none) say so
+    return process.pid, process.poll
+
+
+def _final_returncode(returncode: Callable[[], int | None]) -> int:
+    """The returncode of a worker that was just killed, once its parent has seen it end."""
+    deadline = time.monotonic() + 10
+    while (code := returncode()) is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return -signal.SIGKILL if code is None else code
 
 
 def _read_lines(fd: int, lines: list[bytes]) -> None:
@@ -260,18 +290,15 @@ def _read_lines(fd: int, lines: list[bytes]) -> None:
                 lines.append(b"too much")  # fails verification: no worker writes this much
 
 
-def _wait(process: subprocess.Popen, limits: Limits, started: float) -> str:
+def _wait(returncode: Callable[[], int | None], group: int, limits: Limits, started: float) -> str:
     """Wait for the worker; `finished` when it ended, `timeout` / `memory` if we stopped it."""
-    while True:
-        try:
-            process.wait(timeout=0.1)
-            return "finished"
-        except subprocess.TimeoutExpired:
-            pass
+    while returncode() is None:
         if time.monotonic() - started > limits.timeout:
             return "timeout"
-        if _group_memory(process.pid) > limits.memory:
+        if _group_memory(group) > limits.memory:
             return "memory"
+        time.sleep(0.05)
+    return "finished"
 
 
 def _group_memory(group: int) -> int:
@@ -436,15 +463,31 @@ def grade(exercises: list[Exercise], modules: dict[str, bytes], limits: Limits =
     # Reading code (compile, ast) happens here, in one thread: CPython 3.11's parser
     # breaks when several threads use it at once.
     checks = {e.id: _checks(e, modules, trusted) for e in exercises}
+    server = None
     try:
+        if any(not problem for problem, _ in checks.values()):
+            server = start_server(stage(base, trusted, None), env)
         with ThreadPoolExecutor(max_workers=limits.jobs) as pool:
-            futures = [pool.submit(_grade_one, e, *checks[e.id], modules, trusted, limits, env, base)
+            futures = [pool.submit(_grade_one, e, *checks[e.id], modules, trusted, limits, env, base, server)
                        for e in exercises]
             scores = [f.result() for f in futures]
     finally:
+        if server is not None:
+            server.close()
         kill_leftovers(run_token)
         shutil.rmtree(base, ignore_errors=True)
     return scores
+
+
+def start_server(folder: Path, env: dict[str, str]) -> ForkServer | None:
+    """A fork server in `folder` where this system can fork one (Linux); else None, and
+    each worker starts afresh."""
+    if not sys.platform.startswith("linux") or os.environ.get("MINIFX_GRADING_NO_FORK"):
+        return None
+    try:
+        return ForkServer(folder, env)
+    except (ForkServerError, OSError):
+        return None
 
 
 def _checks(exercise: Exercise, modules: dict[str, bytes], trusted: dict[str, bytes]) -> tuple[str, set[str]]:
@@ -459,12 +502,14 @@ def _checks(exercise: Exercise, modules: dict[str, bytes], trusted: dict[str, by
 
 
 def _grade_one(exercise: Exercise, problem: str, expected: set[str], modules: dict[str, bytes],
-               trusted: dict[str, bytes], limits: Limits, env: dict[str, str], base: Path) -> Score:
+               trusted: dict[str, bytes], limits: Limits, env: dict[str, str], base: Path,
+               server: ForkServer | None) -> Score:
     if problem:
         return Score(exercise, problem=problem)
     try:
-        folder = stage(base, trusted, modules)
-        return judge(exercise, run_worker(folder, exercise.grader, limits, env), trusted, limits, expected)
+        folder = stage(base, None if server else trusted, modules)
+        run = run_worker(folder, exercise.grader, limits, env, server)
+        return judge(exercise, run, trusted, limits, expected)
     except Exception as exc:  # one exercise's trouble must not stop the report of the others
         return Score(exercise, problem=f"grading this exercise failed ({type(exc).__name__}: {exc}); "
                                        "the other exercises were graded")

@@ -80,17 +80,17 @@ class Sandbox:
     """The audit hook's settings, and the operations it refused.
 
     Args:
-        stage: The worker's staged folder: graded code in `exercises/`, ours in `minifx/`
-            and `tests/`.
+        graded: The folder of graded code, `exercises/`.
+        trusted: The folder that holds minifx and the grading, in `minifx/` and `tests/`.
 
     Attributes:
         violations: One line per refused operation, in order.
     """
 
-    def __init__(self, stage: str) -> None:
+    def __init__(self, graded: str, trusted: str) -> None:
         paths = get_paths()
-        self.graded = _folder(stage, "exercises")
-        self.own = (_folder(stage, "minifx"), _folder(stage, "tests"))  # minifx and the grading
+        self.graded = _folder(graded)
+        self.own = (_folder(trusted, "minifx"), _folder(trusted, "tests"))  # minifx and the grading
         self.installed = tuple({_folder(paths["purelib"]), _folder(paths["platlib"])})
         self.readable = (self.graded, self.own[0], *self.installed,
                          *{_folder(paths["stdlib"]), _folder(paths["platstdlib"])})

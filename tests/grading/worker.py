@@ -1,10 +1,11 @@
 """The grading worker: runs one grader next to graded code, and reports each test.
 
-The judge (`tests/grading/judge.py`) starts one worker per exercise, as
+The judge (`tests/grading/judge.py`) starts one worker per exercise: on Linux a child that
+the fork server (`forkserver.py`) forks and that calls `run`, elsewhere a new process,
 
     python -I <stage>/tests/grading/worker.py <grader path> <report fd>
 
-in a staged folder that holds a copy of minifx, the graders and the student's
+Either way the worker sees a copy of minifx and the graders, and the student's
 `exercises/`. Graded code runs in this process, so the worker decides no score: it writes
 what it saw as signed JSON lines on the file descriptor the judge gave it, and the judge
 decides. Graded code shares the process, so the worker keeps what it relies on out of
@@ -44,7 +45,8 @@ import sys
 import traceback
 from pathlib import Path
 
-STAGE = Path(__file__).resolve().parents[2]
+# The trusted folder: minifx, the graders and this file, at <root>/tests/grading/worker.py.
+ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 # A failure message is for a person; graded code must not flood the report with one.
 MAX_MESSAGE = 20_000
@@ -104,13 +106,13 @@ class GradingPlugin:
         MARK_GEN._config = None
         for item in session.items:
             item.obj = _run_to_the_end(item.obj, item.nodeid, self.completed)
-        if (STAGE / "minifx").is_dir():
+        if (ROOT / "minifx").is_dir():
             _import_all("minifx")  # so that graded code never loads a part of it (see guard.py)
         self.guard = self._guard_class(skip=(GRADED_PACKAGE,))
         self.sandbox.arm()
         self.reporter.send("collected", tests=[item.nodeid for item in session.items],
                            cuda=bool(torch.cuda.is_available()),
-                           grader_sha256=hashlib.sha256((STAGE / self.grader).read_bytes()).hexdigest())
+                           grader_sha256=hashlib.sha256((ROOT / self.grader).read_bytes()).hexdigest())
 
     def pytest_runtest_logstart(self, nodeid, location) -> None:
         self.reporter.send("start", test=nodeid)
@@ -238,16 +240,27 @@ def drop_editable_finders() -> None:
     sys.meta_path[:] = [f for f in sys.meta_path if "__editable__" not in getattr(f, "__module__", "")]
 
 
-def main() -> int:
-    grader, fd = sys.argv[1], int(sys.argv[2])
-    key = bytes.fromhex(sys.stdin.readline().strip())
-    sys.stdin.close()
-    limit_output()
-    os.chdir(STAGE)
-    sys.path.insert(0, str(STAGE))
+def prepare() -> None:
+    """What every worker needs before it runs anything: minifx and the graders from the
+    trusted folder, never an installed minifx, and no way to import the solutions."""
+    sys.path.insert(0, str(ROOT))
     drop_editable_finders()
     sys.meta_path.insert(0, SolutionsBlocked())
-    sandbox = load_private(HERE / "sandbox.py")["Sandbox"](str(STAGE))
+
+
+def run(grader: str, fd: int, key: bytes, graded: Path) -> int:
+    """Run one grader on the graded modules in `graded/exercises/`, reporting on `fd`.
+
+    Args:
+        grader: The grader's path in the trusted folder, `tests/graders/test_<id>.py`.
+        fd: The file descriptor to write the signed records to.
+        key: The key that signs them.
+        graded: The folder that holds the student's `exercises/` package.
+    """
+    limit_output()
+    os.chdir(ROOT)
+    sys.path.insert(0, str(graded))
+    sandbox = load_private(HERE / "sandbox.py")["Sandbox"](str(graded / GRADED_PACKAGE), str(ROOT))
     sys.addaudithook(sandbox.hook)
     plugin = GradingPlugin(Reporter(fd, key), grader, sandbox, load_private(HERE / "guard.py")["Guard"])
     del key
@@ -258,10 +271,20 @@ def main() -> int:
     # module can reach it, and through it this plugin. No warnings plugin: it swaps the
     # warnings module's state during each test. The graders' messages need none of them.
     args = ["-q", "--tb=no", "-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:assertion",
-            "-p", "no:debugging", "-p", "no:warnings", "--impl=exercises", "--rootdir", str(STAGE),
-            "-c", str(STAGE / "pyproject.toml"), "-o", "addopts=", grader]
+            "-p", "no:debugging", "-p", "no:warnings", "--impl=exercises", "--rootdir", str(ROOT),
+            "-c", str(ROOT / "pyproject.toml"), "-o", "addopts=", grader]
     code = pytest.main(args, plugins=[plugin])
     return 0 if code in (0, 1) else int(code)
+
+
+def main() -> int:
+    """`worker.py <grader> <fd>`, the key on standard input: grade the staged folder's own
+    `exercises/` (the judge's way where it cannot fork; see `forkserver.py`)."""
+    grader, fd = sys.argv[1], int(sys.argv[2])
+    key = bytes.fromhex(sys.stdin.readline().strip())
+    sys.stdin.close()
+    prepare()
+    return run(grader, fd, key, ROOT)
 
 
 if __name__ == "__main__":
