@@ -1,7 +1,8 @@
 """Each grader catches the plausible wrong answers it lists, with the hint written for them.
 
-A grader lists its mistakes as `MISTAKES = [Mistake(...)]` (tests/graders/support.py):
-each is the solution with one edit. Here every mistake is made and graded through the
+The mistakes of each grader are listed in `solutions/mistakes.py` (out of the student
+release: each is a piece of an answer), as `Mistake`s (tests/graders/support.py): each is
+the solution with one edit. Here every mistake is made and graded through the
 grading harness, and must lose points with a message that contains its `expect` words.
 Mistakes of different exercises are graded together, one round per mistake number.
 """
@@ -14,22 +15,24 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import RELEASE
 from tests.grading import Limits, grade, load_manifest
 
 pytestmark = [pytest.mark.meta, pytest.mark.needs_solutions]
 
 ROOT = Path(__file__).resolve().parent.parent
 EXERCISES = load_manifest()
+# A student release has no solutions/; its tests here are left out there (tests/conftest.py).
+MISTAKES = {} if RELEASE else importlib.import_module("solutions.mistakes").MISTAKES
 
 
 def mistakes_of(exercise) -> list:
-    module = importlib.import_module(exercise.grader.removesuffix(".py").replace("/", "."))
-    return list(getattr(module, "MISTAKES", []))
+    return list(MISTAKES.get(exercise.id, []))
 
 
 def test_every_grader_lists_at_least_three_mistakes():
     few = {e.id: len(mistakes_of(e)) for e in EXERCISES if len(mistakes_of(e)) < 3}
-    assert not few, f"graders with fewer than 3 plausible wrong answers (MISTAKES): {few}"
+    assert not few, f"graders with fewer than 3 plausible wrong answers in solutions/mistakes.py: {few}"
 
 
 def made(exercise, mistake) -> bytes:

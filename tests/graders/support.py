@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import ast
 import inspect
+import traceback
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 
 
@@ -75,13 +77,14 @@ def explain_texts(what: str, want: str, got: str, hint: str, see: str, kind: str
 
 @dataclass(frozen=True)
 class Mistake:
-    """A plausible wrong answer that a grader must catch, for `MISTAKES` in a grader.
+    """A plausible wrong answer that a grader must catch.
 
-    A grader lists the mistakes it is written to catch as `MISTAKES = [Mistake(...)]`.
-    `tests/test_grader_mistakes.py` makes each one by editing the solution (replace
-    `find` with `replace` in `solutions/<module>.py`), grades it through the grading
-    harness, and checks that the exercise loses points and that a failure message
-    contains `expect` (the words of the hint written for this mistake).
+    The mistakes each grader is written to catch are listed in `solutions/mistakes.py`,
+    out of the student release (each `find` is a piece of an answer).
+    `tests/test_grader_mistakes.py` makes each one by editing the solution (replace `find`
+    with `replace` in `solutions/<module>.py`), grades it through the grading harness, and
+    checks that the exercise loses points and that a failure message contains `expect`
+    (the words of the hint written for this mistake).
 
     Attributes:
         name: What the student got wrong, in a few words.
@@ -127,3 +130,56 @@ def oracle_uses(module: ModuleType, names: Iterable[str]) -> list[str]:
             words = [w for w in wanted if w in node.value]
         found += [f"line {node.lineno}: {w}" for w in words if w in wanted]
     return sorted(set(found), key=lambda s: int(s.split(":")[0].removeprefix("line ")))
+
+
+# --- running graded code ------------------------------------------------------------
+
+GRADED_FOLDERS = ("exercises", "solutions")
+OUTSIDE = "(outside your code)"
+
+
+def call_graded(fn, *args, **kwargs) -> tuple[object, Exception | None]:
+    """`(fn(*args, **kwargs), None)`, or `(None, error)` when it raised.
+
+    Graded code may raise anything; a grader calls it through `call_graded` and fails the test
+    outside the `except`, so that the failure shows the grader's message, not the error's
+    traceback.
+    """
+    try:
+        return fn(*args, **kwargs), None
+    except Exception as error:  # graded code: any error becomes a message
+        return None, error
+
+
+def graded_frames(frames: Iterable[traceback.FrameSummary]) -> list[traceback.FrameSummary]:
+    """The frames of graded code (a file in `exercises/`, or `solutions/` in the project's run)."""
+    return [f for f in frames if Path(f.filename).parent.name in GRADED_FOLDERS]
+
+
+def frame_line(frame: traceback.FrameSummary) -> str:
+    """`exercises/<file>.py:<line>: <source>`."""
+    path = Path(frame.filename)
+    return f"{path.parent.name}/{path.name}:{frame.lineno}: {(frame.line or '').strip()}"
+
+
+def graded_line(frames: Iterable[traceback.FrameSummary], outside: str = OUTSIDE) -> str:
+    """`frame_line(...)` of the last frame of graded code among `frames`, or `outside` if none."""
+    found = graded_frames(frames)
+    return frame_line(found[-1]) if found else outside
+
+
+def error_line(error: BaseException, function: str | None = None, outside: str = OUTSIDE) -> str:
+    """The line of graded code that raised `error` (the last one in `function`, if given)."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if function in (None, f.name)]
+    return graded_line(frames, outside)
+
+
+def describe_error(error: BaseException, function: str | None = None, outside: str = OUTSIDE) -> str:
+    """`<Type>: <first line of its message>`, then the line of graded code that raised it."""
+    first = str(error).splitlines()[0] if str(error) else ""
+    return f"{type(error).__name__}: {first}\n  raised at {error_line(error, function, outside)}"
+
+
+def running_line() -> str:
+    """The line of graded code that is running now (for a call a grader intercepts)."""
+    return graded_line(traceback.extract_stack())

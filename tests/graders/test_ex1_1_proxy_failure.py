@@ -12,63 +12,16 @@ import torch
 
 from minifx.proxy import TraceError, trace_to_tape
 from minifx.proxy.tape import Tape
-from tests.graders.support import Mistake, explain
+from tests.graders.support import call_graded, describe_error, explain
 
 pytestmark = pytest.mark.ch1
 
 SEE = "chapters/01-proxy.md#why-if-proxy-must-fail"
 
-# Plausible wrong answers, each an edit of solutions/ch1_proxy_failure.py, and a phrase
-# of the hint this grader shows for it.
-MISTAKES = [
-    Mistake("condition on each element instead of the sum", "where(x.sum() > 0",
-            "where(x > 0", "not the sign of each element"),
-    Mistake("a sum per row instead of the sum of all of x", "where(x.sum() > 0",
-            "where(x.sum(dim=-1, keepdim=True) > 0", "not a sum per row or column"),
-    Mistake(">= instead of >", "where(x.sum() > 0", "where(x.sum() >= 0", "`> 0`, not `>= 0`"),
-    Mistake("the two branches swapped", "-x, x.clamp(-1, 1))", "x.clamp(-1, 1), -x)",
-            "the branches are swapped"),
-    Mistake("no clamp on the other branch", ", x.clamp(-1, 1))", ", x)", "clamps x to [-1, 1]"),
-    Mistake("still a Python branch on a traced value", "torch.where(",
-            "(lambda c, a, b: a if c else b)(", "no `if`"),
-    Mistake("the TraceError escapes instead of being returned", "except TraceError as error:",
-            "except RuntimeError as error:", "catch it"),
-    Mistake("the message returned instead of the error", "return error\n",
-            "return str(error)\n", "not its message"),
-    Mistake("a TraceError built by hand", "return error\n",
-            'return TraceError("%gt was used as a Python bool")\n', "never raised"),
-]
-
 
 @pytest.fixture
 def ex(impl):
     return impl.load("ch1_proxy_failure")
-
-
-def _call(fn, *args):
-    """`(fn(*args), None)`, or `(None, error)` when it raised: fail outside the `except`."""
-    try:
-        return fn(*args), None
-    except Exception as error:  # student code: any error becomes a message
-        return None, error
-
-
-def _where(error: BaseException, function: str | None = None) -> str:
-    """`exercises/<file>.py:<line>: <source>`: the last line of graded code in the traceback
-    (the last one in `function`, where given)."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if Path(f.filename).parent.name in ("exercises", "solutions")
-              and function in (None, f.name)]
-    if not frames:
-        return "(outside your code)"
-    frame = frames[-1]
-    path = Path(frame.filename)
-    return f"{path.parent.name}/{path.name}:{frame.lineno}: {(frame.line or '').strip()}"
-
-
-def _raised(error: BaseException, function: str | None = None) -> str:
-    first = str(error).splitlines()[0] if str(error) else ""
-    return f"{type(error).__name__}: {first}\n  raised at {_where(error, function)}"
 
 
 def _not_written(error: BaseException) -> str:
@@ -79,16 +32,16 @@ def _not_written(error: BaseException) -> str:
 
 def _capture(ex):
     """`ex.capture_trace_error()`, or a failed test that says what went wrong."""
-    error, raised = _call(ex.capture_trace_error)
+    error, raised = call_graded(ex.capture_trace_error)
     if isinstance(raised, TraceError):
         pytest.fail(explain(
             "capture_trace_error() returns the TraceError (it must not raise)",
-            _raised(raised, "capture_trace_error"),
+            describe_error(raised, "capture_trace_error"),
             "catch it: `except TraceError as error: return error` around "
             "trace_to_tape(clip_or_negate). This test wants the error returned, not a rewrite "
             "that traces.", SEE), pytrace=False)
     if raised is not None:
-        pytest.fail(explain("capture_trace_error() returns the TraceError", _raised(raised),
+        pytest.fail(explain("capture_trace_error() returns the TraceError", describe_error(raised),
                             _not_written(raised), SEE), pytrace=False)
     return error
 
@@ -140,14 +93,14 @@ def test_the_error_comes_from_tracing_clip_or_negate(ex):
 
 
 def test_the_traceable_version_traces(ex):
-    tape, raised = _call(trace_to_tape, ex.clip_or_negate_traceable)
+    tape, raised = call_graded(trace_to_tape, ex.clip_or_negate_traceable)
     if isinstance(raised, TraceError):
         pytest.fail(explain(
-            "trace_to_tape(clip_or_negate_traceable) to succeed", _raised(raised),
+            "trace_to_tape(clip_or_negate_traceable) to succeed", describe_error(raised),
             "no `if` (nor `a if c else b`, `and`, `or`, `not`) may look at a traced value: "
             "compute both results and let a torch function pick one.", SEE), pytrace=False)
     if raised is not None:
-        pytest.fail(explain("trace_to_tape(clip_or_negate_traceable) to succeed", _raised(raised),
+        pytest.fail(explain("trace_to_tape(clip_or_negate_traceable) to succeed", describe_error(raised),
                             _not_written(raised), SEE), pytrace=False)
     ops = [record.op for record in tape]
     assert ops[:1] == ["placeholder"] and ops[-1:] == ["output"] and len(ops) > 2, explain(
@@ -197,9 +150,9 @@ CASES = {
 def test_the_traceable_version_matches_the_original(ex, case):
     given, expected, wrong = CASES[case]
     x, want = torch.tensor(given), torch.tensor(expected)
-    got, raised = _call(ex.clip_or_negate_traceable, x.clone())
+    got, raised = call_graded(ex.clip_or_negate_traceable, x.clone())
     if raised is not None:
-        pytest.fail(explain(f"clip_or_negate_traceable(x) for x = {given}", _raised(raised),
+        pytest.fail(explain(f"clip_or_negate_traceable(x) for x = {given}", describe_error(raised),
                             _not_written(raised), SEE), pytrace=False)
     same = (isinstance(got, torch.Tensor) and got.shape == want.shape and got.dtype == want.dtype
             and torch.equal(got, want))

@@ -5,46 +5,17 @@ functions.
 """
 
 import textwrap
-import traceback
-from pathlib import Path
 
 import pytest
 import torch
 import torch.nn.functional as F
 
 from minifx.proxy import TraceError
-from tests.graders.support import Mistake, explain, explain_texts
+from tests.graders.support import call_graded, describe_error, explain, explain_texts
 
 pytestmark = pytest.mark.ch1
 
 SEE = "chapters/01-proxy.md#the-tracer-interface"
-
-# Plausible wrong answers, each an edit of solutions/ch1_no_inplace.py, and a phrase of
-# the hint this grader shows for it.
-MISTAKES = [
-    Mistake("dunders counted as in-place", ' and not name.endswith("__")', "",
-            "end with two underscores"),
-    Mistake("a fixed list of in-place names", 'return name.endswith("_") and',
-            'return name in ("add_", "relu_") and', "every method whose name ends with one underscore"),
-    Mistake("only Proxy receivers refused", "is_inplace_method(target):",
-            'is_inplace_method(target) and type(args[0]).__name__ == "Proxy":',
-            "args[0] is a real tensor"),
-    Mistake("inplace=True not refused", 'if kwargs.get("inplace") is True:', "if False:",
-            "kwargs.get('inplace') is True"),
-    Mistake("inplace=False refused too", 'if kwargs.get("inplace") is True:', 'if "inplace" in kwargs:',
-            "refuse only inplace=True"),
-    Mistake("every kind's target checked, placeholders included", 'if kind == "call_method" and',
-            "if isinstance(target, str) and", "only call_method targets are method names"),
-    Mistake("*rest and **more not passed on", "kwargs, *rest, **more)\n", "kwargs)\n",
-            "pass *rest and **more on"),
-    Mistake("super().create_proxy's Proxy not returned", "return super().create_proxy(",
-            "super().create_proxy(", "create_proxy returned None"),
-    Mistake("another exception than TraceError", 'raise TraceError(f"refusing the in-place method',
-            'raise RuntimeError(f"refusing the in-place method', "raise minifx's TraceError"),
-    Mistake("a message that does not name the operation",
-            'f"refusing the in-place method {target}() on {args[0]!r}"', '"refusing an in-place method"',
-            "name the operation"),
-]
 
 
 @pytest.fixture
@@ -52,28 +23,8 @@ def ex(impl):
     return impl.load("ch1_no_inplace")
 
 
-def _call(fn, *args):
-    """`(fn(*args), None)`, or `(None, error)` when it raised: fail outside the `except`."""
-    try:
-        return fn(*args), None
-    except Exception as error:  # student code: any error becomes a message
-        return None, error
-
-
-def _where(error: BaseException) -> str:
-    """`exercises/<file>.py:<line>: <source>`: the last line of graded code in the traceback."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if Path(f.filename).parent.name in ("exercises", "solutions")]
-    if not frames:
-        return "(not in your code: in the grader's traced function)"
-    frame = frames[-1]
-    path = Path(frame.filename)
-    return f"{path.parent.name}/{path.name}:{frame.lineno}: {(frame.line or '').strip()}"
-
-
-def _raised(error: BaseException) -> str:
-    first = str(error).splitlines()[0] if str(error) else ""
-    return f"{type(error).__name__}: {first}\n  raised at {_where(error)}"
+# Where an error that no line of the student's raised comes from.
+TRACED = "(not in your code: in the grader's traced function)"
 
 
 def _not_written(error: BaseException) -> str:
@@ -88,9 +39,9 @@ _RETURN = ("create_proxy returned None: return what super().create_proxy(...) re
 
 def _returns_none(ex) -> bool:
     """Whether the student's create_proxy returns None for an ordinary placeholder."""
-    recorder, raised = _call(ex.NoInplaceRecorder)
+    recorder, raised = call_graded(ex.NoInplaceRecorder)
     if raised is None:
-        proxy, raised = _call(recorder.create_proxy, "placeholder", "x", (), {})
+        proxy, raised = call_graded(recorder.create_proxy, "placeholder", "x", (), {})
     return raised is None and proxy is None
 
 
@@ -100,9 +51,9 @@ def _returns_none(ex) -> bool:
      ("add", False), ("view", False), ("__call__", False), ("__iadd__", False)],
 )
 def test_is_inplace_method(ex, name, want):
-    got, raised = _call(ex.is_inplace_method, name)
+    got, raised = call_graded(ex.is_inplace_method, name)
     if raised is not None:
-        pytest.fail(explain(f"is_inplace_method({name!r}) is {want}", _raised(raised),
+        pytest.fail(explain(f"is_inplace_method({name!r}) is {want}", describe_error(raised, outside=TRACED),
                             _not_written(raised), SEE), pytrace=False)
     if got is want:
         return
@@ -174,15 +125,15 @@ ORDINARY = {
 def test_ordinary_operations_are_recorded_unchanged(ex, case):
     fn, hint, golden = ORDINARY[case]  # hint: for an error raised on this case
     want = _golden(golden)
-    recorder, raised = _call(ex.NoInplaceRecorder)
+    recorder, raised = call_graded(ex.NoInplaceRecorder)
     if raised is None:
-        tape, raised = _call(recorder.trace, fn)
+        tape, raised = call_graded(recorder.trace, fn)
     if raised is not None:
         if isinstance(raised, NotImplementedError):
             hint = _not_written(raised)
         elif not isinstance(raised, TraceError) and _returns_none(ex):
             hint = _RETURN
-        pytest.fail(explain(f"the tape TapeRecorder records ({case}):\n{want}", _raised(raised),
+        pytest.fail(explain(f"the tape TapeRecorder records ({case}):\n{want}", describe_error(raised, outside=TRACED),
                             hint, SEE), pytrace=False)
     got = str(tape)
     if got == want:
@@ -233,20 +184,20 @@ REFUSED = {
 @pytest.mark.parametrize("case", list(REFUSED))
 def test_inplace_operations_are_refused(ex, case):
     fn, op, hint = REFUSED[case]
-    recorder, raised = _call(ex.NoInplaceRecorder)
+    recorder, raised = call_graded(ex.NoInplaceRecorder)
     if raised is None:
-        tape, raised = _call(recorder.trace, fn)
+        tape, raised = call_graded(recorder.trace, fn)
     if raised is None:
         pytest.fail(explain(f"a TraceError that names {op!r}", f"a tape, nothing refused:\n{tape}",
                             hint, SEE), pytrace=False)
     if isinstance(raised, NotImplementedError):
-        pytest.fail(explain(f"a TraceError that names {op!r}", _raised(raised),
+        pytest.fail(explain(f"a TraceError that names {op!r}", describe_error(raised, outside=TRACED),
                             _not_written(raised), SEE), pytrace=False)
     if not isinstance(raised, TraceError) and _returns_none(ex):
-        pytest.fail(explain(f"a TraceError that names {op!r}", _raised(raised), _RETURN, SEE),
+        pytest.fail(explain(f"a TraceError that names {op!r}", describe_error(raised, outside=TRACED), _RETURN, SEE),
                     pytrace=False)
     if not isinstance(raised, TraceError):
-        pytest.fail(explain(f"a TraceError that names {op!r}", _raised(raised),
+        pytest.fail(explain(f"a TraceError that names {op!r}", describe_error(raised, outside=TRACED),
                             f"raise minifx's TraceError (from minifx.proxy), not "
                             f"{type(raised).__name__}.", SEE), pytrace=False)
     assert op in str(raised), explain(

@@ -6,8 +6,6 @@ golden: the printouts torch.fx records with the same choice of leaves.
 
 import re
 import textwrap
-import traceback
-from pathlib import Path
 
 import pytest
 import torch
@@ -15,28 +13,11 @@ from torch import nn
 
 from minifx.graph import Tracer
 from minifx.proxy import TraceError
-from tests.graders.support import Mistake, explain, explain_graphs
+from tests.graders.support import call_graded, error_line, explain, explain_graphs
 
 pytestmark = pytest.mark.ch2
 
 SEE = "chapters/02-graph.md#leaf-modules"
-
-# Plausible wrong answers, each an edit of solutions/ch2_leaf_modules.py, and a phrase of
-# the hint this grader shows for it.
-MISTAKES = [
-    Mistake("super().__init__() not called", "super().__init__()\n        self.leaf_types",
-            "self.leaf_types", "call super().__init__() in OpaqueTracer.__init__"),
-    Mistake("the default leaves dropped",
-            " or super().is_leaf_module(m, module_qualified_name)", "", "keep the default leaves"),
-    Mistake("an exact type test instead of isinstance", "isinstance(m, self.leaf_types)",
-            "type(m) in self.leaf_types", "instance of a subclass"),
-    Mistake("only the first of leaf_types", "isinstance(m, self.leaf_types)",
-            "isinstance(m, self.leaf_types[0])", "every class in leaf_types"),
-    Mistake("`and` instead of `or`", "self.leaf_types) or super()", "self.leaf_types) and super()",
-            "make it a leaf"),
-    Mistake("FlatTracer makes every module a leaf", "return False", "return True",
-            "must return False for every module"),
-]
 
 
 @pytest.fixture
@@ -85,30 +66,11 @@ def _golden(text: str) -> str:
 # --- running the student's tracers -------------------------------------------------
 
 
-def _call(fn, *args):
-    """`(fn(*args), None)`, or `(None, error)` when it raised: fail outside the `except`."""
-    try:
-        return fn(*args), None
-    except Exception as error:  # student code: any error becomes a message
-        return None, error
-
-
-def _where(error: BaseException) -> str:
-    """`exercises/<file>.py:<line>: <source>`: the last line of graded code in the traceback."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if Path(f.filename).parent.name in ("exercises", "solutions")]
-    if not frames:
-        return "(not in your code)"
-    frame = frames[-1]
-    path = Path(frame.filename)
-    return f"{path.parent.name}/{path.name}:{frame.lineno}: {(frame.line or '').strip()}"
-
-
 def _raised(error: BaseException) -> str:
     lines = str(error).splitlines() or [""]
     if isinstance(error, TraceError):  # its second and third lines say where it failed
         lines = [line for line in lines[:3] if not line.startswith("Why:")]
-    where = _where(error)
+    where = error_line(error, outside="(not in your code)")
     at = "" if isinstance(error, TraceError) and where.startswith("(") else f"\n  raised at {where}"
     return f"{type(error).__name__}: " + "\n".join(lines[:3]) + at
 
@@ -120,9 +82,9 @@ def _missing_setup(tracer) -> list[str]:
 
 def _trace(make_tracer, model, what: str, trace_error_hint: str):
     """`make_tracer().trace(model)`, or a failed test that says what went wrong."""
-    tracer, raised = _call(make_tracer)
+    tracer, raised = call_graded(make_tracer)
     if raised is None:
-        graph, raised = _call(tracer.trace, model)
+        graph, raised = call_graded(tracer.trace, model)
     if raised is None:
         return graph
     if isinstance(raised, NotImplementedError):

@@ -6,8 +6,6 @@ must leave of minifx's (and, in the last test, torch.fx's) graph of each model.
 
 import re
 import textwrap
-import traceback
-from pathlib import Path
 
 import pytest
 import torch.fx
@@ -15,40 +13,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from minifx.graph import Tracer
-from tests.graders.support import Mistake, explain, explain_graphs
+from tests.graders.support import call_graded, error_line, explain, explain_graphs
 
 pytestmark = pytest.mark.ch2
 
 SEE = "chapters/02-graph.md#replacing-and-erasing"
-
-# Plausible wrong answers, each an edit of solutions/ch2_remove_noops.py, and a phrase of
-# the hint this grader shows for it.
-MISTAKES = [
-    Mistake("dropout layers in training mode count as no-ops",
-            "isinstance(module, DROPOUT_MODULES) and not module.training)",
-            "isinstance(module, DROPOUT_MODULES))", "in training mode"),
-    Mistake("only nn.Dropout, not the other dropout layers", "isinstance(module, DROPOUT_MODULES)",
-            "isinstance(module, nn.Dropout)", "not a subclass of nn.Dropout"),
-    Mistake("the root's training flag instead of the submodule's", "not module.training",
-            "not root.training", "not root.training"),
-    Mistake("F.dropout a no-op even when training", 'return node.kwargs.get("training") is False',
-            "return True", "only with training=False"),
-    Mistake("nn.Identity a no-op only in eval mode", "return isinstance(module, nn.Identity) or (",
-            "return (isinstance(module, nn.Identity) and not module.training) or (",
-            "in either mode"),
-    Mistake("erased without rewiring its users", "node.replace_all_uses_with(node.args[0])\n", "\n",
-            "replace_all_uses_with(node.args[0])"),
-    Mistake("only top-level arguments rewired (the output's tuple missed)",
-            "node.replace_all_uses_with(node.args[0])",
-            "[setattr(u, 'args', tuple(node.args[0] if a is node else a for a in u.args)) "
-            "for u in list(node.users)]",
-            "reaches inside"),
-    Mistake("inputs read before any edit, stale for chained no-ops",
-            "node.replace_all_uses_with(node.args[0])",
-            'node.replace_all_uses_with(vars(graph).setdefault("_inputs", '
-            '{n: n.args[0] for n in graph.nodes if n.args})[node])', "not from a list made before"),
-    Mistake("the count not returned", "    return removed\n", "", "returned None"),
-]
 
 
 @pytest.fixture
@@ -60,28 +29,9 @@ def _graph_message(what: str, want: str, got: str, hint: str) -> str:
     return explain_graphs(what, want, got, hint, SEE)
 
 
-def _call(fn, *args):
-    """`(fn(*args), None)`, or `(None, error)` when it raised: fail outside the `except`."""
-    try:
-        return fn(*args), None
-    except Exception as error:  # student code: any error becomes a message
-        return None, error
-
-
-def _where(error: BaseException) -> str:
-    """`exercises/<file>.py:<line>: <source>`: the last line of graded code in the traceback."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if Path(f.filename).parent.name in ("exercises", "solutions")]
-    if not frames:
-        return "(not in your code)"
-    frame = frames[-1]
-    path = Path(frame.filename)
-    return f"{path.parent.name}/{path.name}:{frame.lineno}: {(frame.line or '').strip()}"
-
-
 def _raised(error: BaseException) -> str:
     lines = str(error).splitlines() or [""]
-    return f"{type(error).__name__}: {lines[0]}\n  raised at {_where(error)}"
+    return f"{type(error).__name__}: {lines[0]}\n  raised at {error_line(error, outside='(not in your code)')}"
 
 
 _REWIRE = ("point a no-op's users at its input before erasing it: "
@@ -279,7 +229,7 @@ _DROPOUT_KINDS = ["Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "Featur
 
 
 def _check_is_noop(ex, model, node, want, hint, what):
-    got, raised = _call(ex.is_noop, node, model)
+    got, raised = call_graded(ex.is_noop, node, model)
     if raised is not None:
         if isinstance(raised, NotImplementedError):
             hint = "write it: the stub still raises NotImplementedError."
@@ -359,7 +309,7 @@ def _run_pass(ex, case):
     model = make()
     graph = Tracer().trace(model)
     before = str(graph)
-    removed, raised = _call(ex.remove_noops, graph, model)
+    removed, raised = call_graded(ex.remove_noops, graph, model)
     if raised is not None:
         pytest.fail(explain(f"remove_noops to edit the graph ({case})", _raised(raised),
                             _error_hint(raised), SEE) + f"\n\nGraph before remove_noops:\n{before}",
@@ -386,7 +336,7 @@ def test_remove_noops(ex, case):
 @pytest.mark.parametrize("case", list(CASES))
 def test_the_graph_still_lints(ex, case):
     _, _, before, graph, _ = _run_pass(ex, case)
-    _, raised = _call(graph.lint)
+    _, raised = call_graded(graph.lint)
     if raised is not None:
         hint = (f"the graph {_STALE}" if _dangling(str(graph)) else
                 "edit only through graph methods (replace_all_uses_with, erase_node); never set "
@@ -407,7 +357,7 @@ def test_users_are_rewired(ex):
 def test_the_pass_runs_on_torch_fx_graphs(ex):
     model = Head().eval()
     graph = torch.fx.Tracer().trace(model)
-    removed, raised = _call(ex.remove_noops, graph, model)
+    removed, raised = call_graded(ex.remove_noops, graph, model)
     if raised is not None:
         pytest.fail(explain("remove_noops to edit torch.fx's graph of the eval-mode head",
                             _raised(raised), _error_hint(raised) + " Use only the Graph and Node "

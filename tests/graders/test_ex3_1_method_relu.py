@@ -8,9 +8,7 @@ outputs are checked against the eager models with F.gelu written in.
 """
 
 import textwrap
-import traceback
 from itertools import zip_longest
-from pathlib import Path
 
 import pytest
 import torch
@@ -19,44 +17,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from minifx.codegen import symbolic_trace
-from tests.graders.support import Mistake, explain, explain_graphs, explain_texts
+from tests.graders.support import error_line, explain, explain_graphs, explain_texts
 
 pytestmark = pytest.mark.ch3
 
 SEE = "chapters/03-codegen.md#exercise-31-method-relu"
-
-# Plausible wrong answers, each an edit of solutions/ch3_method_relu.py, and a phrase of
-# the hint this grader shows for it.
-MISTAKES = [
-    Mistake("the target changed, the op left as call_method", '    node.op = "call_function"\n',
-            "", "set node.op = 'call_function' too"),
-    Mistake("a method name for the target",
-            '    node.op = "call_function"\n    node.target = F.gelu\n',
-            '    node.target = "gelu"\n', "tensors have no `gelu` method"),
-    Mistake("a name for the function", "    node.target = F.gelu\n    return True",
-            '    node.target = "gelu"\n    return True', "F.gelu itself, the function"),
-    Mistake("the op left unchecked: nn.ReLU submodules rewritten too",
-            'if node.op != "call_method" or node.target != "relu":',
-            'if node.target != "relu":', "leave call_module nodes alone"),
-    Mistake("the in-place x.relu_() rewritten too", 'node.target != "relu":',
-            'not node.target.startswith("relu"):', "leave x.relu_() alone"),
-    Mistake("every call_method node rewritten",
-            'if node.op != "call_method" or node.target != "relu":', 'if node.op != "call_method":',
-            "only call_method nodes whose target is 'relu'"),
-    Mistake("compared with the function torch.relu", 'node.target != "relu":',
-            "node.target is not torch.relu:", "is the string 'relu'"),
-    Mistake("a new node instead of an edit",
-            '    node.op = "call_function"\n    node.target = F.gelu\n',
-            "    with node.graph.inserting_after(node):\n"
-            "        gelu = node.graph.call_function(F.gelu, node.args)\n"
-            "    node.replace_all_uses_with(gelu)\n    node.graph.erase_node(node)\n",
-            "edit the node in place"),
-    Mistake("no True returned", "    node.target = F.gelu\n    return True",
-            "    node.target = F.gelu", "return True after rewriting"),
-    Mistake("None instead of False", 'node.target != "relu":\n        return False',
-            'node.target != "relu":\n        return',
-            "return False for every node"),
-]
 
 
 @pytest.fixture
@@ -95,16 +60,6 @@ def _relu_to_gelu(ex, gm):
 # --- student code that raises ---------------------------------------------------------
 
 
-def _where(error: BaseException) -> str:
-    """`exercises/<file>.py:<line>: <source>`: the last line of graded code in the traceback."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if Path(f.filename).parent.name in ("exercises", "solutions")]
-    if not frames:
-        return "(outside your code)"
-    frame, path = frames[-1], Path(frames[-1].filename)
-    return f"{path.parent.name}/{path.name}:{frame.lineno}: {(frame.line or '').strip()}"
-
-
 def _call(fn, *args, what: str):
     """`fn(*args)`; if it raises, a failed test that names the student's line."""
     try:
@@ -115,7 +70,7 @@ def _call(fn, *args, what: str):
     hint = ("write method_relu_to_gelu: the stub still raises NotImplementedError."
             if isinstance(error, NotImplementedError) else "your code raised at the line shown.")
     pytest.fail(explain(f"{what} runs", f"{type(error).__name__}: {first}\n  raised at "
-                        f"{_where(error)}", hint, SEE), pytrace=False)
+                        f"{error_line(error)}", hint, SEE), pytrace=False)
 
 
 # --- models ---------------------------------------------------------------------------
@@ -469,7 +424,7 @@ def test_the_given_relu_to_gelu_returns_gm(ex):
                 if isinstance(error, NotImplementedError) else
                 _diagnosis(before, GOLDEN["mixed"], gm) or "your code raised at the line shown.")
         pytest.fail(explain("relu_to_gelu(gm) runs", f"{type(error).__name__}: {first}\n  "
-                            f"raised at {_where(error)}", hint, SEE), pytrace=False)
+                            f"raised at {error_line(error)}", hint, SEE), pytrace=False)
     assert returned is gm, explain(
         "relu_to_gelu(gm) returns gm itself, edited in place", repr(type(returned)),
         "keep the given relu_to_gelu as it is: it ends with `return gm`.", SEE)

@@ -6,9 +6,7 @@ parameters must be the model's own objects, and the outputs the eager model's.
 """
 
 import textwrap
-import traceback
 import warnings
-from pathlib import Path
 
 import pytest
 import torch
@@ -17,69 +15,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from minifx.codegen import symbolic_trace
-from tests.graders.support import Mistake, explain, explain_graphs, explain_texts
+from tests.graders.support import describe_error, explain, explain_graphs, explain_texts
 
 pytestmark = pytest.mark.ch3
 
 SEE = "chapters/03-codegen.md#exercise-32-lower-nnlinear"
-
-_REGISTER = ('        gm.register_parameter(state_name(node.target, "weight"), linear.weight)\n'
-             "        if linear.bias is not None:\n"
-             '            gm.register_parameter(state_name(node.target, "bias"), linear.bias)\n')
-_INSERT = ("        with graph.inserting_before(node):\n"
-           '            weight = graph.get_attr(state_name(node.target, "weight"))\n'
-           '            bias = graph.get_attr(state_name(node.target, "bias")) if linear.bias is not '
-           "None else None\n"
-           "            call = graph.call_function(F.linear, (node.args[0], weight, bias))\n")
-# Plausible wrong answers, each an edit of solutions/ch3_lower_linear.py, and a phrase of
-# the hint this grader shows for it.
-MISTAKES = [
-    Mistake("a copy of the weight", 'gm.register_parameter(state_name(node.target, "weight"), '
-            "linear.weight)", 'gm.register_parameter(state_name(node.target, "weight"), '
-            "nn.Parameter(linear.weight.detach().clone()))", "register linear.weight itself"),
-    Mistake("a buffer instead of a parameter", 'gm.register_parameter(state_name(node.target, '
-            '"weight"), linear.weight)', 'gm.register_buffer(state_name(node.target, "weight"), '
-            "linear.weight)", "register_parameter, not register_buffer"),
-    Mistake("get_attr through the Linear's path",
-            'weight = graph.get_attr(state_name(node.target, "weight"))',
-            'weight = graph.get_attr(f"{node.target}.weight")', "through the Linear"),
-    Mistake("a bias get_attr for a Linear without bias",
-            'bias = graph.get_attr(state_name(node.target, "bias")) if linear.bias is not None '
-            "else None", 'bias = graph.get_attr(state_name(node.target, "bias"))',
-            "gets no bias get_attr"),
-    Mistake("no None for a missing bias", "call = graph.call_function(F.linear, (node.args[0], "
-            "weight, bias))", "call = graph.call_function(F.linear, (node.args[0], weight) if "
-            "bias is None else (node.args[0], weight, bias))", "None as F.linear's bias"),
-    Mistake("weight and bias as kwargs", "(F.linear, (node.args[0], weight, bias))",
-            '(F.linear, (node.args[0],), {"weight": weight, "bias": bias})', "no kwargs"),
-    Mistake("the args in the wrong order", "(F.linear, (node.args[0], weight, bias))",
-            "(F.linear, (weight, node.args[0], bias))", "(input, weight, bias)"),
-    Mistake("the bias's get_attr first",
-            '            weight = graph.get_attr(state_name(node.target, "weight"))\n'
-            '            bias = graph.get_attr(state_name(node.target, "bias")) if linear.bias '
-            "is not None else None\n",
-            '            bias = graph.get_attr(state_name(node.target, "bias")) if linear.bias '
-            "is not None else None\n"
-            '            weight = graph.get_attr(state_name(node.target, "weight"))\n',
-            "the weight's get_attr first"),
-    Mistake("every module with a weight lowered, LayerNorm too",
-            "not isinstance(gm.get_submodule(node.target), nn.Linear)",
-            'not hasattr(gm.get_submodule(node.target), "weight")', "only nn.Linear"),
-    Mistake("a Linear called twice lowered once",
-            "        linear = gm.get_submodule(node.target)\n",
-            "        linear = gm.get_submodule(node.target)\n"
-            '        if hasattr(gm, state_name(node.target, "weight")):\n            continue\n',
-            "called twice is lowered at both calls"),
-    Mistake("the node erased with users left", "        node.replace_all_uses_with(call)\n", "",
-            "replace_all_uses_with"),
-    Mistake("no recompile", "    gm.recompile()  # the code must follow the graph\n", "",
-            "gm.recompile()"),
-    Mistake("the Linears left on gm",
-            "    gm.delete_all_unused_submodules()  # the Linears: no node names them any more\n",
-            "", "delete_all_unused_submodules"),
-    Mistake("parameters registered after the get_attr nodes", _REGISTER + _INSERT,
-            _INSERT + _REGISTER, "register the parameters on gm before"),
-]
 
 
 @pytest.fixture
@@ -208,21 +148,6 @@ GOLDEN_PARAMETERS = {
 # --- student code that raises, and what went wrong -------------------------------------
 
 
-def _where(error: BaseException) -> str:
-    """`exercises/<file>.py:<line>: <source>`: the last line of graded code in the traceback."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if Path(f.filename).parent.name in ("exercises", "solutions")]
-    if not frames:
-        return "(outside your code)"
-    frame, path = frames[-1], Path(frames[-1].filename)
-    return f"{path.parent.name}/{path.name}:{frame.lineno}: {(frame.line or '').strip()}"
-
-
-def _raised(error: BaseException) -> str:
-    first = str(error).splitlines()[0] if str(error) else ""
-    return f"{type(error).__name__}: {first}\n  raised at {_where(error)}"
-
-
 def _name(value) -> str:
     return f"%{value.name}" if hasattr(value, "op") and hasattr(value, "graph") else repr(value)
 
@@ -329,7 +254,7 @@ def _lowered(ex, case: str, model: nn.Module | None = None):
         else:
             error = None
     if error is not None:
-        pytest.fail(explain(f"lower_linear(gm) runs ({case})", _raised(error),
+        pytest.fail(explain(f"lower_linear(gm) runs ({case})", describe_error(error),
                             _error_hint(error, model, gm, case), SEE), pytrace=False)
     if returned is not gm:
         pytest.fail(explain("lower_linear(gm) returns gm itself, edited in place",
@@ -461,7 +386,7 @@ def test_the_pass_runs_on_torch_fx_graph_modules(ex):
             hint = ("use only the API minifx shares with torch.fx (gm.get_submodule, "
                     "gm.register_parameter, graph.inserting_before, graph.get_attr, "
                     "graph.call_function, ...).")
-        pytest.fail(explain("lower_linear runs on torch.fx's GraphModule of Net", _raised(raised),
+        pytest.fail(explain("lower_linear runs on torch.fx's GraphModule of Net", describe_error(raised),
                             hint, SEE), pytrace=False)
     got = [(n.name, n.op, getattr(n.target, "__name__", n.target), tuple(map(_name, n.args)))
            for n in gm.graph.nodes]

@@ -8,7 +8,6 @@ solution that hands the work to FlopCounterMode (or its formulas) fails every
 test, whether it names them in its source or reaches them at run time.
 """
 
-import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,56 +18,11 @@ import torch.utils.flop_counter as flop_counter
 from torch import nn
 
 from minifx.codegen import GraphModule, symbolic_trace
-from tests.graders.support import Mistake, explain, oracle_uses
+from tests.graders.support import error_line, explain, oracle_uses
 
 pytestmark = pytest.mark.ch4
 
 SEE = "chapters/04-interpreter.md#exercise-41-flop-counting"
-
-# Plausible wrong answers, each an edit of solutions/ch4_flop_counting.py, and a phrase of
-# the hint this grader shows for it.
-MISTAKES = [
-    Mistake("FlopCounterMode does the counting",
-            '        """The FLOPs of node `n`, from its argument values and its output."""\n',
-            '        """The FLOPs of node `n`, from its argument values and its output."""\n'
-            "        from torch.utils.flop_counter import FlopCounterMode\n"
-            "        with FlopCounterMode(display=False) as mode:\n"
-            "            getattr(self, n.op)(n.target, args, kwargs)\n"
-            "        return mode.get_total_flops()\n",
-            "the exercise asks you to count FLOPs yourself"),
-    Mistake("multiply-adds, not FLOPs", "    return 2 * output.numel() * weight.shape[1]",
-            "    return output.numel() * weight.shape[1]", "2 FLOPs per multiply-add"),
-    Mistake("the bias add counted", "    return 2 * output.numel() * weight.shape[1]",
-            "    return 2 * output.numel() * (weight.shape[1] + 1)", "the bias add is not counted"),
-    Mistake("out_features for K", "    return 2 * output.numel() * weight.shape[1]",
-            "    return 2 * output.numel() * weight.shape[0]", "K is in_features"),
-    Mistake("K from b's first dimension", "return 2 * output.numel() * args[0].shape[-1]",
-            "return 2 * output.numel() * args[1].shape[0]", "b.shape[0] is a batch dimension"),
-    Mistake("batch dimensions left out", "return 2 * output.numel() * args[0].shape[-1]",
-            "return 2 * args[0].shape[-2] * args[1].shape[-1] * args[0].shape[-1]",
-            "counts the batch dimensions too"),
-    Mistake("methods not counted", ' or \\\n                (n.op == "call_method" and n.target in '
-            "MATMUL_METHODS)", "", "call_method nodes"),
-    Mistake("call_module nodes not counted",
-            "            return module_flops(self.fetch_attr(n.target), output)",
-            "            return 0", "a call_module node of an nn.Linear or nn.Conv2d counts too"),
-    Mistake("groups left out of a conv",
-            "        return conv2d_flops(output, module.weight)",
-            "        return 2 * output.numel() * module.in_channels * module.weight[0][0].numel()",
-            "in_channels / groups"),
-    Mistake("the weight only from args",
-            '    return args[1] if len(args) > 1 else kwargs["weight"]', "    return args[1]",
-            "passed by keyword"),
-    Mistake("only counted nodes recorded",
-            "        self.flops_by_node[n.name] = self.node_flops(n, args, kwargs, output)",
-            "        if self.node_flops(n, args, kwargs, output):\n"
-            "            self.flops_by_node[n.name] = self.node_flops(n, args, kwargs, output)",
-            "every node gets an entry"),
-    Mistake("the FLOPs returned instead of the value",
-            "        return output\n\n    def node_flops",
-            "        return self.flops_by_node[n.name]\n\n    def node_flops",
-            "return the node's value"),
-]
 
 
 class _Delegated(Exception):
@@ -296,16 +250,6 @@ def _inputs(case: str, device: str = "cpu") -> tuple:
 # --- running the student's counter ----------------------------------------------------
 
 
-def _where(error: BaseException) -> str:
-    """`exercises/<file>.py:<line>: <source>`: the last line of graded code in the traceback."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if Path(f.filename).parent.name in ("exercises", "solutions")]
-    if not frames:
-        return "(outside your code)"
-    frame, path = frames[-1], Path(frames[-1].filename)
-    return f"{path.parent.name}/{path.name}:{frame.lineno}: {(frame.line or '').strip()}"
-
-
 def _no_oracle(ex) -> None:
     """Fail when the student's source names torch's FLOP counting."""
     uses = oracle_uses(ex, ORACLE)
@@ -344,7 +288,7 @@ def _run(ex, case: str, inputs: tuple | None = None, device: str = "cpu", model=
     else:
         return model, counter, output
     if isinstance(error, _Delegated):
-        where = _where(error)
+        where = error_line(error)
         line = where.split(":")[1] if where.count(":") >= 2 else "?"
         pytest.fail(explain(
             "a FlopCounter that counts the FLOPs itself, from the sizes of the tensors",
@@ -364,7 +308,7 @@ def _run(ex, case: str, inputs: tuple | None = None, device: str = "cpu", model=
         hint = "your code raised at the line shown."
     first = str(error).splitlines()[0] if str(error) else ""
     pytest.fail(explain(f"FlopCounter(gm).run(*inputs) runs ({case})",
-                        f"{type(error).__name__}: {first}\n  raised at {_where(error)}", hint, SEE),
+                        f"{type(error).__name__}: {first}\n  raised at {error_line(error)}", hint, SEE),
                 pytrace=False)
 
 

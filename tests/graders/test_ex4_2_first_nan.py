@@ -15,58 +15,12 @@ from torch import nn
 
 from minifx.codegen import GraphModule
 from minifx.graph import Tracer
-from tests.graders.support import Mistake, explain
+from tests.graders.support import error_line, explain
 
 pytestmark = [pytest.mark.ch4, pytest.mark.filterwarnings("ignore:std_mean")]
 
 SEE = "chapters/04-interpreter.md#exercise-42-find-the-first-nan"
 NAN, INF = float("nan"), float("inf")
-
-_CHECK = ("        value = super().run_node(n)\n"
-          "        # Checked before the value reaches env: no later node sees it.\n"
-          "        if not is_finite(value):\n"
-          "            raise NonFiniteError(n)\n"
-          "        return value\n")
-
-# Plausible wrong answers, each an edit of solutions/ch4_first_nan.py, and a phrase of the
-# hint this grader shows for it.
-MISTAKES = [
-    Mistake("NaN only, infinities let through", "return bool(torch.isfinite(value).all())",
-            "return not bool(torch.isnan(value).any())", "an infinity is not finite either"),
-    Mistake("any() instead of all()", "return bool(torch.isfinite(value).all())",
-            "return bool(torch.isfinite(value).any())", "one NaN among finite values"),
-    Mistake("tuples and lists not looked into",
-            "    if isinstance(value, (tuple, list)):\n"
-            "        return all(is_finite(item) for item in value)\n", "", "look inside tuples"),
-    Mistake("a dict's keys checked, not its values",
-            "return all(is_finite(item) for item in value.values())",
-            "return all(is_finite(item) for item in value)", "at their values"),
-    Mistake("one level of nesting only", "return all(is_finite(item) for item in value.values())",
-            "return all(bool(torch.isfinite(item).all()) for item in value.values() "
-            "if isinstance(item, torch.Tensor))", "call is_finite on each item"),
-    Mistake("Python floats not checked",
-            "    if isinstance(value, float):\n        return math.isfinite(value)\n", "",
-            "a Python float"),
-    Mistake("placeholders and get_attr nodes skipped", "        if not is_finite(value):",
-            '        if n.op not in ("placeholder", "get_attr") and not is_finite(value):',
-            "placeholder and get_attr nodes"),
-    Mistake("the inputs checked instead of the value", _CHECK,
-            "        args, kwargs = self.fetch_args_kwargs_from_env(n)\n"
-            "        if not is_finite(args) or not is_finite(kwargs):\n"
-            "            raise NonFiniteError(n)\n"
-            "        return super().run_node(n)\n", "the value the node produced"),
-    Mistake("the error raised with the node's name", "raise NonFiniteError(n)",
-            "raise NonFiniteError(n.name)", "with the node itself"),
-    Mistake("math.isfinite on every other value", "    return True\n",
-            "    return math.isfinite(value)\n", "counts as finite"),
-    Mistake("the error raised at the end of the run", _CHECK,
-            "        value = super().run_node(n)\n"
-            "        if not is_finite(value) and not hasattr(self, 'bad'):\n"
-            "            self.bad = n\n"
-            "        if n.op == 'output' and hasattr(self, 'bad'):\n"
-            "            raise NonFiniteError(self.bad)\n"
-            "        return value\n", "as soon as a value is not finite"),
-]
 
 
 @pytest.fixture
@@ -247,16 +201,6 @@ def _trace(model: nn.Module) -> GraphModule:
 # --- running the student's checker ----------------------------------------------------
 
 
-def _where(error: BaseException) -> str:
-    """`exercises/<file>.py:<line>: <source>`: the last line of graded code in the traceback."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if Path(f.filename).parent.name in ("exercises", "solutions")]
-    if not frames:
-        return "(outside your code)"
-    frame, path = frames[-1], Path(frames[-1].filename)
-    return f"{path.parent.name}/{path.name}:{frame.lineno}: {(frame.line or '').strip()}"
-
-
 def _fail_raised(what: str, error: BaseException, hint: str | None = None):
     """Fail with the student's line, and the hint for the error they made."""
     frames = traceback.extract_tb(error.__traceback__)
@@ -276,7 +220,7 @@ def _fail_raised(what: str, error: BaseException, hint: str | None = None):
         else:
             hint = "your code raised at the line shown."
     first = str(error).splitlines()[0] if str(error) else ""
-    pytest.fail(explain(what, f"{type(error).__name__}: {first}\n  raised at {_where(error)}",
+    pytest.fail(explain(what, f"{type(error).__name__}: {first}\n  raised at {error_line(error)}",
                         hint, SEE), pytrace=False)
 
 

@@ -10,7 +10,6 @@ given `freed_after`: the student's copy may have been edited.
 
 from __future__ import annotations
 
-import traceback
 from pathlib import Path
 
 import pytest
@@ -22,56 +21,12 @@ from torch.utils import _pytree as pytree
 from minifx.codegen import symbolic_trace
 from minifx.interpreter import Interpreter
 from minifx.passes.shape_prop import ShapeProp, TensorMetadata
-from tests.graders.support import Mistake, explain, oracle_uses
+from tests.graders.support import call_graded, describe_error, explain, oracle_uses
 
 pytestmark = pytest.mark.ch5
 
 SEE = "chapters/05-shape-prop.md#exercise-51-activation-memory"
 
-# Plausible wrong answers, each an edit of solutions/ch5_activation_memory.py, and a
-# phrase of the hint this grader shows for it.
-MISTAKES = [
-    Mistake("values never dropped", "live -= alive.pop(value)", "alive[value] = alive[value]",
-            "drop the values in freed_after(graph)[node]"),
-    Mistake("total taken after the drops",
-            "        if live > peak or not peak_node:  # sampled before the frees: the inputs are "
-            "still alive\n"
-            "            peak, peak_node = live, node.name\n"
-            "        for value in freed.get(node, []):\n"
-            "            live -= alive.pop(value)\n",
-            "        for value in freed.get(node, []):\n"
-            "            live -= alive.pop(value)\n"
-            "        if live > peak or not peak_node:\n"
-            "            peak, peak_node = live, node.name\n",
-            "before the drops"),
-    Mistake("the last node that reaches the peak", "if live > peak or not peak_node:",
-            "if live >= peak or not peak_node:", "the first node whose run reaches"),
-    Mistake("inputs not counted", "alive[node] = node_bytes(node)",
-            'alive[node] = 0 if node.op == "placeholder" else node_bytes(node)', "count the inputs"),
-    Mistake("the module's parameters counted", 'return nested_bytes(node.meta.get("tensor_meta"))',
-            'extra = sum(p.numel() * p.element_size() for p in node.graph.owning_module'
-            '.get_submodule(node.target).parameters()) if node.op == "call_module" else 0\n'
-            '    return nested_bytes(node.meta.get("tensor_meta")) + extra',
-            "parameters are not activations"),
-    Mistake("the output node counted", 'if node.op == "output":', "if False:",
-            "the output node counts 0"),
-    Mistake("TensorMetadata taken for a plain tuple",
-            "    if isinstance(meta, TensorMetadata):\n        return tensor_bytes(meta)\n"
-            "    if isinstance(meta, (tuple, list)):\n",
-            "    if isinstance(meta, (tuple, list)):\n", "test it before the tuple case"),
-    Mistake("every element 4 bytes", "meta.dtype.itemsize", "4", "meta.dtype.itemsize"),
-    Mistake("dict values not counted", "return sum(nested_bytes(item) for item in meta.values())",
-            "return 0", "a dict counts its values"),
-    Mistake("no error without metadata", "raise missing_metadata(node)", "return 0",
-            "raise missing_metadata(node)"),
-    Mistake("delegated to torch.fx's get_size_of_node",
-            'return nested_bytes(node.meta.get("tensor_meta"))',
-            "from torch.fx.passes.graph_manipulation import get_size_of_node\n"
-            '    if isinstance(node.meta.get("tensor_meta"), TensorMetadata):\n'
-            "        return get_size_of_node(node.graph.owning_module, node).output_size\n"
-            '    return nested_bytes(node.meta.get("tensor_meta"))',
-            "work the sizes out yourself"),
-]
 
 # Tools that would do the exercise's work (a node's size), which it asks you to write.
 ORACLES = ("get_size_of_node", "get_size_of_all_nodes", "graph_manipulation")
@@ -95,30 +50,6 @@ def ex(impl):
 # --- running student code --------------------------------------------------------
 
 
-def _call(fn, *args):
-    """`(fn(*args), None)`, or `(None, error)` when it raised: fail outside the `except`."""
-    try:
-        return fn(*args), None
-    except Exception as error:  # student code: any error becomes a message
-        return None, error
-
-
-def _where(error: BaseException) -> str:
-    """`exercises/<file>.py:<line>: <source>`: the last line of graded code in the traceback."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if Path(f.filename).parent.name in ("exercises", "solutions")]
-    if not frames:
-        return "(outside your code)"
-    frame = frames[-1]
-    path = Path(frame.filename)
-    return f"{path.parent.name}/{path.name}:{frame.lineno}: {(frame.line or '').strip()}"
-
-
-def _raised(error: BaseException) -> str:
-    first = str(error).splitlines()[0] if str(error) else ""
-    return f"{type(error).__name__}: {first}\n  raised at {_where(error)}"
-
-
 def _not_written(error: BaseException) -> str:
     if isinstance(error, NotImplementedError):
         return "write it: the stub still raises NotImplementedError."
@@ -127,9 +58,9 @@ def _not_written(error: BaseException) -> str:
 
 def _run(what: str, fn, *args):
     """`fn(*args)`, or a failed test that names the student's line."""
-    got, raised = _call(fn, *args)
+    got, raised = call_graded(fn, *args)
     if raised is not None:
-        pytest.fail(explain(what, _raised(raised), _not_written(raised), SEE), pytrace=False)
+        pytest.fail(explain(what, describe_error(raised), _not_written(raised), SEE), pytrace=False)
     return got
 
 
@@ -185,11 +116,11 @@ def test_nested_bytes(ex, case):
     value, want, hint = NESTED[case]
     got = _run(f"nested_bytes of {case}: {want}", ex.nested_bytes, value)
     if got != want:
-        sizes = [_call(ex.tensor_bytes, m)[0] for m in (_A, _B)]
+        sizes = [call_graded(ex.tensor_bytes, m)[0] for m in (_A, _B)]
         if sizes != [60, 16]:
             hint = (f"fix tensor_bytes first: it gives {sizes} for float32 (3, 5) and int64 (2,), "
                     "not [60, 16].")
-        elif case != "a TensorMetadata" and _call(ex.nested_bytes, _A)[0] != 60:
+        elif case != "a TensorMetadata" and call_graded(ex.nested_bytes, _A)[0] != 60:
             hint = NESTED["a TensorMetadata"][2]
     if got != want:
         pytest.fail(explain(f"nested_bytes of {case}: {want}", repr(got), hint, SEE), pytrace=False)
@@ -302,7 +233,7 @@ def _node_bytes_hint(got: dict, want: dict, parameters: dict[str, int]) -> str:
 
 def _student_node_bytes(ex, graph) -> dict:
     """What the student's node_bytes gives each node (an exception where it raised)."""
-    return {node.name: (lambda r: r[0] if r[1] is None else r[1])(_call(ex.node_bytes, node))
+    return {node.name: (lambda r: r[0] if r[1] is None else r[1])(call_graded(ex.node_bytes, node))
             for node in graph.nodes}
 
 
@@ -543,14 +474,14 @@ MESSAGE = ("node %x has no shape metadata (node.meta['type'] is missing): run "
 def test_missing_metadata_is_a_clear_error(ex, function):
     gm = symbolic_trace(Chain())
     arg = next(iter(gm.graph.nodes)) if function == "node_bytes" else gm.graph
-    got, raised = _call(getattr(ex, function), arg)
+    got, raised = call_graded(getattr(ex, function), arg)
     what = f"{function} of a graph ShapeProp never ran on raises ValueError({MESSAGE!r})"
     if raised is None:
         pytest.fail(explain(what, f"it returned {got!r}",
                             "raise missing_metadata(node) when 'type' is not in node.meta: "
                             "a size of 0 would hide that ShapeProp never ran.", SEE), pytrace=False)
     if isinstance(raised, NotImplementedError) or not isinstance(raised, ValueError):
-        pytest.fail(explain(what, _raised(raised),
+        pytest.fail(explain(what, describe_error(raised),
                             _not_written(raised) if isinstance(raised, NotImplementedError) else
                             "check 'type' in node.meta first, and raise missing_metadata(node).",
                             SEE), pytrace=False)

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import operator
 import re
-import traceback
-from pathlib import Path
 
 import pytest
 import torch
@@ -22,41 +20,12 @@ from minifx.codegen import symbolic_trace
 from minifx.interpreter import Interpreter
 from minifx.passes.draw import to_mermaid
 from minifx.passes.shape_prop import ShapeProp, TensorMetadata
-from tests.graders.support import Mistake, explain, explain_texts
+from tests.graders.support import call_graded, describe_error, explain, explain_texts
 from tests.models import MLP, EncoderBlock, MobileNetish, ResNet18
 
 pytestmark = pytest.mark.ch5
 
 SEE = "chapters/05-shape-prop.md#exercise-52-draw-the-shapes"
-
-# Plausible wrong answers, each an edit of solutions/ch5_draw_shapes.py, and a phrase of
-# the hint this grader shows for it.
-MISTAKES = [
-    Mistake("the dtype with its torch. prefix", "{str(meta.dtype).removeprefix('torch.')}",
-            "{meta.dtype}", "without its 'torch.' prefix"),
-    Mistake("the shape as a tuple", "{list(meta.shape)}", "{tuple(meta.shape)}",
-            "the shape as a list"),
-    Mistake("the shape as a torch.Size", "{list(meta.shape)}", "{meta.shape}", "the shape as a list"),
-    Mistake("TensorMetadata taken for a plain tuple",
-            "    if isinstance(meta, TensorMetadata):  # a NamedTuple: before the tuple case\n"
-            "        return describe_tensor(meta)\n",
-            "", "test it before the tuple case"),
-    Mistake("a list drawn as a tuple", "    if isinstance(meta, tuple):\n",
-            "    if isinstance(meta, (tuple, list)):\n", "a list as [a, b]"),
-    Mistake("dict keys without repr", '{key!r}: {describe_meta(item)}', '{key}: {describe_meta(item)}',
-            "its key by repr"),
-    Mistake("leaves by str", "    return repr(meta)\n", "    return str(meta)\n",
-            "any other leaf by its repr"),
-    Mistake("the type itself, not its name", 'return node.meta["type"].__name__',
-            'return str(node.meta["type"])', "the name of its type"),
-    Mistake("the value above the default label",
-            'f"{describe_node(node)}\\n{describe_value(node)}"',
-            'f"{describe_value(node)}\\n{describe_node(node)}"', "under the default label"),
-    Mistake("the value on the same line", 'f"{describe_node(node)}\\n{describe_value(node)}"',
-            'f"{describe_node(node)} {describe_value(node)}"', "a new line"),
-    Mistake("no error without metadata", "        raise missing_metadata(node)\n",
-            '        return "?"\n', "raise missing_metadata(node)"),
-]
 
 
 @pytest.fixture
@@ -67,37 +36,13 @@ def ex(impl):
 # --- running student code --------------------------------------------------------
 
 
-def _call(fn, *args):
-    """`(fn(*args), None)`, or `(None, error)` when it raised: fail outside the `except`."""
-    try:
-        return fn(*args), None
-    except Exception as error:  # student code: any error becomes a message
-        return None, error
-
-
-def _where(error: BaseException) -> str:
-    """`exercises/<file>.py:<line>: <source>`: the last line of graded code in the traceback."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if Path(f.filename).parent.name in ("exercises", "solutions")]
-    if not frames:
-        return "(outside your code)"
-    frame = frames[-1]
-    path = Path(frame.filename)
-    return f"{path.parent.name}/{path.name}:{frame.lineno}: {(frame.line or '').strip()}"
-
-
-def _raised(error: BaseException) -> str:
-    first = str(error).splitlines()[0] if str(error) else ""
-    return f"{type(error).__name__}: {first}\n  raised at {_where(error)}"
-
-
 def _run(what: str, fn, *args):
     """`fn(*args)`, or a failed test that names the student's line."""
-    got, raised = _call(fn, *args)
+    got, raised = call_graded(fn, *args)
     if raised is not None:
         hint = ("write it: the stub still raises NotImplementedError."
                 if isinstance(raised, NotImplementedError) else "your code raised at the line shown.")
-        pytest.fail(explain(what, _raised(raised), hint, SEE), pytrace=False)
+        pytest.fail(explain(what, describe_error(raised), hint, SEE), pytrace=False)
     return got
 
 
@@ -334,7 +279,7 @@ def _drawing_hint(ex, default: str, want: str, got) -> str:
 def _structure_hint(ex) -> str | None:
     """The hint of the first describe_meta case that the student's code gets wrong, if any."""
     for value, want, hint in STRUCTURES.values():
-        got, _ = _call(ex.describe_meta, value)
+        got, _ = call_graded(ex.describe_meta, value)
         if got != want:
             if hint is None:  # one TensorMetadata
                 hint = _tensor_hint(got)
@@ -484,11 +429,11 @@ MESSAGE = ("draw_shapes: node %{} has no shape metadata (node.meta['type'] is mi
 def _missing_metadata(ex, gm, name: str, hint: str) -> None:
     want = MESSAGE.format(name)
     what = f"ValueError({want!r})"
-    got, raised = _call(ex.draw_shapes, gm)
+    got, raised = call_graded(ex.draw_shapes, gm)
     if raised is None:
         _fail(what, f"a drawing:\n{got}", hint)
     if isinstance(raised, NotImplementedError) or not isinstance(raised, ValueError):
-        _fail(what, _raised(raised), "write it: the stub still raises NotImplementedError."
+        _fail(what, describe_error(raised), "write it: the stub still raises NotImplementedError."
               if isinstance(raised, NotImplementedError) else
               "check 'type' in node.meta before reading the metadata; raise missing_metadata(node).")
     if str(raised) != want:

@@ -30,61 +30,11 @@ from torch import nn
 
 import minifx.passes.fuse_conv_bn
 from minifx.codegen import symbolic_trace
-from tests.graders.support import Mistake, explain, explain_graphs, oracle_uses
+from tests.graders.support import call_graded, describe_error, explain, explain_graphs, graded_line, oracle_uses
 
 pytestmark = pytest.mark.ch6
 
 SEE = "chapters/06-conv-bn-fusion.md#exercise-61-fuse-linear-and-batchnorm1d"
-
-# Plausible wrong answers, each an edit of solutions/ch6_fuse_linear_bn.py, and a phrase
-# of the hint this grader shows for it.
-MISTAKES = [
-    Mistake("handed to torch's fuse_linear_bn_eval",
-            "    scale = bn.weight * torch.rsqrt(bn.running_var + bn.eps)  # one factor per output feature\n",
-            "    return torch.nn.utils.fusion.fuse_linear_bn_eval(linear, bn)\n",
-            "implement the fusion yourself"),
-    Mistake("handed to chapter 6's fuse_conv_bn_eval",
-            "    scale = bn.weight * torch.rsqrt(bn.running_var + bn.eps)  # one factor per output feature\n",
-            "    from minifx.passes import fuse_conv_bn as chapter6\n"
-            "    return getattr(chapter6, 'fuse_conv_bn_' + 'eval')(linear, bn)\n",
-            "implement the fusion yourself"),
-    Mistake("handed to torch, by a name built at run time",
-            "    scale = bn.weight * torch.rsqrt(bn.running_var + bn.eps)  # one factor per output feature\n",
-            "    import sys\n"
-            "    tool = sys.modules['torch.nn.utils.' + 'fu' + 'sion']\n"
-            "    return getattr(tool, 'fuse_linear' + '_bn_eval')(linear, bn)\n",
-            "implement the fusion yourself"),
-    Mistake("the Linear's bias forgotten",
-            "bias = linear.bias if linear.bias is not None else torch.zeros_like(bn.running_mean)",
-            "bias = torch.zeros_like(bn.running_mean)", "the Linear's own bias"),
-    Mistake("running_var without eps", "torch.rsqrt(bn.running_var + bn.eps)", "torch.rsqrt(bn.running_var)",
-            "running_var + eps"),
-    Mistake("scale along the columns", "linear.weight * scale[:, None]", "linear.weight * scale",
-            "row i of the weight"),
-    Mistake("running_mean not subtracted", "(bias - bn.running_mean) * scale + bn.bias",
-            "bias * scale + bn.bias", "subtract running_mean"),
-    Mistake("the Linear changed in place", "fused = copy.deepcopy(linear)", "fused = linear",
-            "copy.deepcopy(linear)"),
-    Mistake("a training-mode BatchNorm fused",
-            "if type(bn) is not nn.BatchNorm1d or bn.training or bn.running_mean is None:",
-            "if type(bn) is not nn.BatchNorm1d or bn.running_mean is None:",
-            "a BatchNorm in training mode"),
-    Mistake("a training-mode Linear fused", "type(linear) is nn.Linear and not linear.training",
-            "type(linear) is nn.Linear", "a Linear in training mode"),
-    Mistake("another use of the Linear module ignored",
-            "and len(linear_node.users) == 1 and not other_uses(linear_node))",
-            "and len(linear_node.users) == 1)", "other_uses(linear_node)"),
-    Mistake("another user of the Linear's output ignored",
-            "and len(linear_node.users) == 1 and not other_uses(linear_node))",
-            "and not other_uses(linear_node))", "len(linear_node.users) == 1"),
-    Mistake("any module taken for a Linear", "type(linear) is nn.Linear and not linear.training",
-            "linear is not None and not linear.training", "exactly an nn.Linear"),
-    Mistake("BatchNorm submodules left behind", "    gm.delete_all_unused_submodules()\n", "",
-            "delete_all_unused_submodules"),
-    Mistake("the pass handed to torch.fx's fuse", "    modules = dict(gm.named_modules())\n",
-            "    from torch.fx.experimental.optimization import fuse\n"
-            "    return fuse(gm)\n", "implement the fusion yourself"),
-]
 
 
 # --- the oracles the exercise rebuilds: named or called, they fail the test ----------
@@ -101,15 +51,6 @@ ORACLE_NAMES = sorted({name for names in ORACLES.values() for name in names} - {
 _DELEGATED = ("implement the fusion yourself: the exercise asks for the algebra and the pass, "
               "which {tool} does for you. Compute scale = bn.weight / sqrt(running_var + eps) and "
               "the new weight and bias from the modules' tensors.")
-
-
-def _student_line(frames) -> str:
-    frames = [f for f in frames if Path(f.filename).parent.name in ("exercises", "solutions")]
-    if not frames:
-        return "(outside your code)"
-    frame = frames[-1]
-    path = Path(frame.filename)
-    return f"{path.parent.name}/{path.name}:{frame.lineno}: {(frame.line or '').strip()}"
 
 
 class OracleUses:
@@ -134,7 +75,7 @@ class OracleUses:
     def _recording(self, original, label: str):
         @functools.wraps(original)
         def recorded(*args, **kwargs):
-            self.calls.append((label, _student_line(traceback.extract_stack()[:-1])))
+            self.calls.append((label, graded_line(traceback.extract_stack()[:-1])))
             return original(*args, **kwargs)
         return recorded
 
@@ -172,20 +113,6 @@ _RECORDER = OracleUses()  # the oracles' calls in the running test
 # --- running student code --------------------------------------------------------
 
 
-def _call(fn, *args):
-    """`(fn(*args), None)`, or `(None, error)` when it raised: fail outside the `except`."""
-    try:
-        return fn(*args), None
-    except Exception as error:  # student code: any error becomes a message
-        return None, error
-
-
-def _raised(error: BaseException) -> str:
-    first = str(error).splitlines()[0] if str(error) else ""
-    return f"{type(error).__name__}: {first}\n  raised at " \
-           f"{_student_line(traceback.extract_tb(error.__traceback__))}"
-
-
 def _raise_hint(error: BaseException) -> str:
     if isinstance(error, NotImplementedError):
         return "write it: the stub still raises NotImplementedError."
@@ -197,10 +124,10 @@ def _raise_hint(error: BaseException) -> str:
 
 def _run(what: str, fn, *args):
     """`fn(*args)`, or a failed test that names the student's line; no oracle may be called."""
-    got, raised = _call(fn, *args)
+    got, raised = call_graded(fn, *args)
     _RECORDER.check(what)
     if raised is not None:
-        pytest.fail(explain(what, _raised(raised), _raise_hint(raised), SEE), pytrace=False)
+        pytest.fail(explain(what, describe_error(raised), _raise_hint(raised), SEE), pytrace=False)
     return got
 
 
@@ -410,10 +337,10 @@ def _fused_linear_hint(fused: nn.Linear, linear: nn.Linear, bn: nn.BatchNorm1d) 
 def _check_fused(ex, linear: nn.Linear, bn: nn.BatchNorm1d) -> tuple[str, str] | None:
     """What is wrong with `ex.fused_linear(linear, bn)`, as (got, hint); None if nothing."""
     before = copy.deepcopy(nn.Sequential(linear, bn)).state_dict()
-    fused, raised = _call(ex.fused_linear, linear, bn)
+    fused, raised = call_graded(ex.fused_linear, linear, bn)
     _RECORDER.check("fused_linear(linear, bn)")
     if raised is not None:
-        return _raised(raised), _raise_hint(raised)
+        return describe_error(raised), _raise_hint(raised)
     if not isinstance(fused, nn.Linear) or fused.bias is None:
         return repr(fused), ("return an nn.Linear with a bias (copy.deepcopy(linear), then new "
                              "nn.Parameters), even when linear has none.")

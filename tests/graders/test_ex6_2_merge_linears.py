@@ -12,54 +12,17 @@ Linears, so there is no oracle to refuse here.
 from __future__ import annotations
 
 import copy
-import traceback
-from pathlib import Path
 
 import pytest
 import torch
 from torch import nn
 
 from minifx.codegen import symbolic_trace
-from tests.graders.support import Mistake, explain, explain_graphs
+from tests.graders.support import call_graded, describe_error, explain, explain_graphs
 
 pytestmark = pytest.mark.ch6
 
 SEE = "chapters/06-conv-bn-fusion.md#exercise-62-merge-consecutive-linears"
-
-# Plausible wrong answers, each an edit of solutions/ch6_merge_linears.py, and a phrase
-# of the hint this grader shows for it.
-MISTAKES = [
-    Mistake("the product in the wrong order", "merged.weight.copy_(second.weight @ first.weight)",
-            "merged.weight.copy_(first.weight @ second.weight)", "second.weight @ first.weight"),
-    Mistake("the first bias dropped", "merged.bias.copy_(second.weight @ b1 + b2)",
-            "merged.bias.copy_(b2)", "second.weight @ b1"),
-    Mistake("the second bias dropped", "merged.bias.copy_(second.weight @ b1 + b2)",
-            "merged.bias.copy_(second.weight @ b1)", "add the second bias"),
-    Mistake("the biases added as they are", "merged.bias.copy_(second.weight @ b1 + b2)",
-            "merged.bias.copy_(b1 + b2)", "second.weight @ b1"),
-    Mistake("a bias only when both have one",
-            "has_bias = first.bias is not None or second.bias is not None",
-            "has_bias = first.bias is not None and second.bias is not None", "unless neither"),
-    Mistake("the dtype not kept", "device=first.weight.device, dtype=first.weight.dtype)",
-            "device=first.weight.device)", "dtype=first.weight.dtype"),
-    Mistake("modules not updated after a merge", "        modules[first_node.target] = merged\n", "",
-            "modules[first_node.target] = merged"),
-    Mistake("a second Linear in training mode merged",
-            "if type(second) is not nn.Linear or second.training or len(second_node.args) != 1:",
-            "if type(second) is not nn.Linear or len(second_node.args) != 1:",
-            "the second Linear is in training mode"),
-    Mistake("a first Linear in training mode merged",
-            "return (type(first) is nn.Linear and not first.training and len(first_node.users) == 1",
-            "return (type(first) is nn.Linear and len(first_node.users) == 1",
-            "the first Linear is in training mode"),
-    Mistake("another use of the first module ignored",
-            "and len(first_node.users) == 1\n            and not other_uses(first_node))",
-            "and len(first_node.users) == 1)", "other_uses(first_node)"),
-    Mistake("another user of the first output ignored", "and len(first_node.users) == 1\n",
-            "\n", "len(first_node.users) == 1"),
-    Mistake("unused submodules left behind", "    gm.delete_all_unused_submodules()\n", "",
-            "delete_all_unused_submodules"),
-]
 
 
 @pytest.fixture
@@ -68,30 +31,6 @@ def ex(impl):
 
 
 # --- running student code --------------------------------------------------------
-
-
-def _call(fn, *args):
-    """`(fn(*args), None)`, or `(None, error)` when it raised: fail outside the `except`."""
-    try:
-        return fn(*args), None
-    except Exception as error:  # student code: any error becomes a message
-        return None, error
-
-
-def _where(error: BaseException) -> str:
-    """`exercises/<file>.py:<line>: <source>`: the last line of graded code in the traceback."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if Path(f.filename).parent.name in ("exercises", "solutions")]
-    if not frames:
-        return "(outside your code)"
-    frame = frames[-1]
-    path = Path(frame.filename)
-    return f"{path.parent.name}/{path.name}:{frame.lineno}: {(frame.line or '').strip()}"
-
-
-def _raised(error: BaseException) -> str:
-    first = str(error).splitlines()[0] if str(error) else ""
-    return f"{type(error).__name__}: {first}\n  raised at {_where(error)}"
 
 
 _ORDER = ("the weight is second.weight @ first.weight, (out2 x mid) @ (mid x in1): first's "
@@ -176,9 +115,9 @@ def _check_merged(ex, first: nn.Linear, second: nn.Linear) -> tuple[str, str] | 
     """What is wrong with `ex.merged_linear(first, second)`, as (got, hint); None if nothing."""
     has_bias = first.bias is not None or second.bias is not None
     before = copy.deepcopy(nn.Sequential(first, second)).state_dict()
-    merged, raised = _call(ex.merged_linear, first, second)
+    merged, raised = call_graded(ex.merged_linear, first, second)
     if raised is not None:
-        return _raised(raised), _raise_hint(raised)
+        return describe_error(raised), _raise_hint(raised)
     if not isinstance(merged, nn.Linear):
         return repr(merged), "return a new nn.Linear."
     if (merged.bias is not None) != has_bias:
@@ -314,12 +253,12 @@ LEFT_ALONE = {  # name -> model, the hint if a Linear node goes; every Linear no
 
 def _merge(ex, model, what: str):
     """`ex.merge_linears` of a traced copy of `model`, or a failed test that says why it raised."""
-    gm, raised = _call(ex.merge_linears, symbolic_trace(copy.deepcopy(model)))
+    gm, raised = call_graded(ex.merge_linears, symbolic_trace(copy.deepcopy(model)))
     if raised is not None:
         hint = _raise_hint(raised)
         if hint == _ORDER:  # a shape error in the pass: merged_linear's, or stale modules'
             hint = _merged_linear_wrong(ex) or _STALE
-        pytest.fail(explain(what, _raised(raised), hint, SEE), pytrace=False)
+        pytest.fail(explain(what, describe_error(raised), hint, SEE), pytrace=False)
     return gm
 
 
@@ -328,9 +267,9 @@ def _outputs_differ(gm, model, device="cpu") -> str | None:
     x = torch.randn(5, 6, generator=torch.Generator().manual_seed(0)).to(device)
     with torch.no_grad():
         want = model(x)
-        got, raised = _call(gm, x)
+        got, raised = call_graded(gm, x)
     if raised is not None:
-        return f"running the merged GraphModule raised {_raised(raised)}"
+        return f"running the merged GraphModule raised {describe_error(raised)}"
     if isinstance(got, torch.Tensor) and got.shape == want.shape and got.device == want.device \
             and torch.allclose(got, want, rtol=1e-4, atol=1e-5):
         return None

@@ -6,8 +6,6 @@ pattern and the replacement are written out node by node, without names (a param
 have any name). The outputs are checked against the program before the rewrite.
 """
 
-import traceback
-from pathlib import Path
 
 import pytest
 import torch
@@ -17,33 +15,13 @@ import minifx.passes.subgraph_rewriter as subgraph_rewriter
 from minifx.codegen import symbolic_trace
 from minifx.graph.node import map_arg
 from minifx.proxy.tape import format_target
-from tests.graders.support import Mistake, explain, explain_graphs, explain_texts
+from tests.graders.support import error_line, explain, explain_graphs, explain_texts, running_line
 
 pytestmark = pytest.mark.ch7
 
 SEE = "chapters/07-subgraph-rewriting.md#exercise-71-swish-to-silu"
 SEE_MATCH = "chapters/07-subgraph-rewriting.md#placeholders-are-wildcards-everything-else-must-be-equal"
 SEE_REPLACE = "chapters/07-subgraph-rewriting.md#rewrites-written-as-python"
-
-# Plausible wrong answers, each an edit of solutions/ch7_swish_to_silu.py, and a phrase of
-# the hint this grader shows for it.
-MISTAKES = [
-    Mistake("the factors of the pattern in the other order", "    return x * torch.sigmoid(x)\n",
-            "    return torch.sigmoid(x) * x\n", "in the models' order"),
-    Mistake("the method x.sigmoid() in the pattern", "    return x * torch.sigmoid(x)\n",
-            "    return x * x.sigmoid()\n", "records a call_method node"),
-    Mistake("torch.mul in the pattern", "    return x * torch.sigmoid(x)\n",
-            "    return torch.mul(x, torch.sigmoid(x))\n", "`*` records operator.mul"),
-    Mistake("the replacement computes the swish again", "    return F.silu(x)\n",
-            "    return x * torch.sigmoid(x)\n", "computes the swish again"),
-    Mistake("pattern and replacement swapped", "return len(replace_pattern(gm, swish, silu))",
-            "return len(replace_pattern(gm, silu, swish))", "are swapped"),
-    Mistake("the matches returned, not how many", "return len(replace_pattern(gm, swish, silu))",
-            "return replace_pattern(gm, swish, silu)", "an int, not the list"),
-    Mistake("the reversed near miss rewritten too", "return len(replace_pattern(gm, swish, silu))",
-            "return len(replace_pattern(gm, swish, silu)) + len(replace_pattern(\n"
-            "        gm, lambda x: torch.sigmoid(x) * x, silu))", "one pattern only"),
-]
 
 
 @pytest.fixture
@@ -151,33 +129,12 @@ return %1"""
 # --- student code that raises, and where it was called from --------------------------------
 
 
-def _student_frames(frames) -> list:
-    return [f for f in frames if Path(f.filename).parent.name in ("exercises", "solutions")]
-
-
-def _at(frame) -> str:
-    path = Path(frame.filename)
-    return f"{path.parent.name}/{path.name}:{frame.lineno}: {(frame.line or '').strip()}"
-
-
-def _where(error: BaseException) -> str:
-    """`exercises/<file>.py:<line>: <source>`: the last line of graded code in the traceback."""
-    frames = _student_frames(traceback.extract_tb(error.__traceback__))
-    return _at(frames[-1]) if frames else "(outside your code)"
-
-
-def _caller() -> str:
-    """The line of graded code that is running now (for a call the grader intercepts)."""
-    frames = _student_frames(traceback.extract_stack())
-    return _at(frames[-1]) if frames else "(outside your code)"
-
-
 def _raised(what: str, error: BaseException, stub: str):
     first = str(error).splitlines()[0] if str(error) else ""
     hint = (f"write {stub}: the stub still raises NotImplementedError."
             if isinstance(error, NotImplementedError) else "your code raised at the line shown.")
     pytest.fail(explain(f"{what} runs", f"{type(error).__name__}: {first}\n  raised at "
-                        f"{_where(error)}", hint, SEE), pytrace=False)
+                        f"{error_line(error)}", hint, SEE), pytrace=False)
 
 
 # --- the pattern and the replacement, traced -----------------------------------------
@@ -270,7 +227,7 @@ def _rewrite(ex, name: str, monkeypatch, device: str = "cpu"):
     original = subgraph_rewriter.replace_pattern
 
     def recording(gm, pattern, replacement, *args, **kwargs):
-        calls.append((pattern, replacement, _caller()))
+        calls.append((pattern, replacement, running_line()))
         return original(gm, pattern, replacement, *args, **kwargs)
 
     monkeypatch.setattr(subgraph_rewriter, "replace_pattern", recording)

@@ -8,7 +8,6 @@ matcher by hand: a solution that hands the work to a ready-made matcher fails.
 """
 
 import operator
-import traceback
 from pathlib import Path
 
 import pytest
@@ -18,48 +17,13 @@ import torch.fx.passes.utils.matcher_utils as fx_matcher
 import minifx.passes.matcher as minifx_matcher
 from minifx.codegen import symbolic_trace
 from minifx.graph import Node
-from tests.graders.support import Mistake, explain, oracle_uses
+from tests.graders.support import error_line, explain, oracle_uses
 
 pytestmark = pytest.mark.ch7
 
 SEE = "chapters/07-subgraph-rewriting.md#exercise-72-match-a-chain-of-ops"
 SEE_RULES = "chapters/07-subgraph-rewriting.md#no-escape-no-cycle-no-overlap"
 SEE_WALK = "chapters/07-subgraph-rewriting.md#anchors-and-the-walk-backwards"
-
-# Plausible wrong answers, each an edit of solutions/ch7_match_chain.py, and a phrase of
-# the hint this grader shows for it.
-MISTAKES = [
-    Mistake("only the first chain", "            taken.update(chain)\n",
-            "            taken.update(chain)\n            break\n", "find every chain"),
-    Mistake("overlapping chains kept", "if chain is not None and taken.isdisjoint(chain):",
-            "if chain is not None:", "shares no node with one already kept"),
-    Mistake("no-escape rule not checked",
-            "if not isinstance(first, Node) or list(first.users) != [chain[0]]:",
-            "if not isinstance(first, Node):", "used by the next node only"),
-    Mistake("the last node must have one user too", "    chain = [last]\n",
-            "    if len(last.users) > 1:\n        return None\n    chain = [last]\n",
-            "the last node may have any users"),
-    Mistake("any argument, not the first",
-            "        first = chain[0].args[0] if chain[0].args else None\n",
-            "        first = next((a for a in chain[0].args\n"
-            "                      if isinstance(a, Node) and is_call(a, target)), None)\n",
-            "the first argument, args[0]"),
-    Mistake("names instead of nodes", "            chains.append(chain)\n",
-            "            chains.append([n.name for n in chain])\n", "the Node objects"),
-    Mistake("ordered by first node", "    return chains\n",
-            "    return sorted(chains, key=lambda c: list(graph.nodes).index(c[0]))\n",
-            "graph order of their last nodes"),
-    Mistake("minifx's SubgraphMatcher does the matching", "    chains: list[list[Node]] = []\n",
-            "    from minifx.codegen import symbolic_trace\n"
-            "    from minifx.passes.matcher import SubgraphMatcher\n\n"
-            "    def pattern(x):\n        for target in targets:\n            x = target(x)\n"
-            "        return x\n"
-            "    pattern_graph = symbolic_trace(pattern).graph\n"
-            "    calls = [n for n in pattern_graph.nodes if n.op == 'call_function']\n"
-            "    return [[m.nodes_map[n] for n in calls]\n"
-            "            for m in SubgraphMatcher(pattern_graph).match(graph)]\n"
-            "    chains: list[list[Node]] = []\n", "write the matcher by hand"),
-]
 
 
 @pytest.fixture
@@ -173,21 +137,6 @@ class _Delegated(Exception):
     """Raised by the grader's stand-ins for the ready-made matchers."""
 
 
-def _student_frames(frames) -> list:
-    return [f for f in frames if Path(f.filename).parent.name in ("exercises", "solutions")]
-
-
-def _at(frame) -> str:
-    path = Path(frame.filename)
-    return f"{path.parent.name}/{path.name}:{frame.lineno}: {(frame.line or '').strip()}"
-
-
-def _where(error: BaseException) -> str:
-    """`exercises/<file>.py:<line>: <source>`: the last line of graded code in the traceback."""
-    frames = _student_frames(traceback.extract_tb(error.__traceback__))
-    return _at(frames[-1]) if frames else "(outside your code)"
-
-
 def _static_uses(ex, names) -> str | None:
     """`exercises/<file>.py:<line>: <source> (<name>)` for each use of `names` in the source."""
     uses = oracle_uses(ex, names)
@@ -227,14 +176,14 @@ def find(ex, monkeypatch):
         try:
             return ex.find_chains(graph, targets)
         except _Delegated as error:
-            _by_hand(f"{error} at {_where(error)}")
+            _by_hand(f"{error} at {error_line(error)}")
         except Exception as error:  # student code: any error becomes a message
             first = str(error).splitlines()[0] if str(error) else ""
             hint = ("write find_chains: the stub still raises NotImplementedError."
                     if isinstance(error, NotImplementedError) else "your code raised at the line shown.")
             names = [getattr(t, "__name__", t) for t in targets]
             pytest.fail(explain(f"find_chains(graph, {names}) runs",
-                                f"{type(error).__name__}: {first}\n  raised at {_where(error)}", hint,
+                                f"{type(error).__name__}: {first}\n  raised at {error_line(error)}", hint,
                                 SEE), pytrace=False)
     return run
 

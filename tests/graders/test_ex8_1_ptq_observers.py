@@ -9,7 +9,6 @@ that a broken observer (one that reads itself, say) is named, with the line that
 The exercise says write the pass: handing the work to minifx's own quantization helpers fails.
 """
 
-import traceback
 from pathlib import Path
 
 import pytest
@@ -22,51 +21,12 @@ import minifx.passes.quantize as quantize
 from minifx.codegen import GraphModule, symbolic_trace
 from minifx.graph import Graph, Node
 from minifx.passes.quantize import MinMaxObserver
-from tests.graders.support import Mistake, explain, explain_graphs, oracle_uses
+from tests.graders.support import error_line, explain, explain_graphs, oracle_uses, running_line
 
 pytestmark = pytest.mark.ch8
 
 SEE = "chapters/08-quantization.md#exercise-81-ptq-observers"
 SEE_PREPARE = "chapters/08-quantization.md#prepare-observers-in-the-graph"
-
-_IS_RELU_BODY = """\
-    if node.op == "call_function":
-        return node.target in (torch.relu, F.relu)
-    if node.op == "call_method":
-        return node.target == "relu"
-    if node.op == "call_module":
-        return isinstance(gm.get_submodule(node.target), nn.ReLU)
-    return False
-"""
-
-# Plausible wrong answers, each an edit of solutions/ch8_ptq_observers.py, and a phrase of
-# the hint this grader shows for it.
-MISTAKES = [
-    Mistake("the observer reads itself: its own use of the relu moved too",
-            "node.replace_all_uses_with(observer, delete_user_cb=lambda user: user is not observer)",
-            "node.replace_all_uses_with(observer)", "reads itself"),
-    Mistake("minifx's fused-relu helper does the relu check", _IS_RELU_BODY,
-            "    from minifx.passes.quantize import _fused_relu\n"
-            "    return any(_fused_relu(gm, a) is node for a in node.all_input_nodes)\n",
-            "write it yourself"),
-    Mistake("an nn.ReLU recognized by its name", "return isinstance(gm.get_submodule(node.target), nn.ReLU)",
-            'return "relu" in node.target', "check the submodule's type"),
-    Mistake("x.relu() missed", 'return node.target == "relu"', "return False", "call_method"),
-    Mistake("F.relu missed", "return node.target in (torch.relu, F.relu)",
-            "return node.target is torch.relu", "F.relu is another function"),
-    Mistake("in-place relu_ taken for a relu", 'return node.target == "relu"',
-            'return node.target.startswith("relu")', "works in place"),
-    Mistake("the relu's users not moved",
-            "        node.replace_all_uses_with(observer, delete_user_cb=lambda user: user is not observer)\n",
-            "", "still reads the relu"),
-    Mistake("no recompile", "    gm.recompile()\n", "", "gm.recompile()"),
-    Mistake("the observer inserted before the relu", "with gm.graph.inserting_after(node):",
-            "with gm.graph.inserting_before(node):", "right after the relu"),
-    Mistake("ranges keyed by the observer's name", "ranges[node.args[0].name] = ",
-            "ranges[node.target] = ", "the name of the observed node"),
-    Mistake("tensors instead of floats", "(observer.min_val.item(), observer.max_val.item())",
-            "(observer.min_val, observer.max_val)", "floats"),
-]
 
 
 @pytest.fixture
@@ -195,27 +155,6 @@ class _Delegated(Exception):
     """Raised by the grader's stand-ins for minifx's quantization helpers."""
 
 
-def _student_frames(frames) -> list:
-    return [f for f in frames if Path(f.filename).parent.name in ("exercises", "solutions")]
-
-
-def _at(frame) -> str:
-    path = Path(frame.filename)
-    return f"{path.parent.name}/{path.name}:{frame.lineno}: {(frame.line or '').strip()}"
-
-
-def _where(error: BaseException) -> str:
-    """`exercises/<file>.py:<line>: <source>`: the last line of graded code in the traceback."""
-    frames = _student_frames(traceback.extract_tb(error.__traceback__))
-    return _at(frames[-1]) if frames else "(outside your code)"
-
-
-def _caller() -> str:
-    """The line of graded code that is running now."""
-    frames = _student_frames(traceback.extract_stack())
-    return _at(frames[-1]) if frames else "(outside your code)"
-
-
 def _static_uses(ex, names) -> str | None:
     """`exercises/<file>.py:<line>: <source> (<name>)` for each use of `names` in the source."""
     uses = oracle_uses(ex, names)
@@ -260,13 +199,13 @@ def _call(fn, *args, what: str, stub: str):
     try:
         return fn(*args)
     except _Delegated as error:
-        _yourself(f"minifx's {error} at {_where(error)}")
+        _yourself(f"minifx's {error} at {error_line(error)}")
     except Exception as raised:  # student code: any error becomes a message
         error = raised
     first = str(error).splitlines()[0] if str(error) else ""
     hint = (f"write {stub}: the stub still raises NotImplementedError."
             if isinstance(error, NotImplementedError) else "your code raised at the line shown.")
-    pytest.fail(explain(f"{what} runs", f"{type(error).__name__}: {first}\n  raised at {_where(error)}",
+    pytest.fail(explain(f"{what} runs", f"{type(error).__name__}: {first}\n  raised at {error_line(error)}",
                         hint, SEE), pytrace=False)
 
 
@@ -311,7 +250,7 @@ def _insert(ex, model, monkeypatch) -> tuple:
     def recording(node, *args, **kwargs):
         original(node, *args, **kwargs)
         if node in node.all_input_nodes and node.name not in loops:
-            loops[node.name] = _caller()
+            loops[node.name] = running_line()
 
     monkeypatch.setattr(Node, "_set_args_kwargs", recording)
     names = _call(ex.insert_relu_observers, gm, what="insert_relu_observers(gm)",

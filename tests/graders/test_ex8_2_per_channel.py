@@ -8,7 +8,6 @@ error measure is the grader's copy of the given `relative_error`. The exercise s
 compute the scales yourself: handing the work to an observer (torch.ao's or minifx's) fails.
 """
 
-import traceback
 import warnings
 from pathlib import Path
 
@@ -17,58 +16,13 @@ import torch
 import torch.ao.quantization.observer as ao_observer
 
 import minifx.passes.quantize as quantize
-from tests.graders.support import Mistake, explain, oracle_uses
+from tests.graders.support import error_line, explain, oracle_uses
 
 pytestmark = [pytest.mark.ch8,
               pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor:UserWarning")]
 
 SEE = "chapters/08-quantization.md#exercise-82-per-channel-weights"
 SEE_AFFINE = "chapters/08-quantization.md#affine-quantization"
-
-# Plausible wrong answers, each an edit of solutions/ch8_per_channel.py, and a phrase of
-# the hint this grader shows for it.
-MISTAKES = [
-    Mistake("one scale for the whole tensor", "largest = weight.detach().abs().flatten(1).amax(dim=1)",
-            "largest = weight.detach().abs().max().expand(weight.shape[0])", "per-tensor"),
-    Mistake("the wrong axis", "largest = weight.detach().abs().flatten(1).amax(dim=1)",
-            "largest = weight.detach().abs().flatten(1).amax(dim=0)", "the output channels, dim 0"),
-    Mistake("the largest entry, not the largest magnitude",
-            "largest = weight.detach().abs().flatten(1).amax(dim=1)",
-            "largest = weight.detach().flatten(1).amax(dim=1)", "negative entries count too"),
-    Mistake("asymmetric: the range max - min over 255 steps",
-            "    scales = largest / ((QMAX - QMIN) / 2)\n",
-            "    flat = weight.detach().flatten(1)\n"
-            "    scales = (flat.amax(dim=1) - flat.amin(dim=1)) / (QMAX - QMIN)\n",
-            "symmetric"),
-    Mistake("divided by 127", "scales = largest / ((QMAX - QMIN) / 2)", "scales = largest / QMAX",
-            "not 127"),
-    Mistake("no floor for an all-zero channel",
-            "return scales.float().clamp(min=torch.finfo(torch.float32).eps)",
-            "return scales.float()", "all-zero channel"),
-    Mistake("float64 scales", "return scales.float().clamp(min=torch.finfo(torch.float32).eps)",
-            "return scales.double().clamp(min=torch.finfo(torch.float32).eps)", "float32"),
-    Mistake("the weight changed in place", "largest = weight.detach().abs().flatten(1).amax(dim=1)",
-            "largest = weight.detach().abs_().flatten(1).amax(dim=1)", "in place"),
-    Mistake("quantized per tensor",
-            "return torch.quantize_per_channel(weight.detach(), scales.double(), zero_points, 0, torch.qint8)",
-            "return torch.quantize_per_tensor(weight.detach(), scales.max().item(), 0, torch.qint8)",
-            "not per tensor"),
-    Mistake("quint8 with zero point 128",
-            "    zero_points = torch.zeros_like(scales, dtype=torch.int64)\n"
-            "    return torch.quantize_per_channel(weight.detach(), scales.double(), zero_points, 0, torch.qint8)",
-            "    zero_points = torch.full_like(scales, 128, dtype=torch.int64)\n"
-            "    return torch.quantize_per_channel(weight.detach(), scales.double(), zero_points, 0, torch.quint8)",
-            "qint8"),
-    Mistake("torch.ao's observer computes the scales",
-            "    largest = weight.detach().abs().flatten(1).amax(dim=1)  # max |w| of each channel\n",
-            "    from torch.ao.quantization import PerChannelMinMaxObserver\n"
-            "    observer = PerChannelMinMaxObserver(ch_axis=0, dtype=torch.qint8,\n"
-            "                                        qscheme=torch.per_channel_symmetric)\n"
-            "    observer(weight.detach())\n"
-            "    return observer.calculate_qparams()[0]\n"
-            "    largest = weight.detach().abs().flatten(1).amax(dim=1)  # max |w| of each channel\n",
-            "compute the scales yourself"),
-]
 
 
 @pytest.fixture
@@ -138,19 +92,6 @@ class _Delegated(Exception):
     """Raised by the grader's stand-ins for the ready-made observers."""
 
 
-def _student_frames(frames) -> list:
-    return [f for f in frames if Path(f.filename).parent.name in ("exercises", "solutions")]
-
-
-def _where(error: BaseException) -> str:
-    """`exercises/<file>.py:<line>: <source>`: the last line of graded code in the traceback."""
-    frames = _student_frames(traceback.extract_tb(error.__traceback__))
-    if not frames:
-        return "(outside your code)"
-    frame, path = frames[-1], Path(frames[-1].filename)
-    return f"{path.parent.name}/{path.name}:{frame.lineno}: {(frame.line or '').strip()}"
-
-
 def _yourself(uses: str):
     pytest.fail(explain("scales computed in the exercise itself, from each channel's entries",
                         f"your code uses {uses}",
@@ -198,13 +139,13 @@ def _call(ex, function: str, weight: torch.Tensor):
         try:
             return getattr(ex, function)(weight)
         except _Delegated as error:
-            _yourself(f"{error} at {_where(error)}")
+            _yourself(f"{error} at {error_line(error)}")
         except Exception as error:  # student code: any error becomes a message
             first = str(error).splitlines()[0] if str(error) else ""
             hint = (f"write {function}: the stub still raises NotImplementedError."
                     if isinstance(error, NotImplementedError) else "your code raised at the line shown.")
             pytest.fail(explain(f"{function}(weight) runs", f"{type(error).__name__}: {first}\n"
-                                f"  raised at {_where(error)}", hint, SEE), pytrace=False)
+                                f"  raised at {error_line(error)}", hint, SEE), pytrace=False)
 
 
 # --- what went wrong --------------------------------------------------------------------
