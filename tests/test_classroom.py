@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import re
-import shlex
-import subprocess
-import sys
 
 import pytest
 import yaml
 
 from tests import classroom
 from tests.grading import Exercise, GradingError, load_manifest
-from tests.grading.manifest import ROOT
 
 pytestmark = pytest.mark.meta
 

@@ -19,7 +19,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from tests.grading.judge import TRUSTED, snapshot
+from tests.grading.judge import snapshot
 from tests.grading.manifest import MANIFEST, ROOT, GradingError, load_manifest
 
 TORCH_SPEC = "torch==2.13.0"
