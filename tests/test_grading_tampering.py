@@ -165,7 +165,8 @@ for _name, _module in list(_sys.modules.items()):
         for _key, _value in list(vars(_module).items()):
             if type(_value) in (dict, list) and _value and not _key.startswith("__") and _key != "pytestmark":
                 _value.clear()
-''', "the data of tests.graders.test_ex"),
+_sys.modules["tests.conftest"].CHAPTERS.append("ch99")  # for a grader without such data
+''', "the data of tests."),
     "a torch function mode left active": ('''
 _overrides = _sys.modules["torch.overrides"]
 

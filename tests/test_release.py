@@ -69,3 +69,13 @@ def test_the_release_grades_the_stubs(student):
 def test_an_existing_folder_is_refused(tmp_path, capsys):
     assert release.main([str(tmp_path)]) == 2
     assert "exists" in capsys.readouterr().err
+
+
+def test_the_release_collects_its_tests_without_errors(student):
+    # What `make test` runs there: every module imports without solutions/, and the
+    # graders and the checks that need the solutions are left out (tests/conftest.py).
+    collect = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],
+                             cwd=student, capture_output=True, text=True)
+    assert collect.returncode == 0, collect.stdout[-3000:] + collect.stderr[-3000:]
+    assert "tests/graders/" not in collect.stdout and "test_grader_mistakes" not in collect.stdout
+    assert "deselected" in collect.stdout.splitlines()[-1], collect.stdout[-500:]
