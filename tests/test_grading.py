@@ -297,3 +297,12 @@ def test_without_the_fork_server_each_worker_starts_afresh(monkeypatch):
     scores = grade([solved, stub], modules, Limits(timeout=60))
     assert scores[0].full, [t.message for t in scores[0].tests if t.outcome != "passed"]
     assert scores[1].earned == 0 and scores[1].tests and not scores[1].problem
+
+
+def test_the_instructor_guide_s_chapter_command_works_as_written():
+    # `--impl solutions` (a space, not `=`) only works if the option is registered in the
+    # root conftest.py; `-m ch3` must select chapter 3's stage tests and its graders.
+    run = _python("-m", "pytest", "-m", "ch3", "--impl", "solutions", "--collect-only", "-q", "-p", "no:cacheprovider")
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "tests/graders/test_ex3_1_method_relu.py::" in run.stdout and "tests/codegen/" in run.stdout
+    assert "tests/graders/test_ex2_1" not in run.stdout
