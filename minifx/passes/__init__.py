@@ -8,6 +8,7 @@ One file per pass, in the order the book teaches them:
 | `draw` | 5 | `to_mermaid`: a Mermaid flowchart of any graph, for the book's pictures |
 | `fuse_conv_bn` | 6 | `fuse_conv_bn`: folds eval-mode BatchNorm into the preceding Conv |
 | `subgraph_rewriter` | 7 | `replace_pattern`: finds a traced pattern and swaps in a replacement |
+| `matcher` | 7 | `SubgraphMatcher`: finds a pattern graph in a graph (behind `replace_pattern`) |
 | `quantize` | 8 | `prepare` / `convert`: post-training int8 quantization |
 
 Importing `minifx.passes` loads none of them; each name below is imported the
@@ -23,7 +24,11 @@ _EXPORTS = {
     "to_mermaid": "draw",
     "fuse_conv_bn": "fuse_conv_bn",
     "replace_pattern": "subgraph_rewriter",
+    "replace_pattern_with_filters": "subgraph_rewriter",
     "Match": "subgraph_rewriter",
+    "ReplacedPatterns": "subgraph_rewriter",
+    "SubgraphMatcher": "matcher",
+    "InternalMatch": "matcher",
     "prepare": "quantize",
     "convert": "quantize",
 }

@@ -1,8 +1,8 @@
 """Find a small pattern graph inside a bigger graph (the matcher behind `replace_pattern`).
 
-The matcher mirrors `torch.fx.passes.utils.matcher_utils.SubgraphMatcher` with the
-settings `replace_pattern` uses: the pattern's output node is not matched, its
-placeholders are wildcards, and overlapping matches are dropped (the first one wins).
+The matcher mirrors `torch.fx.passes.utils.matcher_utils.SubgraphMatcher`. With its
+defaults, the ones `replace_pattern` uses, the pattern's output node is not matched,
+its placeholders are wildcards, and overlapping matches are dropped (the first wins).
 
 How a match is found:
 
@@ -19,6 +19,7 @@ How a match is found:
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,9 @@ import torch
 
 from minifx.graph import Graph, Node
 from minifx.graph.node import get_path
+
+from . import rewriter_errors as errors
+from .schema_arguments import has_schema, schema_arguments
 
 # Pattern opcodes that are part of the pattern's interface, not of the matched subgraph.
 _INTERFACE = ("placeholder", "output")
@@ -41,14 +45,16 @@ class InternalMatch:
         nodes_map: pattern node -> graph node (or the literal a placeholder matched).
         placeholder_nodes: what each pattern placeholder matched, in pattern order.
         returning_nodes: the graph nodes matched by what the pattern returns.
+        name_node_map: empty here; torch.fx has it for a matcher that names nodes.
     """
 
     anchors: list[Node]
     nodes_map: dict[Node, Any] = field(default_factory=dict)
     placeholder_nodes: list[Any] = field(default_factory=list)
     returning_nodes: list[Node] = field(default_factory=list)
+    name_node_map: dict[str, Node] = field(default_factory=dict)
 
-    def copy(self) -> InternalMatch:
+    def __copy__(self) -> InternalMatch:
         """A copy whose `nodes_map` can grow without changing this one."""
         return InternalMatch(self.anchors, dict(self.nodes_map),
                              list(self.placeholder_nodes), list(self.returning_nodes))
@@ -56,35 +62,44 @@ class InternalMatch:
 
 
 class SubgraphMatcher:
-    """Finds every non-overlapping, self-contained occurrence of `pattern` in a graph.
+    """Finds every self-contained occurrence of `pattern` in a graph.
 
     Args:
         pattern: the pattern graph; every node but the output must be used.
+        match_output: match the pattern's output node too, so that a match must end
+            the graph (its output returns the same values).
+        match_placeholder: let a pattern placeholder match only a placeholder of the
+            graph, instead of any value.
         remove_overlapping_matches: keep only the first of matches that share a node.
+        ignore_literals: let a literal of the pattern match any argument, instead of
+            an equal literal only.
 
     Raises:
-        ValueError: if the pattern is empty, has an unused node, or returns
-            one of its inputs.
+        ValueError: if the pattern is empty or has an unused node (the unused node's
+            error is also the `AssertionError` or `KeyError` torch.fx raises).
     """
 
-    def __init__(self, pattern: Graph, remove_overlapping_matches: bool = True) -> None:
+    def __init__(self, pattern: Graph, match_output: bool = False,
+                 match_placeholder: bool = False, remove_overlapping_matches: bool = True,
+                 ignore_literals: bool = False) -> None:
         self.pattern = pattern
+        self.match_output = match_output
+        self.match_placeholder = match_placeholder
         self.remove_overlapping_matches = remove_overlapping_matches
+        self.ignore_literals = ignore_literals
         nodes = list(pattern.nodes)
         if not nodes or nodes[-1].op != "output":
             raise ValueError("SubgraphMatcher: the pattern graph is empty (it has no output "
                              "node). How to fix: trace a function that returns something.")
         for node in nodes[:-1]:
             if not node.users:
-                raise ValueError(_unused_node_message(node))
+                raise errors.unused_node(node)
         self.placeholders = [n for n in nodes if n.op == "placeholder"]
         self.returning_nodes = nodes[-1].all_input_nodes
-        for node in self.returning_nodes:
-            if node.op == "placeholder":
-                raise ValueError(_returned_input_message(node))
         # A returned node that is also used inside the pattern is reached from
         # another anchor; anchoring on it too would only repeat work.
-        self.anchors = [n for n in self.returning_nodes if len(n.users) == 1]
+        self.anchors = ([nodes[-1]] if match_output else
+                        [n for n in self.returning_nodes if len(n.users) == 1])
 
     # --8<-- [start:match]
     def match(self, graph: Graph) -> list[InternalMatch]:
@@ -107,7 +122,7 @@ class SubgraphMatcher:
             found.append(match)
             return
         for candidate in candidates[index]:
-            attempt = match.copy()  # a failed attempt leaves `match` as it was
+            attempt = copy.copy(match)  # a failed attempt leaves `match` as it was
             if self._match_nodes(self.anchors[index], candidate, attempt):
                 self._backtrack(index + 1, candidates, attempt, found)
     # --8<-- [end:match]
@@ -125,7 +140,10 @@ class SubgraphMatcher:
         if pn.op == "placeholder":
             return True  # a wildcard: whatever computed `gn` is outside the pattern
         if len(pn.args) != len(gn.args) or list(pn.kwargs) != list(gn.kwargs):
-            return False
+            # Written differently: only a torch.ops overload's schema can tell whether
+            # the two calls mean the same (see `schema_arguments`).
+            return has_schema(pn) and self._match_args(
+                schema_arguments(pn), schema_arguments(gn), match)
         return self._match_args([*pn.args, *pn.kwargs.values()],
                                 [*gn.args, *gn.kwargs.values()], match)
 
@@ -140,7 +158,7 @@ class SubgraphMatcher:
             elif isinstance(pa, (list, tuple)) and isinstance(ga, (list, tuple)):
                 matched = self._match_args(pa, ga, match)
             else:
-                matched = _match_literal(pa, ga, match)
+                matched = _match_literal(pa, ga, match, self.ignore_literals)
             if not matched:
                 return False
         return True
@@ -149,12 +167,15 @@ class SubgraphMatcher:
     def _nodes_are_equal(self, pn: Node, gn: Node) -> bool:
         """Same opcode and target; a pattern placeholder equals anything.
 
-        The pattern's output node is never compared: a match need not end the graph.
+        The pattern's output node is compared only with `match_output`, and then
+        equals the graph's output: a match need not end the graph otherwise.
         """
-        if pn.op == "placeholder":
+        if pn.op == "placeholder" and not self.match_placeholder:
             return True
         if pn.op != gn.op:
             return False
+        if pn.op in _INTERFACE:
+            return True
         if pn.op == "get_attr":
             return _attributes_match(pn, gn)
         return pn.target == gn.target
@@ -186,14 +207,21 @@ class SubgraphMatcher:
     # --8<-- [end:rules]
 
 
-def _match_literal(pattern_arg: Any, graph_arg: Any, match: InternalMatch) -> bool:
-    """A literal argument: a placeholder may stand for it, otherwise it must be equal."""
+def _match_literal(pattern_arg: Any, graph_arg: Any, match: InternalMatch,
+                   ignore_literals: bool = False) -> bool:
+    """A literal argument: a placeholder may stand for it, otherwise it must be equal.
+
+    With `ignore_literals`, a pattern's literal matches anything, and a placeholder
+    may stand for different literals (as in torch.fx).
+    """
     if isinstance(pattern_arg, Node):
         if pattern_arg.op != "placeholder":
             return False
         if pattern_arg in match.nodes_map:
-            return _same_value(match.nodes_map[pattern_arg], graph_arg)
+            return ignore_literals or _same_value(match.nodes_map[pattern_arg], graph_arg)
         match.nodes_map[pattern_arg] = graph_arg
+        return True
+    if ignore_literals:
         return True
     if isinstance(graph_arg, Node):
         return False  # a constant in the pattern never matches a computed value
@@ -216,12 +244,7 @@ def _attributes_match(pn: Node, gn: Node) -> bool:
         return False
     if isinstance(pattern_value, torch.Tensor):
         return True
-    raise TypeError(
-        f"replace_pattern: the pattern's get_attr %{pn.name} reads a "
-        f"{type(pattern_value).__name__}, but only tensor attributes can be matched. "
-        "How to fix: make the pattern read a tensor (a parameter or buffer), or pass "
-        "the value in as an argument."
-    )
+    raise errors.unmatchable_attribute(pn, pattern_value)
 
 
 def _forms_cycle(partition: list[Node]) -> bool:
@@ -237,22 +260,3 @@ def _forms_cycle(partition: list[Node]) -> bool:
             seen.add(node)
             stack.extend(node.users)
     return False
-
-
-def _returned_input_message(node: Node) -> str:
-    return (f"replace_pattern: the pattern returns its input {node.name!r} unchanged. A match "
-            "is what the pattern computes from its inputs, and the uses of each returned "
-            "value are handed to the replacement, so an input returned as is would hand over "
-            "every use of whatever it matched. How to fix: return only values the pattern "
-            "computes.")
-
-
-def _unused_node_message(node: Node) -> str:
-    if node.op == "placeholder":
-        return (f"replace_pattern: the pattern's parameter {node.name!r} is never used. "
-                "Matching follows values from the pattern's output back to its inputs, "
-                "so an unused parameter can never be matched. How to fix: remove the "
-                "parameter from the pattern (and from the replacement).")
-    return (f"replace_pattern: the pattern computes %{node.name} ({node.op}) "
-            "but never uses it (dead code), so no match could ever account for it. "
-            "How to fix: return it from the pattern or delete it.")

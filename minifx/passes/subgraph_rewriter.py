@@ -4,11 +4,14 @@ Both are ordinary Python (functions or modules) that minifx traces into small
 graphs. Every place where the pattern's graph occurs in the module's graph is
 cut out and the replacement's graph is spliced in, as `torch.fx.replace_pattern`
 does. Finding the occurrences is the job of `minifx.passes.matcher`.
+`replace_pattern_with_filters` is the same rewrite with a say on which matches to
+take (`match_filters`), how literals compare, and what to put in each place.
 """
 
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
 import torch
@@ -18,9 +21,13 @@ from minifx.graph import Graph, Node
 from minifx.graph.node import get_path
 from minifx.proxy import TraceError
 
+from . import rewriter_errors as errors
 from .matcher import InternalMatch, SubgraphMatcher
 
 PatternLike = Callable[..., Any] | GraphModule | Graph
+# A match filter or replacement callback gets (match, original graph, pattern graph).
+MatchFilter = Callable[[InternalMatch, Graph, Graph], bool]
+ReplacementCallback = Callable[[InternalMatch, Graph, Graph], Graph]
 
 
 # --8<-- [start:match_tuple]
@@ -37,6 +44,22 @@ class Match(NamedTuple):
     anchor: Node
     nodes_map: dict[Node, Node]
 # --8<-- [end:match_tuple]
+
+
+@dataclass
+class ReplacedPatterns:
+    """A `Match` and what replaced it: what `replace_pattern_with_filters` returns.
+
+    Attributes:
+        anchor: the pattern node the match was grown from.
+        nodes_map: pattern node -> the graph node it matched.
+        replacements: the nodes copied into the graph in its place, in order
+            (empty when the replacement only returns one of its inputs).
+    """
+
+    anchor: Node
+    nodes_map: dict[Node, Node]
+    replacements: list[Node]
 
 
 # --8<-- [start:replace_pattern]
@@ -75,37 +98,73 @@ def replace_pattern(gm: GraphModule, pattern: PatternLike,
         matches = replace_pattern(gm, pattern, replacement)
         ```
     """
+    replaced = replace_pattern_with_filters(gm, pattern, replacement)
+    return [Match(anchor=r.anchor, nodes_map=r.nodes_map) for r in replaced]
+# --8<-- [end:replace_pattern]
+
+
+# --8<-- [start:replace_pattern_with_filters]
+def replace_pattern_with_filters(
+        gm: GraphModule, pattern: PatternLike, replacement: PatternLike | None = None,
+        match_filters: list[MatchFilter] | None = None, ignore_literals: bool = False,
+        replacement_callback: ReplacementCallback | None = None) -> list[ReplacedPatterns]:
+    """`replace_pattern`, with a say on which matches to take and what replaces them.
+
+    Args:
+        gm: the module to rewrite in place; it is recompiled.
+        pattern: a function, `nn.Module`, `GraphModule` or `Graph` to find.
+        replacement: the same kinds; may be `None` if `replacement_callback` is given.
+        match_filters: functions `(match, original_graph, pattern_graph) -> bool`;
+            a match is replaced only if every filter returns `True`.
+        ignore_literals: let the pattern's literals match any argument.
+        replacement_callback: a function `(match, original_graph, pattern_graph)`
+            that returns the replacement `Graph` for that match; it wins over
+            `replacement`.
+
+    Returns:
+        One `ReplacedPatterns` per rewritten occurrence, in graph order.
+
+    Raises:
+        ValueError: as `replace_pattern`.
+        TypeError: if there is no replacement, or something that is not one.
+    """
     pattern_graph = _as_graph(pattern, "pattern")
-    replacement_graph = _as_graph(replacement, "replacement")
-    _check_same_arity(pattern_graph, replacement_graph)
-    matches = SubgraphMatcher(pattern_graph).match(gm.graph)
-    # A later match may read a value an earlier rewrite replaced.
-    replaced: dict[Node, Node] = {}
+    _check_returns_computed_values(pattern_graph)
+    common_graph = None  # one replacement for every match, unless a callback builds each
+    if replacement_callback is None:
+        common_graph = _as_graph(replacement, "replacement")
+        _check_same_arity(pattern_graph, common_graph)
+    matcher = SubgraphMatcher(pattern_graph, ignore_literals=ignore_literals)
+    matches = [m for m in matcher.match(gm.graph)
+               if all(keep(m, gm.graph, pattern_graph) for keep in match_filters or ())]
+    replaced: dict[Node, Node] = {}  # a later match may read a value an earlier rewrite replaced
+    results = []
     for match in matches:
-        _rewrite_one(gm.graph, pattern_graph, replacement_graph, match, replaced)
+        replacement_graph = (common_graph if replacement_callback is None else
+                             _callback_graph(replacement_callback, match, gm.graph, pattern_graph))
+        new_nodes = _rewrite_one(gm.graph, pattern_graph, replacement_graph, match, replaced)
+        results.append(ReplacedPatterns(match.anchors[0], match.nodes_map, new_nodes))
     gm.recompile()
     if isinstance(replacement, torch.nn.Module):
         _copy_attributes(gm, replacement)
-    return [Match(anchor=m.anchors[0], nodes_map=m.nodes_map) for m in matches]
-# --8<-- [end:replace_pattern]
+    return results
+# --8<-- [end:replace_pattern_with_filters]
 
 
 # --8<-- [start:rewrite_one]
 def _rewrite_one(graph: Graph, pattern_graph: Graph, replacement_graph: Graph,
-                 match: InternalMatch, replaced: dict[Node, Node]) -> None:
-    """Splice one copy of the replacement in place of one match, then erase the match."""
+                 match: InternalMatch, replaced: dict[Node, Node]) -> list[Node]:
+    """Splice one copy of the replacement in place of one match, then erase the match.
+
+    Returns the copied nodes, in the replacement's order.
+    """
     val_map = _bind_inputs(replacement_graph, match, replaced)
     with graph.inserting_before(_insert_point(graph, match.returning_nodes)):
         outputs = graph.graph_copy(replacement_graph, val_map)
     if isinstance(outputs, Node):
         outputs = (outputs,)
     if len(outputs) != len(match.returning_nodes):
-        raise ValueError(
-            f"replace_pattern: the pattern returns {len(match.returning_nodes)} value(s) but "
-            f"the replacement returns {len(outputs)}. Each returned value takes over the "
-            "uses of the pattern's value in the same position. How to fix: return as many "
-            "values from the replacement as from the pattern, in the same order."
-        )
+        raise errors.output_count_mismatch(len(match.returning_nodes), len(outputs))
     for old, new in zip(match.returning_nodes, outputs):
         old.replace_all_uses_with(new)
         replaced[old] = new
@@ -113,6 +172,7 @@ def _rewrite_one(graph: Graph, pattern_graph: Graph, replacement_graph: Graph,
     for pn in reversed(pattern_graph.nodes):
         if pn.op not in ("placeholder", "output"):
             graph.erase_node(match.nodes_map[pn])
+    return [val_map[n] for n in replacement_graph.nodes if n.op not in ("placeholder", "output")]
 
 
 def _bind_inputs(replacement_graph: Graph, match: InternalMatch,
@@ -139,6 +199,14 @@ def _insert_point(graph: Graph, returning_nodes: list[Node]) -> Node:
 # --8<-- [end:rewrite_one]
 
 
+def _callback_graph(callback: ReplacementCallback | None, match: InternalMatch,
+                    graph: Graph, pattern_graph: Graph) -> Graph:
+    """The replacement the callback builds for this match, checked like a common one."""
+    replacement_graph = callback(match, graph, pattern_graph)
+    _check_same_arity(pattern_graph, replacement_graph)
+    return replacement_graph
+
+
 def _update_match(match: InternalMatch, old: Node, new: Node) -> None:
     """Point the pattern node that matched `old` at `new` (as torch.fx does)."""
     for pn, gn in match.nodes_map.items():
@@ -153,12 +221,10 @@ def _as_graph(fn: PatternLike, role: str) -> Graph:
         return fn.graph
     if isinstance(fn, Graph):
         return fn
+    if fn is None and role == "replacement":
+        raise errors.no_replacement()
     if not callable(fn):
-        raise TypeError(
-            f"replace_pattern: the {role} must be a function, an nn.Module, a GraphModule "
-            f"or a Graph, not {type(fn).__name__}. How to fix: write the {role} as a "
-            "function of its inputs."
-        )
+        raise errors.not_a_pattern(role, fn)
     try:
         return symbolic_trace(fn).graph
     except TraceError as error:
@@ -176,13 +242,15 @@ def _check_same_arity(pattern_graph: Graph, replacement_graph: Graph) -> None:
     pattern_inputs = [n.name for n in pattern_graph.nodes if n.op == "placeholder"]
     replacement_inputs = [n.name for n in replacement_graph.nodes if n.op == "placeholder"]
     if len(pattern_inputs) != len(replacement_inputs):
-        raise ValueError(
-            f"replace_pattern: the pattern takes {len(pattern_inputs)} input(s) "
-            f"({', '.join(pattern_inputs)}) but the replacement takes "
-            f"{len(replacement_inputs)} ({', '.join(replacement_inputs)}). Inputs pair up "
-            "by position. How to fix: give the replacement the same parameters as the "
-            "pattern, even those it does not use."
-        )
+        raise errors.arity_mismatch(pattern_inputs, replacement_inputs)
+
+
+def _check_returns_computed_values(pattern_graph: Graph) -> None:
+    """A returned input would hand every use of whatever it matched to the replacement."""
+    for output in pattern_graph.find_nodes(op="output"):
+        for node in output.all_input_nodes:
+            if node.op == "placeholder":
+                raise errors.returned_input(node)
 
 
 # --8<-- [start:copy_attributes]
@@ -194,11 +262,7 @@ def _copy_attributes(gm: GraphModule, replacement: torch.nn.Module) -> None:
             continue
         value = _lookup(replacement, node.target)
         if value is None:
-            raise AttributeError(
-                f"replace_pattern: the rewritten graph's %{node.name} ({node.op}) refers to "
-                f"{node.target!r}, which neither the module nor the replacement has. How to "
-                "fix: make the replacement a module that owns this attribute."
-            )
+            raise errors.missing_attribute(node)
         _install(gm, node.target, copy.deepcopy(value))
     gm.graph.lint()
 # --8<-- [end:copy_attributes]
