@@ -84,7 +84,11 @@ def replace_pattern(gm: GraphModule, pattern: PatternLike,
 
     Raises:
         ValueError: if pattern and replacement take different numbers of
-            arguments, or the pattern has unused parameters or dead code.
+            arguments or return different numbers of values, or the pattern
+            returns an input, has unused parameters or dead code (each also the
+            `AssertionError` or `KeyError` torch.fx raises).
+        TypeError: if the pattern or replacement is not a function, module or
+            graph (also an `AssertionError`, as in torch.fx).
         TraceError: if the pattern or replacement cannot be traced.
 
     Example:
@@ -125,8 +129,10 @@ def replace_pattern_with_filters(
         One `ReplacedPatterns` per rewritten occurrence, in graph order.
 
     Raises:
-        ValueError: as `replace_pattern`.
-        TypeError: if there is no replacement, or something that is not one.
+        ValueError: as `replace_pattern`, also for a callback's replacement.
+        TypeError: as `replace_pattern`, also if there is neither a replacement
+            nor a callback.
+        TraceError: if the pattern or replacement cannot be traced.
     """
     pattern_graph = _as_graph(pattern, "pattern")
     _check_returns_computed_values(pattern_graph)

@@ -4,6 +4,7 @@ replacement callbacks, and the `ReplacedPatterns` records (with the nodes put in
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import operator
 
 import pytest
@@ -179,3 +180,18 @@ def test_the_records_are_torch_fx_s():
         [f.name for f in dataclasses.fields(torch_rewriter.ReplacedPatterns)]
     assert minifx.passes.replace_pattern_with_filters is replace_pattern_with_filters
     assert minifx.passes.ReplacedPatterns is ReplacedPatterns
+
+
+def test_node_name_match_is_not_offered():
+    """Difference: torch.fx's experimental `node_name_match` option is left out."""
+    from torch.fx.passes.utils.matcher_utils import SubgraphMatcher as TorchSubgraphMatcher
+
+    from minifx.passes.matcher import SubgraphMatcher
+
+    theirs = [inspect.signature(torch_rewriter.replace_pattern_with_filters).parameters,
+              inspect.signature(TorchSubgraphMatcher.match).parameters]
+    ours = [inspect.signature(replace_pattern_with_filters).parameters,
+            inspect.signature(SubgraphMatcher.match).parameters]
+    assert all("node_name_match" in p for p in theirs)
+    assert not any("node_name_match" in p for p in ours)
+    assert [list(p)[:-1] for p in theirs] == [list(p) for p in ours]  # all the others
