@@ -7,9 +7,12 @@ One file per pass, in the order the book teaches them:
 | `shape_prop` | 5 | `ShapeProp`: records each node's shape, dtype, stride, ... in `node.meta` |
 | `draw` | 5 | `to_mermaid`: a Mermaid flowchart of any graph, for the book's pictures |
 | `fuse_conv_bn` | 6 | `fuse_conv_bn`: folds eval-mode BatchNorm into the preceding Conv |
-| `subgraph_rewriter` | 7 | `replace_pattern`: finds a traced pattern and swaps in a replacement |
-| `matcher` | 7 | `SubgraphMatcher`: finds a pattern graph in a graph (behind `replace_pattern`) |
+| `matcher` | 7 | `SubgraphMatcher`: finds a pattern graph in a graph |
+| `subgraph_rewriter` | 7 | `replace_pattern`(`_with_filters`): finds a traced pattern and swaps in a replacement |
 | `quantize` | 8 | `prepare` / `convert`: post-training int8 quantization |
+
+Chapter 7's two modules have two helpers beside them: `schema_arguments` (calls of
+`torch.ops` overloads spelled out in full) and `rewriter_errors`.
 
 Importing `minifx.passes` loads none of them; each name below is imported the
 first time it is used (PEP 562), so one pass never drags in another.
