@@ -33,13 +33,28 @@ class TraceError(ValueError):
     """
 
 
-def untraceable(what: str, why: str, fix: str) -> TraceError:
+# Where torch.fx raises another type for the same mistake, minifx's error is that
+# type too, so that an `except` clause written for torch.fx catches it.
+class TraceRuntimeError(TraceError, RuntimeError):
+    """A `TraceError` where torch.fx raises `RuntimeError` (`len(proxy)`, say)."""
+
+
+class TraceTypeError(TraceError, TypeError):
+    """A `TraceError` where torch.fx raises `TypeError` (`int(proxy)`, say)."""
+
+
+class TraceNotImplementedError(TraceError, NotImplementedError):
+    """A `TraceError` where torch.fx raises `NotImplementedError` (an unknown argument type)."""
+
+
+def untraceable(what: str, why: str, fix: str, kind: type[TraceError] = TraceError) -> TraceError:
     """Build a `TraceError` that points at the user's line of code.
 
     Args:
         what: what the user's code tried to do, naming the value (`%gt`).
         why: why a Proxy cannot support it.
         fix: what to write instead.
+        kind: the `TraceError` subclass that is also the type torch.fx raises.
 
     Returns:
         The error, ready to be raised.
@@ -49,7 +64,7 @@ def untraceable(what: str, why: str, fix: str) -> TraceError:
     if where:
         lines.append(where)
     lines += [f"Why: {why}", f"How to fix: {fix}"]
-    return TraceError("\n".join(lines))
+    return kind("\n".join(lines))
 
 
 def user_location() -> str | None:

@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 import torch
 
-from .errors import TraceError, untraceable
+from .errors import TraceError, TraceRuntimeError, TraceTypeError, untraceable
 from .names import target_to_name
 
 
@@ -163,13 +163,15 @@ class Proxy:
     def __len__(self) -> int:
         raise untraceable(
             f"len() was called on %{self.node.name}.",
-            f"len() must return a Python int now, but the size of %{self.node.name} "
-            "is not known while tracing.",
-            "use x.size(0) or x.shape[0], which are recorded like any other operation.",
+            "'len' is not supported in symbolic tracing by default: len() must return a "
+            f"Python int now, but the size of %{self.node.name} is not known while tracing.",
+            "use x.size(0) or x.shape[0], which are recorded like any other operation "
+            "(or record the call itself with minifx.wrap('len') at module scope).",
+            TraceRuntimeError,
         )
 
     def __setitem__(self, index: Any, value: Any) -> None:
-        # torch.fx raises Python's TypeError here; one TraceError with a fix is clearer.
+        # torch.fx raises Python's bare TypeError here; a TraceError with a fix is clearer.
         name = self.node.name
         raise untraceable(
             f"%{name} was assigned to by index (`{name}[...] = value`).",
@@ -177,6 +179,7 @@ class Proxy:
             "operations that return new values.",
             f"build the new value instead, for example with torch.where(mask, value, {name}) "
             f"or {name}.index_put(...), or write into a real tensor outside the traced code.",
+            TraceTypeError,
         )
 
     def __index__(self) -> int:
@@ -237,6 +240,7 @@ def _needs_a_number(proxy: Proxy, kind: str) -> TraceError:
         f"a Python number must be known now, but %{name} is only known when the program runs.",
         "keep the value a tensor (torch functions accept tensors), or pass plain numbers "
         "into the traced function as arguments.",
+        TraceTypeError,
     )
 
 
@@ -250,6 +254,7 @@ def _the_one_tracer(function: Callable, arguments: Any) -> Any:
             "(or to none, when the Proxy sits in a container minifx does not look into).",
             "use values from one trace per call; pass Proxies directly or in lists, "
             "tuples, dicts or slices.",
+            TraceRuntimeError,
         )
     return tracers.pop()
 

@@ -22,7 +22,7 @@ from typing import Any, Iterator
 
 import torch
 
-from .errors import untraceable
+from .errors import TraceNotImplementedError, TraceRuntimeError, untraceable
 from .proxy import Attribute, Proxy, _proxies_in
 
 # Values stored in a record as they are.
@@ -107,6 +107,7 @@ class TracerBase:
             "devices, None, Ellipsis and lists, tuples, dicts and slices of those.",
             "pass the value in another form (for example a tensor or a number), or "
             "compute it outside the traced code.",
+            TraceNotImplementedError,
         )
 
     def _dict_key(self, key: Any) -> Any:
@@ -114,8 +115,10 @@ class TracerBase:
         if proxy is not None:
             raise untraceable(
                 f"%{proxy.node.name} was used as a dict key.",
-                "keys are hashed now, but a Proxy's value is only known later.",
+                "keys for dictionaries used as an argument cannot contain a Node: keys are "
+                "hashed now, but a Proxy's value is only known later.",
                 "use plain Python values (strings, numbers) as keys.",
+                TraceRuntimeError,
             )
         # Keys go through the same conversion as values, as in torch.fx, so an
         # unsupported key is refused with the same message as an unsupported value.
@@ -132,6 +135,7 @@ class TracerBase:
         raise untraceable(
             f"%{name} was used as a Python bool (in `if`, `while`, `and`, `or`, `not`, "
             "`assert`, a chained comparison like `0 < x < 1`, or `min()` / `max()`).",
+            "symbolically traced variables cannot be used as inputs to control flow: "
             f"%{name} stands for a value that is only computed when the program runs, "
             "so the tracer cannot know which branch to record.",
             "compute both branches and choose with torch.where(condition, a, b); or, "
@@ -151,7 +155,8 @@ class TracerBase:
         raise untraceable(
             f"%{name} was iterated over (a `for` loop, `*{name}`, `list({name})`, "
             "a starred assignment, or `**` unpacking, which iterates over `keys()`).",
-            f"the number of elements of %{name} is not known while tracing.",
+            f"Proxy object cannot be iterated: the number of elements of %{name} is not "
+            "known while tracing.",
             "loop over a range of known length and index (`for i in range(n): "
             f"{name}[i]`), unpack a fixed number of names (`a, b = {name}.chunk(2)`), "
             "or pass keyword arguments by name instead of `**`.",

@@ -45,7 +45,8 @@ def bool_message(name: str, location: str) -> str:
     return (
         f"%{name} was used as a Python bool (in `if`, `while`, `and`, `or`, `not`, "
         f"`assert`, a chained comparison like `0 < x < 1`, or `min()` / `max()`).\n{location}\n"
-        f"Why: %{name} stands for a value that is only computed when the program runs, so the "
+        "Why: symbolically traced variables cannot be used as inputs to control flow: "
+        f"%{name} stands for a value that is only computed when the program runs, so the "
         "tracer cannot know which branch to record.\n"
         "How to fix: compute both branches and choose with torch.where(condition, a, b); or, "
         "if the condition depends only on settings or shapes, decide it with plain Python "

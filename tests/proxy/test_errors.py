@@ -35,8 +35,9 @@ def trace_error(fn) -> str:
 
 
 BOOL_WHY_FIX = (
-    "Why: %{0} stands for a value that is only computed when the program runs, so the "
-    "tracer cannot know which branch to record.\n"
+    "Why: symbolically traced variables cannot be used as inputs to control flow: %{0} "
+    "stands for a value that is only computed when the program runs, so the tracer cannot "
+    "know which branch to record.\n"
     "How to fix: compute both branches and choose with torch.where(condition, a, b); or, "
     "if the condition depends only on settings or shapes, decide it with plain Python "
     "values before tracing."
@@ -55,7 +56,8 @@ def iter_message(name: str, location: str) -> str:
     return (
         f"%{name} was iterated over (a `for` loop, `*{name}`, `list({name})`, a starred "
         f"assignment, or `**` unpacking, which iterates over `keys()`).\n{location}\n"
-        f"Why: the number of elements of %{name} is not known while tracing.\n"
+        f"Why: Proxy object cannot be iterated: the number of elements of %{name} is not "
+        "known while tracing.\n"
         f"How to fix: loop over a range of known length and index (`for i in range(n): "
         f"{name}[i]`), unpack a fixed number of names (`a, b = {name}.chunk(2)`), "
         f"or pass keyword arguments by name instead of `**`."
@@ -158,10 +160,10 @@ def test_len_of_a_proxy():
     location = where("len", "length", "return x.view(len(x), -1)")
     assert trace_error(length) == (
         f"len() was called on %x.\n{location}\n"
-        "Why: len() must return a Python int now, but the size of %x is not known while "
-        "tracing.\n"
+        "Why: 'len' is not supported in symbolic tracing by default: len() must return a "
+        "Python int now, but the size of %x is not known while tracing.\n"
         "How to fix: use x.size(0) or x.shape[0], which are recorded like any other "
-        "operation."
+        "operation (or record the call itself with minifx.wrap('len') at module scope)."
     )
 
 
@@ -202,7 +204,8 @@ def test_proxy_as_a_dict_key():
     location = where("dict-key", "keyed", "return x.view({x: 1})")
     assert trace_error(keyed) == (
         f"%x was used as a dict key.\n{location}\n"
-        "Why: keys are hashed now, but a Proxy's value is only known later.\n"
+        "Why: keys for dictionaries used as an argument cannot contain a Node: keys are "
+        "hashed now, but a Proxy's value is only known later.\n"
         "How to fix: use plain Python values (strings, numbers) as keys."
     )
 
