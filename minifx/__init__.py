@@ -25,6 +25,7 @@ _EXPORTS = {
     "Tracer": "graph",
     "wrap": "graph",
     "PH": "graph",
+    "has_side_effect": "graph",
     "GraphModule": "codegen",
     "PythonCode": "codegen",
     "python_code": "codegen",

@@ -339,7 +339,7 @@ class Graph:
                 `Node.is_impure` (placeholders, output, in-place calls, ...).
 
         Returns:
-            Whether anything was erased.
+            Whether anything was erased, here or in a subgraph.
         """
         self.lint()
         is_impure = is_impure_node or Node.is_impure
@@ -348,8 +348,21 @@ class Graph:
             if not node.users and not is_impure(node):
                 self.erase_node(node)
                 erased = True
-        return erased
+        return self._eliminate_dead_code_in_subgraphs() or erased
     # --8<-- [end:eliminate_dead_code]
+
+    def _eliminate_dead_code_in_subgraphs(self) -> bool:
+        """As torch.fx does: clean the GraphModules that `get_attr` nodes read
+        (the branches of `cond`, say), with their default rules, and recompile them."""
+        if self.owning_module is None:
+            return False
+        read = {node.target for node in self.find_nodes(op="get_attr")}
+        erased = False
+        for name, child in self.owning_module.named_children():
+            if name in read and isinstance(getattr(child, "graph", None), Graph):
+                erased = child.graph.eliminate_dead_code() or erased
+                child.recompile()
+        return erased
 
     def lint(self) -> None:
         """Check the numbered invariants of the class docstring.
