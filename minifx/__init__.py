@@ -26,6 +26,7 @@ _EXPORTS = {
     "wrap": "graph",
     "PH": "graph",
     "has_side_effect": "graph",
+    "CodeGen": "codegen",
     "GraphModule": "codegen",
     "PythonCode": "codegen",
     "python_code": "codegen",

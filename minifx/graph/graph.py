@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator
 
 from ..proxy.names import Namespace, target_to_name
 from . import invariants
+from .codegen_hooks import CodeGenHooks
 from .node import Node, map_arg
 
 _ONLY_BY_TARGET = ("call_function", "call_module")
@@ -78,7 +79,7 @@ class _InsertPoint:
         self._graph._insert = self._saved
 
 
-class Graph:
+class Graph(CodeGenHooks):
     """A program as a list of `Node`s, in an order where inputs come before users.
 
     Invariants (`lint()` checks each one; its messages name the number):
@@ -321,6 +322,7 @@ class Graph:
         """A new graph with the same nodes, names and meta (copied one level deep)."""
         copied = Graph(tracer_cls=self._tracer_cls, tracer_extras=self._tracer_extras)
         copied.pytree_info = self.pytree_info
+        copied._codegen = copy.deepcopy(self._codegen, memo)
         result = copied.graph_copy(self, val_map={}, return_output_node=True)
         if result is not None:
             value, old_output = result
