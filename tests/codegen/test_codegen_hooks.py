@@ -11,6 +11,7 @@ generated code must be the same text.
 from __future__ import annotations
 
 import copy
+import inspect
 import subprocess
 import sys
 
@@ -22,6 +23,7 @@ from torch.utils import _pytree as pytree
 import minifx
 import minifx.codegen
 from minifx.codegen import CodeGen, GraphModule, python_code, symbolic_trace
+from minifx.codegen.codegen import codegen_of
 from minifx.graph import PH, Graph
 
 pytestmark = pytest.mark.ch3
@@ -203,3 +205,37 @@ def test_another_root_name_still_names_the_first_parameter():
     graph = Graph()
     graph.output(graph.get_attr("w"))
     assert "def forward(model):\n    w = model.w" in python_code(graph, root_module="model").src
+
+
+# -- chapter 3's "Differences from torch.fx", against torch.fx ------------------------------
+
+def test_python_code_has_one_option():
+    """`graph.python_code(root_module)` has one option, `verbose`; torch.fx's has seven."""
+    ours = inspect.signature(Graph.python_code).parameters
+    theirs = inspect.signature(torch.fx.Graph.python_code).parameters
+    assert list(ours) == ["self", "root_module", "verbose"]
+    assert {"verbose", "include_stride", "include_device", "colored", "expanded_def",
+            "record_func", "additional_meta"} <= set(theirs)
+
+
+def test_only_the_default_and_the_pytree_codegen():
+    """No `_BoxedCodeGen`, `_ExportCodeGen` or `graph.on_generate_code`, which torch.fx has."""
+    for name in ("_BoxedCodeGen", "_ExportCodeGen", "_PyTreeCodeGen", "CodeGen"):
+        assert hasattr(torch.fx.graph, name)
+    assert hasattr(minifx.codegen.codegen, "_PyTreeCodeGen")
+    assert not hasattr(minifx.codegen.codegen, "_BoxedCodeGen")
+    assert not hasattr(minifx.codegen.codegen, "_ExportCodeGen")
+    assert hasattr(torch.fx.Graph, "on_generate_code") and not hasattr(Graph, "on_generate_code")
+
+
+def test_a_structured_graph_keeps_no_codegen_and_checks_what_process_inputs_gets():
+    """`graph._codegen` stays `None` (the default is the pytree one); `process_inputs` checks."""
+    theirs = torch.fx.symbolic_trace(f_dict_add, concrete_args={"x": {"a": torch.fx.PH,
+                                                                      "z": (torch.fx.PH,)}})
+    ours = symbolic_trace(f_dict_add, concrete_args={"x": {"a": PH, "z": (PH,)}})
+    assert type(theirs.graph._codegen).__name__ == "_PyTreeCodeGen"
+    assert ours.graph._codegen is None
+    assert type(codegen_of(ours.graph)) is minifx.codegen.codegen._PyTreeCodeGen
+    assert theirs.graph.process_inputs({"a": 1}) == [1]  # flattened, not checked
+    with pytest.raises(TypeError, match="should be a dict with keys"):
+        ours.graph.process_inputs({"a": 1})
