@@ -113,7 +113,7 @@ def is_impure_call(target: Any, args: tuple = (), impure_random: bool = True) ->
         return _effectful(target) or _registered(target) or _wraps_an_impure_operator(target, args)
     if impure_random and getattr(target, "_nondeterministic_seeded", False):
         return True
-    return _in(RANDOM_FUNCTIONS, target) or _mutates_an_argument(target) or _registered(target)
+    return target in RANDOM_FUNCTIONS or _mutates_an_argument(target) or _registered(target)
 
 
 def is_in_place(name: Any) -> bool:
@@ -132,8 +132,8 @@ def _registered(target: Any) -> bool:
     """In minifx's table, or registered with `torch.fx.has_side_effect` (only read here)."""
     import torch.fx.node as torch_fx_node
 
-    return _in(_SIDE_EFFECT_FUNCTIONS, target) or \
-        _in(getattr(torch_fx_node, "_side_effectful_functions", ()), target)
+    return target in _SIDE_EFFECT_FUNCTIONS or \
+        target in getattr(torch_fx_node, "_side_effectful_functions", ())
 
 
 def _effectful(target: Any) -> bool:
@@ -149,10 +149,3 @@ def _wraps_an_impure_operator(target: Any, args: tuple) -> bool:
                 for name in ("auto_functionalized", "auto_functionalized_v2")]
     return target in wrappers and bool(args) and _registered(args[0])
 
-
-def _in(collection: Any, target: Any) -> bool:
-    """`target in collection`, False for an unhashable target (a callable object, say)."""
-    try:
-        return target in collection
-    except TypeError:
-        return False

@@ -422,3 +422,10 @@ def test_call_module_without_an_owning_module_is_pure_in_minifx_and_an_error_in_
         build(TORCH).eliminate_dead_code()
     ours = build(MINI)
     assert ours.eliminate_dead_code() is True and names(ours.nodes) == ["x", "output"]
+
+
+def test_the_table_leaves_out_operators_this_torch_build_lacks():
+    from minifx.graph.side_effects import _operators
+
+    found = _operators("aten.relu.default", "aten.no_such_operator.default", "no_such_namespace.op")
+    assert found == [torch.ops.aten.relu.default]
