@@ -234,9 +234,11 @@ class Node:
 
         As in torch.fx, the nodes in `arg` are added to the use-def lists
         without rebuilding them, so the order of the existing entries stays.
+        A list or dict in `arg` is stored read-only, as every other one.
 
         Raises:
-            IndexError: if `idx` is not between 0 and `len(self.args)`.
+            IndexError: if `idx` is not between 0 and `len(self.args)`; it is
+                also the `AssertionError` that torch.fx raises.
         """
         if not 0 <= idx <= len(self._args):
             raise _InsertArgIndexError(
