@@ -25,6 +25,8 @@ _EXPORTS = {
     "Tracer": "graph",
     "wrap": "graph",
     "PH": "graph",
+    "has_side_effect": "graph",
+    "CodeGen": "codegen",
     "GraphModule": "codegen",
     "PythonCode": "codegen",
     "python_code": "codegen",

@@ -5,8 +5,9 @@ A `Graph` becomes Python source (`python_code`), the source becomes the
 whole trip from a module. Imports stages 1 and 2 only.
 """
 
+from .codegen import CodeGen
 from .graph_module import GraphModule
 from .python_code import PythonCode, attribute_chain, python_code
 from .symbolic_trace import symbolic_trace
 
-__all__ = ["GraphModule", "PythonCode", "attribute_chain", "python_code", "symbolic_trace"]
+__all__ = ["CodeGen", "GraphModule", "PythonCode", "attribute_chain", "python_code", "symbolic_trace"]

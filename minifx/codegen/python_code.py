@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import builtins
 import enum
+import inspect
 import math
 import types
 import typing
@@ -36,7 +37,7 @@ from ..graph.node import Node, _ImmutableDict, _ImmutableList
 from ..graph.wrapping import wrap
 from ..proxy.names import Namespace
 from ..proxy.tape import type_repr
-from . import pytree as fx_pytree_helpers
+from .codegen import CodeGen, codegen_of
 from .syntax import (CUSTOM_BUILTINS, INPLACE_OPERATORS, LITERAL_TYPES, OPERATOR_SYNTAX,
                      TORCH_MODULE, TYPING_ORIGINS, attribute_chain, check_node, global_hint,
                      is_name, parameter_name, plain, qualified_name, refers_to_builtin,
@@ -65,8 +66,8 @@ class PythonCode:
 def python_code(graph: Any, root_module: str = "self", *, verbose: bool = False) -> PythonCode:
     """Generate the Python source of `graph` as a `forward` method.
 
-    torch.fx has this as the method `Graph.python_code`; in minifx it is a free
-    function of stage 3, because stage 2's `Graph` does not know about code.
+    `graph.python_code(root_module)` calls this. The graph's `CodeGen` (see
+    `graph.set_codegen`) writes the `def` line and the `return`.
 
     Args:
         graph: the `Graph` to turn into code.
@@ -83,17 +84,22 @@ def python_code(graph: Any, root_module: str = "self", *, verbose: bool = False)
         ValueError: if a placeholder's target is not a valid parameter name,
             or a node's argument is a node of another graph.
     """
-    return _SourceWriter(graph, root_module, verbose).write()
+    return _SourceWriter(graph, root_module, verbose, codegen_of(graph)).write()
 
 
 class _SourceWriter:
     """Writes one graph's source; one method per opcode emits that opcode's line."""
 
-    def __init__(self, graph: Any, root_module: str, verbose: bool) -> None:
+    def __init__(self, graph: Any, root_module: str, verbose: bool, codegen: CodeGen) -> None:
         self.graph, self.root_module, self.verbose = graph, root_module, verbose
+        self.codegen = codegen
         self.names = Namespace()
         self.globals: dict[str, Any] = {}
         self._global_names: dict[int, str] = {}
+        for name, value in codegen.additional_globals():  # used as written: reserved first
+            self.names.reserve(name)
+            self.globals[name] = value
+            self._global_names.setdefault(id(value), name)
         self.parameters: list[tuple[str, bool]] = []  # (text in the signature, has a default)
         self.body: list[str] = []
         self.line_nodes: list[int | None] = []  # for each body line, its node's index
@@ -227,11 +233,9 @@ class _SourceWriter:
     def output(self, node: Node) -> None:
         if node.type is not None:
             self.return_annotation = f" -> {self.annotation(node.type)}"
-        result = self.expression(node.args[0])
-        if self.graph.pytree_info is not None and self.graph.pytree_info.out_spec is not None:
-            pytree = self.global_name(torch.utils._pytree, "pytree")
-            result = f"{pytree}.tree_unflatten({result}, self._out_spec)"
-        self.body.append(f"return {result}")
+        # The graph's CodeGen writes the return (by default `return <value>`).
+        generate_output = self.codegen.generate_output
+        self.body.append(_call_hook(generate_output, node.args[0], repr_fn=self.expression))
     # --8<-- [end:opcodes]
 
     def _chain(self, base: str, target: str) -> str:
@@ -367,16 +371,13 @@ class _SourceWriter:
             self.body.extend(["", f"# {summary}"] if self.body else [f"# {summary}"])
 
     def _assemble(self) -> PythonCode:
-        prologue = "".join(f"    {line}\n" if line else "\n" for line in self._unflatten_inputs())
-        parameters = self._in_valid_order()
-        if not parameters or parameters[0] != self.root_module:
-            parameters.insert(0, self.root_module)
-        signature = f"def forward({', '.join(parameters)}){self.return_annotation}:"
+        fn_def = _call_hook(self.codegen.gen_fn_def, self._in_valid_order(),
+                            self.return_annotation, root_module=self.root_module)
         wrap_lines = ""
         if self.wrapped:
             wrap_name = self.global_name(wrap, "wrap")
             wrap_lines = "\n".join(f'{wrap_name}("{name}")' for name in self.wrapped)
-        head = f"\n{wrap_lines}\n\n{signature}\n{prologue}"
+        head = f"\n{wrap_lines}\n\n{fn_def}\n"
         first_body_line = head.count("\n") + 1
         lineno_map = {first_body_line + i: node for i, node in enumerate(self.line_nodes)
                       if node is not None}
@@ -397,31 +398,6 @@ class _SourceWriter:
             parameters.append(text)
         return parameters
 
-    def _unflatten_inputs(self) -> list[str]:
-        """With structured concrete_args: the signature takes the structures, and
-        the first line flattens them into the placeholders (torch.fx's text)."""
-        info = self.graph.pytree_info
-        if info is None:
-            return []
-        placeholders = [text for text, _ in self.parameters]
-        for name in info.arg_names:
-            if not is_name(name):
-                raise ValueError(
-                    f"python_code: graph.pytree_info.arg_names has {name!r}, which is not a "
-                    "parameter name, so it cannot appear in `def forward(...)`. How to fix: "
-                    "keep the names the Tracer recorded (the traced function's parameters).")
-        self.parameters = [(plain(name), False) for name in info.arg_names]
-        if not placeholders:
-            return []
-        if info.arg_names[:1] == ["self"]:
-            placeholders = ["self", *placeholders]
-        annotated = [p for p in placeholders if ":" in p]
-        lines = ["".join(p + "; " for p in annotated), ""] if annotated else []
-        names = ", ".join(p.split(":")[0] for p in placeholders)
-        helpers = self.global_name(fx_pytree_helpers, "fx_pytree")
-        return lines + [f"{names}, = {helpers}.tree_flatten_spec("
-                        f"[{', '.join(info.arg_names)}], self._in_spec)"]
-
 
 def last_uses(graph: Any) -> dict[Node, list[Node]]:
     """node -> the values whose last use is at that node (torch.fx's order)."""
@@ -433,6 +409,13 @@ def last_uses(graph: Any) -> dict[Node, list[Node]]:
                 seen.add(used)
                 freed_at.setdefault(node, []).append(used)
     return freed_at
+
+
+def _call_hook(method: Any, *args: Any, **optional: Any) -> Any:
+    """Call a CodeGen hook with the optional keywords it accepts, as torch.fx does:
+    a subclass may leave out `repr_fn` or minifx's `root_module`."""
+    accepted = inspect.signature(method).parameters
+    return method(*args, **{key: value for key, value in optional.items() if key in accepted})
 
 
 def _is_number_literal(arg: Any) -> bool:

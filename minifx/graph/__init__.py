@@ -8,7 +8,8 @@ six opcodes (`placeholder`, `get_attr`, `call_function`, `call_method`,
 
 from .graph import Graph
 from .node import Node, map_aggregate, map_arg
+from .side_effects import has_side_effect
 from .tracer import PH, Tracer
 from .wrapping import wrap
 
-__all__ = ["Graph", "Node", "map_arg", "map_aggregate", "Tracer", "wrap", "PH"]
+__all__ = ["Graph", "Node", "map_arg", "map_aggregate", "Tracer", "wrap", "PH", "has_side_effect"]

@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator
 
 from ..proxy.names import Namespace, target_to_name
 from . import invariants
+from .codegen_hooks import CodeGenHooks
 from .node import Node, map_arg
 
 _ONLY_BY_TARGET = ("call_function", "call_module")
@@ -78,7 +79,7 @@ class _InsertPoint:
         self._graph._insert = self._saved
 
 
-class Graph:
+class Graph(CodeGenHooks):
     """A program as a list of `Node`s, in an order where inputs come before users.
 
     Invariants (`lint()` checks each one; its messages name the number):
@@ -321,6 +322,7 @@ class Graph:
         """A new graph with the same nodes, names and meta (copied one level deep)."""
         copied = Graph(tracer_cls=self._tracer_cls, tracer_extras=self._tracer_extras)
         copied.pytree_info = self.pytree_info
+        copied._codegen = copy.deepcopy(self._codegen, memo)
         result = copied.graph_copy(self, val_map={}, return_output_node=True)
         if result is not None:
             value, old_output = result
@@ -339,7 +341,7 @@ class Graph:
                 `Node.is_impure` (placeholders, output, in-place calls, ...).
 
         Returns:
-            Whether anything was erased.
+            Whether anything was erased, here or in a subgraph.
         """
         self.lint()
         is_impure = is_impure_node or Node.is_impure
@@ -348,8 +350,21 @@ class Graph:
             if not node.users and not is_impure(node):
                 self.erase_node(node)
                 erased = True
-        return erased
+        return self._eliminate_dead_code_in_subgraphs() or erased
     # --8<-- [end:eliminate_dead_code]
+
+    def _eliminate_dead_code_in_subgraphs(self) -> bool:
+        """As torch.fx does: clean the GraphModules that `get_attr` nodes read
+        (the branches of `cond`, say), with their default rules, and recompile them."""
+        if self.owning_module is None:
+            return False
+        read = {node.target for node in self.find_nodes(op="get_attr")}
+        erased = False
+        for name, child in self.owning_module.named_children():
+            if name in read and isinstance(getattr(child, "graph", None), Graph):
+                erased = child.graph.eliminate_dead_code() or erased
+                child.recompile()
+        return erased
 
     def lint(self) -> None:
         """Check the numbered invariants of the class docstring.

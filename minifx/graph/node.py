@@ -6,63 +6,20 @@ maps that are the graph's use-def lists:
 - `node.all_input_nodes`: the nodes that appear in its `args` and `kwargs`;
 - `node.users`: the nodes whose `args` or `kwargs` contain it.
 
-Both are rebuilt in exactly one place, `_set_args_kwargs`, which every change
-of `args` or `kwargs` goes through, so they cannot drift apart.
+Both are rebuilt in one place, `_set_args_kwargs`, which every change of
+`args` or `kwargs` goes through (only `insert_arg` adds to them in place), so
+they cannot drift apart. The lists and dicts a node stores are read-only
+(`immutable_collections.py`), and which calls must survive dead-code
+elimination is decided in `side_effects.py`.
 """
 
 from __future__ import annotations
 
-import operator
 from typing import Any, Callable
 
 from ..proxy.tape import OPCODES, format_arg, format_target, type_repr
-
-# In-place calls, random draws and asserts change something other than their
-# result, so dead-code elimination must keep them even when nothing uses them.
-_SIDE_EFFECT_FUNCTIONS = {operator.setitem, operator.delitem}
-_SIDE_EFFECT_NAMES = {"_assert", "_assert_async", "manual_seed", "print"}
-_RANDOM_NAMES = {"rand", "randn", "randint", "randperm", "rand_like", "randn_like",
-                 "randint_like", "normal", "poisson", "bernoulli", "multinomial"}
-
-
-class _ImmutableList(list):
-    """The list a node stores: editing it in place would bypass the use-def lists."""
-
-    def _refuse(self, *args: Any, **kwargs: Any) -> None:
-        raise TypeError(
-            "a list inside a Node's args or kwargs cannot be changed in place, because the "
-            "graph would not see the change and its use-def lists would go stale. Build a new "
-            "list and assign it: node.args = (new_list, *node.args[1:]), or use node.update_arg."
-        )
-
-    append = extend = insert = pop = remove = clear = sort = reverse = _refuse
-    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
-
-    def __hash__(self) -> int:
-        return hash(tuple(self))
-
-    def __reduce__(self) -> tuple:
-        return (_ImmutableList, (list(self),))
-
-
-class _ImmutableDict(dict):
-    """The dict a node stores; see `_ImmutableList`."""
-
-    def _refuse(self, *args: Any, **kwargs: Any) -> None:
-        raise TypeError(
-            "a dict inside a Node's args or kwargs cannot be changed in place, because the "
-            "graph would not see the change and its use-def lists would go stale. Build a new "
-            "dict and assign it: node.kwargs = {**node.kwargs, key: value}, or use "
-            "node.update_kwarg(key, value)."
-        )
-
-    __setitem__ = __delitem__ = __ior__ = pop = popitem = clear = update = setdefault = _refuse
-
-    def __hash__(self) -> int:
-        return hash(tuple(self.items()))
-
-    def __reduce__(self) -> tuple:
-        return (_ImmutableDict, (dict(self),))
+from .immutable_collections import _ImmutableDict, _ImmutableList
+from .side_effects import has_side_effect, is_impure_call, is_in_place
 
 
 def map_aggregate(a: Any, fn: Callable[[Any], Any]) -> Any:
@@ -272,6 +229,31 @@ class Node:
         """Set `kwargs[key]` to `arg`, updating the use-def lists."""
         self.kwargs = {**self._kwargs, key: arg}
 
+    def insert_arg(self, idx: int, arg: Any) -> None:
+        """Insert `arg` into `args` before position `idx`, updating the use-def lists.
+
+        As in torch.fx, the nodes in `arg` are added to the use-def lists
+        without rebuilding them, so the order of the existing entries stays.
+        A list or dict in `arg` is stored read-only, as every other one.
+
+        Raises:
+            IndexError: if `idx` is not between 0 and `len(self.args)`; it is
+                also the `AssertionError` that torch.fx raises.
+        """
+        if not 0 <= idx <= len(self._args):
+            raise _InsertArgIndexError(
+                f"%{self.name}.insert_arg({idx}, ...): the index must be between 0 and "
+                f"len(args) = {len(self._args)}, to insert before args[idx] (or at the end "
+                "with len(args)). Use update_arg to replace an argument instead."
+            )
+        self._args = (*self._args[:idx], *map_arg((arg,), self._add_use), *self._args[idx:])
+
+    def _add_use(self, node: Node) -> Node:
+        """Record that this node uses `node` (nothing changes if it already did)."""
+        self._input_nodes.setdefault(node)
+        node.users.setdefault(self)
+        return node
+
     def replace_input_with(self, old_input: Node, new_input: Node) -> None:
         """Use `new_input` wherever this node's arguments use `old_input`."""
         swap = lambda node: new_input if node is old_input else node  # noqa: E731
@@ -311,23 +293,25 @@ class Node:
     def is_impure(self, impure_random: bool = True) -> bool:
         """Whether dead-code elimination must keep this node even without users.
 
-        Placeholders and the output are the graph's interface; in-place methods
-        (`x.add_(1)`), in-place or random functions, asserts and
-        `operator.setitem` change something other than their result; a
-        module is impure if it says so with `_is_impure = True`.
+        Placeholders and the output are the graph's interface; a module is
+        impure if it says so with `_is_impure = True`; a function call is
+        impure if it writes to an argument, asserts, draws random numbers, or
+        was registered with `has_side_effect` (`side_effects.is_impure_call`
+        lists every rule). In-place methods and functions (`x.add_(1)`,
+        `torch.relu_(x)`) are impure by their name, which torch.fx ignores.
 
         Args:
-            impure_random: count random functions (`torch.rand`, ...) as
-                impure, since they advance the random generator.
+            impure_random: count operators tagged `nondeterministic_seeded`
+                (`torch.ops.aten.rand.default`) as impure. Random functions
+                such as `torch.rand` are impure either way, as in torch.fx.
         """
         if self.op in ("placeholder", "output"):
             return True
         if self.op == "call_method":
-            return _is_in_place(self.target)
+            return is_in_place(self.target)
         if self.op == "call_function":
-            name = getattr(self.target, "__name__", "")
-            return (self.target in _SIDE_EFFECT_FUNCTIONS or name in _SIDE_EFFECT_NAMES
-                    or (impure_random and name in _RANDOM_NAMES) or _is_in_place(name))
+            return is_impure_call(self.target, self.args, impure_random) or \
+                is_in_place(getattr(self.target, "__name__", None))
         if self.op == "call_module":
             return getattr(self._owning_submodule(), "_is_impure", False)
         return False
@@ -361,10 +345,8 @@ def _format(arg: Any) -> str:
     return format_arg(arg, leaf=lambda a: f"%{a.name}" if isinstance(a, Node) else str(a))
 
 
-def _is_in_place(name: Any) -> bool:
-    """`add_` and `relu_` work in place; `__add__` and `_private` do not."""
-    return isinstance(name, str) and name.endswith("_") and not name.endswith("__") \
-        and not name.startswith("_")
+class _InsertArgIndexError(IndexError, AssertionError):
+    """A bad index for `insert_arg`; also an `AssertionError`, which torch.fx raises."""
 
 
 def get_path(root: Any, path: str, default: Any = None) -> Any:
@@ -399,4 +381,4 @@ def _check_op_and_target(name: str, op: str, target: Any) -> None:
         )
 
 
-__all__ = ["Node", "map_arg", "map_aggregate"]
+__all__ = ["Node", "map_arg", "map_aggregate", "has_side_effect"]

@@ -18,10 +18,8 @@ from __future__ import annotations
 from typing import Any, Callable, Iterator
 
 import torch
-from torch.utils import _pytree as pytree
 
 from ..codegen.python_code import last_uses
-from ..codegen.pytree import tree_flatten_spec
 from ..graph import Graph, Node
 from ..proxy.tape import format_target
 
@@ -83,13 +81,14 @@ class Interpreter:
                 arguments).
             initial_env: values to start from, Node -> value. Nodes found there
                 are not run, so a caller can skip part of the graph.
-            enable_io_processing: for a graph traced with structured
-                `concrete_args`, take the structures and return the structured
-                output, as `forward` does. Pass `False` to feed the flat leaves.
+            enable_io_processing: take `args` and return the output as the
+                generated `forward` does, through the graph's CodeGen
+                (`graph.process_inputs`, `graph.process_outputs`): for
+                structured `concrete_args`, the structures. Pass `False` to
+                feed one value per placeholder and get the output node's value.
 
         Returns:
-            The value of the output node (restructured, for structured
-            `concrete_args`).
+            The value of the output node (processed by the graph's CodeGen).
 
         Raises:
             TypeError: if there are more arguments than placeholders to fill.
@@ -246,20 +245,13 @@ class Interpreter:
 
     # -- inputs and outputs of graphs traced with structured concrete_args ----------
     def _flatten_inputs(self, args: tuple) -> tuple:
-        info = self.graph.pytree_info
-        if info is None:
-            return args
-        takes_self = info.arg_names[:1] == ["self"]
-        leaves = tree_flatten_spec([self.module, *args] if takes_self else list(args),
-                                   info.in_spec)
-        return tuple(leaves[1:] if takes_self else leaves)
+        """The graph's inputs for `forward`'s arguments, as its CodeGen says
+        (the leaves of structured inputs, for structured `concrete_args`)."""
+        return tuple(self.graph.process_inputs(*args))
 
     def _unflatten_output(self, output: Any) -> Any:
-        info = self.graph.pytree_info
-        if info is None or info.out_spec is None:
-            return output
-        return pytree.tree_unflatten(list(output) if isinstance(output, (list, tuple))
-                                     else [output], info.out_spec)
+        """What `forward` returns for the graph's output, as its CodeGen says."""
+        return self.graph.process_outputs(output)
 
     def _check_argument_count(self, args: tuple) -> None:
         """Refuse more arguments than the placeholders left to fill can take."""

@@ -79,6 +79,7 @@ class Transformer(Interpreter):
         old = self.graph
         self.new_graph = Graph(tracer_cls=old._tracer_cls, tracer_extras=old._tracer_extras)
         self.new_graph.pytree_info = old.pytree_info
+        self.new_graph.set_codegen(old._codegen)  # same calling convention as the old one
         self.tracer = TransformerTracer(self.new_graph, module)
 
     def run_node(self, n: Node) -> Any:

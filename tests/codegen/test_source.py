@@ -46,7 +46,7 @@ def both(build):
 # -- python_code -----------------------------------------------------------------------
 
 def test_python_code_with_another_root_name():
-    # torch.fx has this as the method Graph.python_code(root_module); minifx as a function.
+    # minifx's method Graph.python_code(root_module) calls this function.
     # minifx differs on purpose: torch.fx keeps `def forward(self, ...)` while the body
     # uses `model.lin`, so its code cannot run; minifx names the first parameter `model`.
     model = Net()
@@ -54,6 +54,7 @@ def test_python_code_with_another_root_name():
     fx_src = torch.fx.Tracer().trace(model).python_code(root_module="model").src
     assert src.startswith("\n\n\ndef forward(model, x):\n    lin = model.lin(x);  x = None\n")
     assert fx_src == src.replace("def forward(model, x)", "def forward(self, x)")
+    assert minifx.graph.Tracer().trace(model).python_code(root_module="model").src == src
 
 
 def test_python_code_globals_are_enough_to_exec_the_source():

@@ -1,0 +1,164 @@
+"""`CodeGen`: how a graph's generated function begins and ends.
+
+`python_code` writes one line per node; the `CodeGen` of the graph
+(`graph.set_codegen(...)`) writes what surrounds them and says how callers
+talk to the result, through torch.fx's hooks:
+
+- `gen_fn_def(free_vars, maybe_return_annotation)`: the `def` line, and any
+  lines that bind the placeholders (`free_vars`) from other parameters;
+- `generate_output(output_args)`: the `return` statement;
+- `additional_globals()`: extra names those lines use;
+- `process_inputs(*args)` and `process_outputs(out)`: turn what a caller
+  passes into the graph's inputs, and the graph's output into what the caller
+  gets, so that `graph.process_outputs(run(*graph.process_inputs(*args)))`
+  equals the generated function's result (`Interpreter.run` does this).
+
+The default writes `def forward(self, x, y):` and `return value`. A graph
+traced with structured `concrete_args` gets `_PyTreeCodeGen`, whose function
+takes the structures and flattens them, and returns the structured output.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from torch.utils import _pytree as pytree
+
+from . import pytree as fx_pytree_helpers
+from .syntax import is_name, plain
+
+
+class CodeGen:
+    """The default calling convention: one parameter per placeholder, one return value.
+
+    Subclass it and override any hook to generate another convention; for
+    example, a `forward(self, args_list)` that unpacks a list:
+
+        class ListCodeGen(CodeGen):
+            def gen_fn_def(self, free_vars, maybe_return_annotation):
+                return (f"def forward(self, args_list){maybe_return_annotation}:\\n"
+                        f"    {', '.join(free_vars)} = args_list")
+
+            def process_inputs(self, *inputs):
+                return inputs[0]
+
+        gm.graph.set_codegen(ListCodeGen())
+        gm.recompile()   # now gm([a, b]) runs what gm(a, b) ran
+    """
+
+    def gen_fn_def(self, free_vars: list[str], maybe_return_annotation: str, *,
+                   root_module: str = "self") -> str:
+        """The function's first line: `def forward(self, x, y) -> T:`.
+
+        Args:
+            free_vars: the placeholders as parameters (`x`, `y: int = 2`).
+            maybe_return_annotation: `" -> T"`, or `""`.
+            root_module: the name of the first parameter, the module whose
+                attributes `get_attr` and `call_module` read (minifx only:
+                torch.fx always writes `self`).
+
+        Returns:
+            Source text; lines after the first are indented by four spaces.
+        """
+        if not free_vars or free_vars[0] != root_module:
+            free_vars.insert(0, root_module)
+        return f"def forward({', '.join(free_vars)}){maybe_return_annotation}:"
+
+    def generate_output(self, output_args: Any, *, repr_fn: Callable[[Any], str] | None = None) -> str:
+        """The `return` statement (not indented) for the output value `output_args`.
+
+        Args:
+            output_args: the output node's argument: nodes, in any structure.
+            repr_fn: turns a value into source (`python_code` passes its own,
+                which writes each node as its variable); `repr` by default,
+                which writes a node as its name.
+        """
+        return f"return {(repr_fn or repr)(output_args)}"
+
+    def process_inputs(self, *args: Any) -> Any:
+        """The graph's inputs (one per placeholder) for a caller's `args`; here, `args`."""
+        return args
+
+    def process_outputs(self, outputs: Any) -> Any:
+        """What the generated function returns for the graph's output value; here, that value."""
+        return outputs
+
+    def additional_globals(self) -> list[tuple[str, Any]]:
+        """`(name, object)` for each global the generated lines use (`[("List", list)]`)."""
+        return []
+
+
+class _PyTreeCodeGen(CodeGen):
+    """For structured `concrete_args`: the function takes the structures, as the
+    traced function did, flattens them into the placeholders, and returns the
+    structured output (chapter 3, "Structured inputs and outputs").
+
+    Args:
+        pytree_info: the graph's `pytree_info`, which the Tracer recorded.
+    """
+
+    def __init__(self, pytree_info: Any) -> None:
+        super().__init__()
+        self.pytree_info = pytree_info
+
+    def gen_fn_def(self, free_vars: list[str], maybe_return_annotation: str, *,
+                   root_module: str = "self") -> str:
+        """`def forward(self, x, pair):`, then `x, pair_1, = fx_pytree.tree_flatten_spec(...)`."""
+        arg_names = self._checked_arg_names()
+        definition = super().gen_fn_def([plain(name) for name in arg_names],
+                                        maybe_return_annotation, root_module=root_module)
+        free_vars = [p for p in free_vars if p != "*"]  # the structures take the keywords
+        if not free_vars:
+            return definition
+        placeholders = ["self", *free_vars] if arg_names[:1] == ["self"] else free_vars
+        annotated = [p for p in placeholders if ":" in p]
+        lines = ["".join(p + "; " for p in annotated), ""] if annotated else []
+        names = ", ".join(p.split(":")[0] for p in placeholders)
+        lines.append(f"{names}, = fx_pytree.tree_flatten_spec("
+                     f"[{', '.join(arg_names)}], self._in_spec)")
+        return definition + "".join(f"\n    {line}" if line else "\n" for line in lines)
+
+    def generate_output(self, output_args: Any, *, repr_fn: Callable[[Any], str] | None = None) -> str:
+        """`return pytree.tree_unflatten([...], self._out_spec)`."""
+        if self.pytree_info.out_spec is None:
+            return super().generate_output(output_args, repr_fn=repr_fn)
+        return f"return pytree.tree_unflatten({(repr_fn or repr)(output_args)}, self._out_spec)"
+
+    def process_inputs(self, *inputs: Any) -> tuple:
+        """The leaves of the structured inputs, checked against the traced structure."""
+        info = self.pytree_info
+        takes_self = info.arg_names[:1] == ["self"]
+        # The spec starts with the module for a traced module; any leaf stands for it.
+        leaves = fx_pytree_helpers.tree_flatten_spec([None, *inputs] if takes_self
+                                                     else list(inputs), info.in_spec)
+        return tuple(leaves[1:] if takes_self else leaves)
+
+    def process_outputs(self, out: Any) -> Any:
+        """The graph's flat output, put back into the traced function's output structure."""
+        if self.pytree_info.out_spec is None:
+            return out
+        return pytree.tree_unflatten(list(out) if isinstance(out, (list, tuple)) else [out],
+                                     self.pytree_info.out_spec)
+
+    def additional_globals(self) -> list[tuple[str, Any]]:
+        """`fx_pytree` (minifx's checked flattening) and `pytree` (torch's)."""
+        return [("fx_pytree", fx_pytree_helpers), ("pytree", pytree)]
+
+    def _checked_arg_names(self) -> list[str]:
+        for name in self.pytree_info.arg_names:
+            if not is_name(name):
+                raise ValueError(
+                    f"python_code: graph.pytree_info.arg_names has {name!r}, which is not a "
+                    "parameter name, so it cannot appear in `def forward(...)`. How to fix: "
+                    "keep the names the Tracer recorded (the traced function's parameters).")
+        return list(self.pytree_info.arg_names)
+
+
+def codegen_of(graph: Any) -> CodeGen:
+    """The `CodeGen` that writes `graph`'s code: the one set with `graph.set_codegen`,
+    else `_PyTreeCodeGen` for a graph traced with structured inputs, else `CodeGen()`."""
+    if graph._codegen is not None:
+        return graph._codegen
+    if graph.pytree_info is not None:
+        return _PyTreeCodeGen(graph.pytree_info)
+    return CodeGen()

@@ -1,0 +1,179 @@
+"""Every claim of chapter 2's "Differences from torch.fx" box, checked on both libraries.
+
+Each test runs torch.fx as well as minifx, so that a claim about torch.fx that
+stops being true (a new torch.fx, a changed minifx) fails here instead of
+misleading the reader. One test per item of the box, in the box's order;
+the first line of each docstring is the item.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+
+import pytest
+import torch
+import torch.fx
+
+import minifx.graph
+from tests.graph.test_graph import MINI, TORCH, chain
+
+pytestmark = pytest.mark.ch2
+
+
+def test_the_none_check_of_concrete_args_prints_under_minifx_name():
+    """The assertion for an input specialised to `None` prints as minifx's `_assert_is_none`."""
+    def f(x, val=None):
+        return x if val is None else x + val
+
+    theirs = str(torch.fx.Tracer().trace(f, concrete_args={"val": None}))
+    ours = str(minifx.graph.Tracer().trace(f, concrete_args={"val": None}))
+    assert "target=torch.fx._symbolic_trace._assert_is_none" in theirs
+    assert ours == theirs.replace("torch.fx._symbolic_trace._assert_is_none",
+                                  "minifx.graph.tracer._assert_is_none")
+
+
+@pytest.mark.parametrize("op, target, args", [
+    ("call_method", "add_", lambda x: (x, 1)),
+    ("call_function", torch.relu_, lambda x: (x,)),
+    ("call_function", torch.Tensor.add_, lambda x: (x, 1)),
+    ("call_function", torch.ops.aten.add_, lambda x: (x, 1)),
+], ids=["x.add_", "torch.relu_", "torch.Tensor.add_", "aten.add_ packet"])
+def test_dead_code_elimination_keeps_in_place_calls_by_name(op, target, args):
+    """`eliminate_dead_code` keeps unused in-place calls that no schema marks; torch.fx erases them."""
+    kept = {}
+    for lib in (TORCH, MINI):
+        graph = lib.Graph()
+        x = graph.placeholder("x")
+        graph.create_node(op, target, args(x))
+        graph.output(x)
+        graph.eliminate_dead_code()
+        kept[lib.name] = len(graph.nodes) == 3
+    assert kept == {"torch.fx": False, "minifx": True}
+
+
+def test_call_module_without_an_owning_module_is_pure():
+    """`call_module` is pure without an owning module; torch.fx raises `AssertionError`."""
+    for lib in (TORCH, MINI):
+        graph = lib.Graph()
+        graph.output(graph.call_module("lin", (graph.placeholder("x"),)))
+        node = graph.find_nodes(op="call_module")[0]
+        if lib is TORCH:
+            with pytest.raises(AssertionError):
+                node.is_impure()
+        else:
+            assert node.is_impure() is False
+
+
+def test_lint_checks_more_invariants():
+    """`lint()` checks the list's links, the use-def lists and a single output; torch.fx does not."""
+    def breakages(lib):
+        graph, x, add, relu = chain(lib)
+        yield graph, lambda: graph.output(x)  # a second output node
+        graph, x, add, relu = chain(lib)
+        yield graph, lambda: x.users.pop(add)  # use-def lists out of step with the args
+        graph, x, add, relu = chain(lib)
+        yield graph, lambda: setattr(relu, "_prev", x)  # a broken backward link
+
+    for (theirs, break_theirs), (ours, break_ours) in zip(breakages(TORCH), breakages(MINI)):
+        break_theirs()
+        break_ours()
+        theirs.lint()  # torch.fx finds nothing wrong
+        with pytest.raises(RuntimeError, match=r"invariant (2|5|6)"):
+            ours.lint()
+
+
+def test_format_node_takes_no_arguments():
+    """`format_node()` takes no arguments; torch.fx's takes three."""
+    assert list(inspect.signature(minifx.graph.Node.format_node).parameters) == ["self"]
+    assert list(inspect.signature(torch.fx.Node.format_node).parameters) == [
+        "self", "placeholder_names", "maybe_return_typename", "include_tensor_metadata"]
+
+
+def test_find_nodes_of_call_function_needs_no_target():
+    """`find_nodes(op="call_function")` without a target returns every such node."""
+    graph, _, add, relu = chain(MINI)
+    assert graph.find_nodes(op="call_function") == [add, relu]
+    with pytest.raises(AssertionError, match="target must not be None"):
+        chain(TORCH)[0].find_nodes(op="call_function")
+
+
+@pytest.mark.parametrize("misuse", ["unknown opcode", "insert next to", "move"])
+def test_misuse_raises_value_error_where_torch_fx_raises_assertion_error(misuse):
+    """An unknown opcode, or inserting next to or moving a node of another graph: `ValueError`."""
+    for lib, expected in ((TORCH, AssertionError), (MINI, ValueError)):
+        graph, x, _, _ = chain(lib)
+        other = lib.Graph().placeholder("y")
+        action = {"unknown opcode": lambda: graph.create_node("bogus", "x"),
+                  "insert next to": lambda: graph.inserting_before(other),
+                  "move": lambda: x.prepend(other)}[misuse]
+        with pytest.raises(expected):
+            action()
+
+
+def test_print_tabular_needs_no_tabulate(monkeypatch, capsys):
+    """`print_tabular()` needs no `tabulate` package; torch.fx's does."""
+    monkeypatch.setitem(sys.modules, "tabulate", None)  # as if it were not installed
+    with pytest.raises(ImportError):
+        chain(TORCH)[0].print_tabular()
+    capsys.readouterr()
+    chain(MINI)[0].print_tabular()
+    assert capsys.readouterr().out.startswith("opcode")
+
+
+def test_find_nodes_sorts_by_walking_the_graph():
+    """`find_nodes(sort=True)` walks the graph; torch.fx keeps a sort key on every node."""
+    _, x, _, _ = chain(TORCH)
+    assert hasattr(x, "_sort_key")
+    _, x, _, _ = chain(MINI)
+    assert not hasattr(x, "_sort_key")
+
+
+def test_insert_arg_stores_a_container_read_only():
+    """`insert_arg` stores a list read-only, as every stored list; torch.fx stores it as given."""
+    stored = {}
+    for lib in (TORCH, MINI):
+        _, x, add, _ = chain(lib)
+        add.insert_arg(0, [x])
+        stored[lib.name] = type(add.args[0])
+    assert stored["torch.fx"] is list
+    assert stored["minifx"] is not list and issubclass(stored["minifx"], list)
+
+
+def test_param_shapes_constant_is_not_supported():
+    """`Tracer(param_shapes_constant=True)` is not supported; torch.fx's traces."""
+    linear = torch.nn.Linear(2, 2)
+    torch.fx.Tracer(param_shapes_constant=True).trace(linear)
+    with pytest.raises(NotImplementedError):
+        minifx.graph.Tracer(param_shapes_constant=True)
+
+
+def test_the_tracer_records_no_module_stack_or_stack_trace():
+    """The tracer records neither `nn_module_stack` nor `stack_trace` in `node.meta`."""
+    class Sub(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = torch.nn.Linear(2, 2)
+
+        def forward(self, x):
+            return self.lin(x).relu()
+
+    metas = {}
+    for tracer_type in (torch.fx.Tracer, minifx.graph.Tracer):
+        tracer = tracer_type()
+        tracer.record_stack_traces = True
+        metas[tracer_type] = [sorted(n.meta) for n in tracer.trace(Sub()).nodes]
+    theirs = {key for meta in metas[torch.fx.Tracer] for key in meta}
+    assert {"nn_module_stack", "stack_trace"} <= theirs
+    assert metas[minifx.graph.Tracer] == [[]] * 4
+
+
+def test_what_is_no_longer_a_difference():
+    """Claims the box used to make, now false: both raise TypeError, both keep torch.rand."""
+    for lib in (TORCH, MINI):
+        graph, x, _, _ = chain(lib)
+        node = graph.call_function(torch.cat, ([x, x],))
+        with pytest.raises(TypeError):
+            node.args[0].append(x)
+        rand = graph.call_function(torch.rand, (2,))
+        assert rand.is_impure() and rand.is_impure(impure_random=False)

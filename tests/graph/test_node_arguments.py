@@ -1,0 +1,139 @@
+"""`Node.insert_arg`, and the containers in `node.args` as pytree nodes, against torch.fx.
+
+PyTorch's test_fx checks both: `insert_arg` keeps the use-def lists right
+(test_insert_arg), and `torch.utils._pytree` flattens and rebuilds the
+read-only list and dict a node stores (test_immutable_list_pytree_ops,
+test_immutable_dict_pytree_ops), which passes use to reach every node in
+`node.args` with `tree_leaves` or `tree_map`.
+"""
+
+from __future__ import annotations
+
+import copy
+import operator
+
+import pytest
+import torch
+from torch.utils import _pytree as pytree
+
+from minifx.graph.immutable_collections import _ImmutableDict, _ImmutableList
+from tests.graph.test_graph import MINI, TORCH, chain, differential, names
+
+pytestmark = pytest.mark.ch2
+
+
+# -- insert_arg ---------------------------------------------------------------------------
+
+def test_insert_arg_into_the_output_as_pytorch_test_fx_does():
+    def build(lib):
+        graph, x, _, relu = chain(lib)
+        output = graph.find_nodes(op="output")[0]
+        with graph.inserting_before(output):
+            buf = graph.get_attr("buf")
+        output.insert_arg(0, buf)
+        first = (len(output.args), names(buf.users), output.args[0] is buf)
+        output.insert_arg(2, buf)  # the same node again: still one user entry
+        second = (len(output.args), names(buf.users), output.args[2] is buf)
+        return graph, (first, second, names(output.all_input_nodes))
+
+    graph, (first, second, inputs) = differential(build)
+    assert first == (2, ["output"], True) and second == (3, ["output"], True)
+    assert inputs == ["relu", "buf"]  # a new input is added after the existing ones
+    graph.lint()
+
+
+def test_insert_arg_keeps_the_order_of_the_existing_use_def_entries():
+    def build(lib):
+        graph = lib.Graph()
+        x, y = graph.placeholder("x"), graph.placeholder("y")
+        first = graph.call_function(operator.add, (x, 1))
+        second = graph.call_function(operator.mul, (x, y))
+        first.insert_arg(0, [y, x])  # a list of nodes: both are recorded
+        graph.output((first, second))
+        return graph, (names(x.users), names(y.users), names(first.all_input_nodes),
+                       str(first.args))
+
+    graph, (x_users, y_users, inputs, args) = differential(build)
+    assert x_users == ["add", "mul"] and y_users == ["mul", "add"]
+    assert inputs == ["x", "y"] and args == "([y, x], x, 1)"
+    graph.lint()
+
+
+@pytest.mark.parametrize("idx", [-1, 3])
+def test_insert_arg_out_of_range_raises_what_torch_fx_raises(idx):
+    for lib in (TORCH, MINI):
+        _, x, add, _ = chain(lib)
+        with pytest.raises(AssertionError):  # torch.fx's type; minifx's is an IndexError too
+            add.insert_arg(idx, x)
+        assert add.args == (x, 1) and names(x.users) == ["add"]
+    with pytest.raises(IndexError, match=r"%add.insert_arg\(" + str(idx) + r", ...\): the index "
+                       r"must be between 0 and len\(args\) = 2"):
+        add.insert_arg(idx, x)
+
+
+def test_an_inserted_list_is_read_only_like_the_others():
+    graph, x, add, _ = chain(MINI)
+    add.insert_arg(2, [x])
+    with pytest.raises(TypeError, match="cannot be changed in place"):
+        add.args[2].append(1)
+
+
+# -- the stored containers as pytree nodes -------------------------------------------------
+
+def stored(lib):
+    """A node whose args and kwargs hold nested lists and dicts of nodes."""
+    graph = lib.Graph()
+    x, y = graph.placeholder("x"), graph.placeholder("y")
+    node = graph.call_function(torch.cat, ([x, [y, 2]],), {"d": {"a": x, "b": [y]}})
+    return graph, node
+
+
+def test_tree_leaves_of_node_args_reaches_the_nodes():
+    def build(lib):
+        graph, node = stored(lib)
+        return graph, (names(n for n in pytree.tree_leaves((node.args, node.kwargs))
+                             if not isinstance(n, int)),
+                       len(pytree.tree_leaves(node.args)))
+
+    _, (leaves, count) = differential(build)
+    assert leaves == ["x", "y", "x", "y"] and count == 3
+
+
+def test_tree_map_over_node_args_replaces_every_node():
+    def build(lib):
+        graph, node = stored(lib)
+        mapped = pytree.tree_map(lambda a: a.name if hasattr(a, "name") else a, node.args)
+        kw = pytree.tree_map(lambda a: a.name if hasattr(a, "name") else a, node.kwargs)
+        return graph, (repr(mapped), repr(kw))
+
+    _, (mapped, kw) = differential(build)
+    assert mapped == "(['x', ['y', 2]],)" and kw == "{'d': {'a': 'x', 'b': ['y']}}"
+
+
+@pytest.mark.parametrize("value, container", [
+    (_ImmutableList([3, _ImmutableList([torch.ones(1), 42])]), _ImmutableList),
+    (_ImmutableDict({"a": 3, "b": _ImmutableList([torch.ones(1), 42])}), _ImmutableDict),
+], ids=["list", "dict"])
+def test_flatten_and_unflatten_keep_the_read_only_types(value, container):
+    leaves, spec = pytree.tree_flatten(value)
+    assert leaves[0] == 3 and leaves[2] == 42 and torch.equal(leaves[1], torch.ones(1))
+    rebuilt = pytree.tree_unflatten(leaves, spec)
+    assert rebuilt == value and type(rebuilt) is container
+    assert type(rebuilt[1] if container is _ImmutableList else rebuilt["b"]) is _ImmutableList
+
+
+def test_paths_to_the_leaves_are_list_indices_and_dict_keys_as_in_torch_fx():
+    def build(lib):
+        graph, node = stored(lib)
+        paths = [pytree.keystr(path) for path, _ in pytree.tree_flatten_with_path(node.kwargs)[0]]
+        return graph, paths
+
+    _, paths = differential(build)
+    assert paths == ["['d']['a']", "['d']['b'][0]"]
+
+
+def test_deep_copies_of_the_stored_containers_are_equal():
+    # test_fx's test_copy_it, on minifx's types
+    mapping, items = _ImmutableDict([(3, 4), (5, 6)]), _ImmutableList([(3, 4), (5, 6)])
+    assert copy.deepcopy(mapping) == mapping and type(copy.deepcopy(mapping)) is _ImmutableDict
+    assert copy.deepcopy(items) == items and type(copy.deepcopy(items)) is _ImmutableList
