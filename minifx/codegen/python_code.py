@@ -33,7 +33,7 @@ from typing import Any
 
 import torch
 
-from ..graph.node import Node, _ImmutableDict, _ImmutableList
+from ..graph.node import Node, immutable_dict, immutable_list
 from ..graph.wrapping import wrap
 from ..proxy.names import Namespace
 from ..proxy.tape import type_repr
@@ -307,7 +307,7 @@ class _SourceWriter:
 
         The graph's own read-only list and dict types print as plain literals.
         """
-        if type(container) in (list, dict, _ImmutableList, _ImmutableDict):
+        if type(container) in (list, dict, immutable_list, immutable_dict):
             return literal
         return f"{self.global_name(type(container), global_hint(type(container)))}({literal})"
 

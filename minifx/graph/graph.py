@@ -167,8 +167,8 @@ class Graph(CodeGenHooks):
         if to_erase.users:
             users = ", ".join(f"%{user.name}" for user in to_erase.users)
             raise RuntimeError(
-                f"cannot erase %{to_erase.name}: it still has {len(to_erase.users)} user(s) "
-                f"({users}), which would be left reading a value that no longer exists. "
+                f"tried to erase %{to_erase.name} but it still had {len(to_erase.users)} users in "
+                f"the graph ({users}), which would be left reading a value that no longer exists. "
                 f"First make them use another value (%{to_erase.name}.replace_all_uses_with(new)) "
                 "or erase them."
             )
@@ -256,8 +256,9 @@ class Graph(CodeGenHooks):
     def _warn_if_missing(self, path: str, op: str) -> None:
         if self.owning_module is not None and not invariants.has_path(self.owning_module, path):
             warnings.warn(
-                f"{op}({path!r}): the owning module has no attribute {path!r}, so the graph "
-                "will fail when it runs. Add it to the module first (add_submodule, setattr).",
+                f"Attempted to insert a {op} Node with no underlying reference in the owning "
+                f"GraphModule: {op}({path!r}) names no attribute of the owning module, so the "
+                "graph will fail when it runs. Add it to the module first (add_submodule, setattr).",
                 stacklevel=3,
             )
 

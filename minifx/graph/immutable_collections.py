@@ -14,14 +14,15 @@ from typing import Any
 from torch.utils import _pytree as pytree
 
 
-class _ImmutableList(list):
+class immutable_list(list):
     """The list a node stores: editing it in place would bypass the use-def lists."""
 
     def _refuse(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError(
             "a list inside a Node's args or kwargs cannot be changed in place, because the "
             "graph would not see the change and its use-def lists would go stale. Build a new "
-            "list and assign it: node.args = (new_list, *node.args[1:]), or use node.update_arg."
+            "list and assign it (new_args = (new_list, *node.args[1:]); node.args = new_args), "
+            "or use node.update_arg."
         )
 
     append = extend = insert = pop = remove = clear = sort = reverse = _refuse
@@ -31,18 +32,18 @@ class _ImmutableList(list):
         return hash(tuple(self))
 
     def __reduce__(self) -> tuple:
-        return (_ImmutableList, (list(self),))
+        return (immutable_list, (list(self),))
 
 
-class _ImmutableDict(dict):
-    """The dict a node stores; see `_ImmutableList`."""
+class immutable_dict(dict):
+    """The dict a node stores; see `immutable_list`."""
 
     def _refuse(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError(
             "a dict inside a Node's args or kwargs cannot be changed in place, because the "
             "graph would not see the change and its use-def lists would go stale. Build a new "
-            "dict and assign it: node.kwargs = {**node.kwargs, key: value}, or use "
-            "node.update_kwarg(key, value)."
+            "dict and assign it (new_kwargs = {**node.kwargs, key: value}; node.kwargs = "
+            "new_kwargs), or use node.update_kwarg(key, value)."
         )
 
     __setitem__ = __delitem__ = __ior__ = pop = popitem = clear = update = setdefault = _refuse
@@ -52,26 +53,26 @@ class _ImmutableDict(dict):
         return hash(frozenset(self.items()))
 
     def __reduce__(self) -> tuple:
-        return (_ImmutableDict, (dict(self),))
+        return (immutable_dict, (dict(self),))
 
 
-def _flatten_list(values: _ImmutableList) -> tuple[list, None]:
+def _flatten_list(values: immutable_list) -> tuple[list, None]:
     return list(values), None
 
 
-def _flatten_dict(mapping: _ImmutableDict) -> tuple[list, list]:
+def _flatten_dict(mapping: immutable_dict) -> tuple[list, list]:
     return list(mapping.values()), list(mapping.keys())
 
 
 pytree.register_pytree_node(
-    _ImmutableList, _flatten_list, lambda values, _: _ImmutableList(values),
-    serialized_type_name="minifx.graph.immutable_collections._ImmutableList",
+    immutable_list, _flatten_list, lambda values, _: immutable_list(values),
+    serialized_type_name="minifx.graph.immutable_collections.immutable_list",
     flatten_with_keys_fn=lambda values: (
         [(pytree.SequenceKey(i), v) for i, v in enumerate(values)], None),
 )
 pytree.register_pytree_node(
-    _ImmutableDict, _flatten_dict, lambda values, keys: _ImmutableDict(zip(keys, values)),
-    serialized_type_name="minifx.graph.immutable_collections._ImmutableDict",
+    immutable_dict, _flatten_dict, lambda values, keys: immutable_dict(zip(keys, values)),
+    serialized_type_name="minifx.graph.immutable_collections.immutable_dict",
     flatten_with_keys_fn=lambda mapping: (
         [(pytree.MappingKey(k), v) for k, v in mapping.items()], list(mapping.keys())),
 )

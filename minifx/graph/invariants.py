@@ -106,13 +106,15 @@ def check_inputs_come_first(graph: Any, nodes: list[Node], uses: dict[Node, dict
                               "would be needed before it is computed.", f"give %{node.name} "
                               "the node it should read instead (node.replace_input_with).")
             if used.graph is not graph:
-                raise _broken(4, "inputs come first", node, f"it uses %{used.name}, a node "
-                              "of another graph.", "when copying nodes from another graph, map "
-                              "their inputs: graph.node_copy(node, lambda n: val_map[n]).")
+                raise _broken(4, "inputs come first", node, f"it uses %{used.name}, which does "
+                              "not belong to this Graph (it is a node of another graph).", "when "
+                              "copying nodes from another graph, map their inputs: "
+                              "graph.node_copy(node, lambda n: val_map[n]).")
             if used not in defined:
-                raise _broken(4, "inputs come first", node, f"it uses %{used.name}, which "
-                              "comes later in the graph (or was erased).", f"move %{used.name} "
-                              f"before %{node.name} (node.prepend) or insert %{node.name} after it.")
+                raise _broken(4, "inputs come first", node, f"it uses %{used.name}, which was "
+                              "used before it has been defined: it comes later in the graph (or "
+                              f"was erased).", f"move %{used.name} before %{node.name} "
+                              f"(node.prepend) or insert %{node.name} after it.")
         defined.add(node)
 
 

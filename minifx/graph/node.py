@@ -18,23 +18,23 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..proxy.tape import OPCODES, format_arg, format_target, type_repr
-from .immutable_collections import _ImmutableDict, _ImmutableList
+from .immutable_collections import immutable_dict, immutable_list
 from .side_effects import has_side_effect, is_impure_call, is_in_place
 
 
 def map_aggregate(a: Any, fn: Callable[[Any], Any]) -> Any:
     """Apply `fn` to every leaf of `a`, keeping its tuple/list/dict/slice structure.
 
-    Lists and dicts come back immutable (see `_ImmutableList`), as a node
+    Lists and dicts come back immutable (see `immutable_list`), as a node
     stores them; named tuples keep their type.
     """
     if isinstance(a, tuple):
         items = [map_aggregate(item, fn) for item in a]
         return type(a)(*items) if hasattr(a, "_fields") else tuple(items)
     if isinstance(a, list):
-        return _ImmutableList(map_aggregate(item, fn) for item in a)
+        return immutable_list(map_aggregate(item, fn) for item in a)
     if isinstance(a, dict):
-        return _ImmutableDict((key, map_aggregate(value, fn)) for key, value in a.items())
+        return immutable_dict((key, map_aggregate(value, fn)) for key, value in a.items())
     if isinstance(a, slice):
         return slice(*(map_aggregate(part, fn) for part in (a.start, a.stop, a.step)))
     return fn(a)
@@ -343,6 +343,18 @@ class Node:
 
 def _format(arg: Any) -> str:
     return format_arg(arg, leaf=lambda a: f"%{a.name}" if isinstance(a, Node) else str(a))
+
+
+def _format_arg(arg: Any, max_list_len: float = float("inf")) -> str:
+    """An argument as `str(graph)` prints it, under torch.fx's name for the function.
+
+    A list or tuple longer than `max_list_len` shows its first items and its length.
+    """
+    if isinstance(arg, (list, tuple)) and len(arg) > max_list_len:
+        shown = _format(list(arg[:int(max_list_len)]))[1:-1]
+        opening, closing = ("[", "]") if isinstance(arg, list) else ("(", ")")
+        return f"{opening}{shown}, ...[total_len={len(arg)}]{closing}"
+    return _format(arg)
 
 
 class _InsertArgIndexError(IndexError, AssertionError):

@@ -144,8 +144,9 @@ class Interpreter:
         if len(args_list) != len(placeholders):
             raise RuntimeError(
                 f"boxed_run got {len(args_list)} arguments, but the graph has "
-                f"{len(placeholders)} placeholders ({_names(placeholders)}). Pass exactly "
-                "one value per placeholder, in order.")
+                f"{len(placeholders)} placeholders ({_names(placeholders)}): "
+                f"{'extra' if len(args_list) > len(placeholders) else 'missing'} arguments. "
+                "Pass exactly one value per placeholder, in order.")
         env = dict(zip(placeholders, args_list))
         args_list.clear()
         return self.run(initial_env=env)
@@ -175,8 +176,9 @@ class Interpreter:
         if args:
             return args[0]
         raise RuntimeError(
-            f"run() got no value for the argument {target!r}, which has no default. Pass "
-            "one positional argument per placeholder of the graph, in order.")
+            f"Expected positional argument for parameter {target}, but one was not passed in: "
+            f"run() got no value for {target!r}, which has no default. Pass one positional "
+            "argument per placeholder of the graph, in order.")
 
     def get_attr(self, target: str, args: tuple, kwargs: dict) -> Any:
         """The module attribute at path `target` (a parameter, buffer or constant)."""

@@ -17,6 +17,7 @@ result, so the rest of the program keeps running on stand-ins:
 
 from __future__ import annotations
 
+import copy
 import dis
 import operator
 import sys
@@ -194,9 +195,16 @@ class Proxy:
     # -- copying -------------------------------------------------------------------
     def __deepcopy__(self, memo: dict) -> Proxy:
         # Without this, deepcopy would find `__deepcopy__` through __getattr__ and
-        # record a call to it. A Proxy is a handle: its copy is a handle on the
-        # same recorded value.
-        return Proxy(self.node, self.tracer)
+        # record a call to it. The copy holds copies of the record and the tracer, as
+        # torch.fx's does; what cannot be copied (a tracer holding a module, say) is shared.
+        copied = object.__new__(type(self))
+        memo[id(self)] = copied
+        for name, value in self.__dict__.items():
+            try:
+                copied.__dict__[name] = copy.deepcopy(value, memo)
+            except Exception:  # noqa: BLE001 (anything a value's __deepcopy__ may raise)
+                copied.__dict__[name] = value
+        return copied
 
     def __getstate__(self) -> dict:
         return self.__dict__

@@ -950,7 +950,8 @@ def test_stored_containers_compare_and_hash_like_plain_ones():
 IMMUTABLE_LIST_MESSAGE = (
     "a list inside a Node's args or kwargs cannot be changed in place, because the graph "
     "would not see the change and its use-def lists would go stale. Build a new list and "
-    "assign it: node.args = (new_list, *node.args[1:]), or use node.update_arg."
+    "assign it (new_args = (new_list, *node.args[1:]); node.args = new_args), or use "
+    "node.update_arg."
 )
 
 
@@ -1077,3 +1078,12 @@ def test_warnings_module_is_quiet_for_plain_graphs():
         graph = MINI.Graph()
         graph.get_attr("anything")
         graph.call_module("any.path", ())
+
+
+def test_deepcopy_of_a_proxy_copies_its_node_as_torch_fx_does():
+    for Graph_, Proxy_ in ((torch.fx.Graph, torch.fx.Proxy), (minifx.graph.Graph, minifx.Proxy)):
+        graph = Graph_()
+        node = graph.call_function(torch.relu, (graph.placeholder("x"),))
+        copied = copy.deepcopy(Proxy_(node))
+        assert copied.node is not node
+        assert (copied.node.name, copied.node.target) == ("relu", torch.relu)

@@ -168,8 +168,8 @@ def test_invariant_4_use_before_definition():
     graph, _, add, sin, _ = small_graph()
     add.prepend(sin)
     assert lint_message(graph) == (
-        "Graph.lint: invariant 4 (inputs come first) is broken at %sin: it uses %add, which comes "
-        "later in the graph (or was erased).\n"
+        "Graph.lint: invariant 4 (inputs come first) is broken at %sin: it uses %add, which was "
+        "used before it has been defined: it comes later in the graph (or was erased).\n"
         "How to fix: move %add before %sin (node.prepend) or insert %sin after it."
     )
 
@@ -181,8 +181,8 @@ def test_invariant_4_use_of_an_erased_node():
     with graph.inserting_before(output):
         graph.call_function(torch.neg, (cos,))
     assert lint_message(graph) == (
-        "Graph.lint: invariant 4 (inputs come first) is broken at %neg: it uses %cos, which comes "
-        "later in the graph (or was erased).\n"
+        "Graph.lint: invariant 4 (inputs come first) is broken at %neg: it uses %cos, which was "
+        "used before it has been defined: it comes later in the graph (or was erased).\n"
         "How to fix: move %cos before %neg (node.prepend) or insert %neg after it."
     )
 
@@ -192,8 +192,8 @@ def test_invariant_4_input_from_another_graph():
     other = Graph()
     add.args = (other.placeholder("y"), 1)
     assert lint_message(graph) == (
-        "Graph.lint: invariant 4 (inputs come first) is broken at %add: it uses %y, a node of "
-        "another graph.\nHow to fix: when copying nodes from another graph, map their inputs: "
+        "Graph.lint: invariant 4 (inputs come first) is broken at %add: it uses %y, which does not "
+        "belong to this Graph (it is a node of another graph).\nHow to fix: when copying nodes from another graph, map their inputs: "
         "graph.node_copy(node, lambda n: val_map[n])."
     )
 
@@ -297,7 +297,8 @@ def test_erase_node_with_users():
     with pytest.raises(RuntimeError) as error:
         graph.erase_node(add)
     assert str(error.value) == (
-        "cannot erase %add: it still has 1 user(s) (%sin), which would be left reading a value "
+        "tried to erase %add but it still had 1 users in the graph (%sin), which would be left "
+        "reading a value "
         "that no longer exists. First make them use another value "
         "(%add.replace_all_uses_with(new)) or erase them."
     )
@@ -308,7 +309,7 @@ def test_erase_node_with_several_users_names_them_all():
     graph.call_function(torch.cos, (x,))
     with pytest.raises(RuntimeError) as error:
         graph.erase_node(x)
-    assert str(error.value).startswith("cannot erase %x: it still has 2 user(s) (%add, %cos), ")
+    assert str(error.value).startswith("tried to erase %x but it still had 2 users in the graph (%add, %cos), ")
 
 
 def test_erase_node_of_another_graph():
@@ -423,8 +424,8 @@ def test_a_stored_list_refuses_in_place_changes():
         cat.args[0].append(x)
     assert str(error.value) == (
         "a list inside a Node's args or kwargs cannot be changed in place, because the graph would "
-        "not see the change and its use-def lists would go stale. Build a new list and assign it: "
-        "node.args = (new_list, *node.args[1:]), or use node.update_arg."
+        "not see the change and its use-def lists would go stale. Build a new list and assign it "
+        "(new_args = (new_list, *node.args[1:]); node.args = new_args), or use node.update_arg."
     )
 
 
@@ -434,7 +435,8 @@ def test_missing_target_on_the_owning_module_warns_at_the_caller(method):
     with pytest.warns(UserWarning) as record:
         getattr(graph, method)("layer.missing")
     assert [str(w.message) for w in record] == [
-        f"{method}('layer.missing'): the owning module has no attribute 'layer.missing', so the "
+        f"Attempted to insert a {method} Node with no underlying reference in the owning "
+        f"GraphModule: {method}('layer.missing') names no attribute of the owning module, so the "
         "graph will fail when it runs. Add it to the module first (add_submodule, setattr)."
     ]
     assert record[0].filename == __file__

@@ -16,7 +16,7 @@ import pytest
 import torch
 from torch.utils import _pytree as pytree
 
-from minifx.graph.immutable_collections import _ImmutableDict, _ImmutableList
+from minifx.graph.immutable_collections import immutable_dict, immutable_list
 from tests.graph.test_graph import MINI, TORCH, chain, differential, names
 
 pytestmark = pytest.mark.ch2
@@ -111,15 +111,15 @@ def test_tree_map_over_node_args_replaces_every_node():
 
 
 @pytest.mark.parametrize("value, container", [
-    (_ImmutableList([3, _ImmutableList([torch.ones(1), 42])]), _ImmutableList),
-    (_ImmutableDict({"a": 3, "b": _ImmutableList([torch.ones(1), 42])}), _ImmutableDict),
+    (immutable_list([3, immutable_list([torch.ones(1), 42])]), immutable_list),
+    (immutable_dict({"a": 3, "b": immutable_list([torch.ones(1), 42])}), immutable_dict),
 ], ids=["list", "dict"])
 def test_flatten_and_unflatten_keep_the_read_only_types(value, container):
     leaves, spec = pytree.tree_flatten(value)
     assert leaves[0] == 3 and leaves[2] == 42 and torch.equal(leaves[1], torch.ones(1))
     rebuilt = pytree.tree_unflatten(leaves, spec)
     assert rebuilt == value and type(rebuilt) is container
-    assert type(rebuilt[1] if container is _ImmutableList else rebuilt["b"]) is _ImmutableList
+    assert type(rebuilt[1] if container is immutable_list else rebuilt["b"]) is immutable_list
 
 
 def test_paths_to_the_leaves_are_list_indices_and_dict_keys_as_in_torch_fx():
@@ -134,6 +134,6 @@ def test_paths_to_the_leaves_are_list_indices_and_dict_keys_as_in_torch_fx():
 
 def test_deep_copies_of_the_stored_containers_are_equal():
     # test_fx's test_copy_it, on minifx's types
-    mapping, items = _ImmutableDict([(3, 4), (5, 6)]), _ImmutableList([(3, 4), (5, 6)])
-    assert copy.deepcopy(mapping) == mapping and type(copy.deepcopy(mapping)) is _ImmutableDict
-    assert copy.deepcopy(items) == items and type(copy.deepcopy(items)) is _ImmutableList
+    mapping, items = immutable_dict([(3, 4), (5, 6)]), immutable_list([(3, 4), (5, 6)])
+    assert copy.deepcopy(mapping) == mapping and type(copy.deepcopy(mapping)) is immutable_dict
+    assert copy.deepcopy(items) == items and type(copy.deepcopy(items)) is immutable_list

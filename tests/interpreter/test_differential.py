@@ -406,8 +406,9 @@ def test_boxed_run_wrong_count_messages():
         with pytest.raises(RuntimeError) as error:
             Interpreter(gm).boxed_run(ours)
         assert str(error.value) == (
-            f"boxed_run got {count} arguments, but the graph has 2 placeholders (%x, %y). "
-            "Pass exactly one value per placeholder, in order.")
+            f"boxed_run got {count} arguments, but the graph has 2 placeholders (%x, %y): "
+            f"{'extra' if count > 2 else 'missing'} arguments. Pass exactly one value per "
+            "placeholder, in order.")
         with pytest.raises(RuntimeError) as error:
             torch.fx.Interpreter(tgm).boxed_run(theirs)
         assert str(error.value) == ("Interpreter.boxed_run expected 2 arguments for placeholders "

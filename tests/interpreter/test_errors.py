@@ -161,8 +161,9 @@ def test_missing_argument():
     with pytest.raises(RuntimeError) as error:
         Interpreter(minifx.symbolic_trace(two_inputs)).run(torch.ones(2))
     assert str(error.value) == (
-        "run() got no value for the argument 'y', which has no default. Pass one positional "
-        "argument per placeholder of the graph, in order.")
+        "Expected positional argument for parameter y, but one was not passed in: run() got no "
+        "value for 'y', which has no default. Pass one positional argument per placeholder of "
+        "the graph, in order.")
     assert notes_of(error.value) == [
         "While running node %y (placeholder y) in Interpreter:\n"
         "    %y : [num_users=1] = placeholder[target=y]\n" + ENV_HINT]
@@ -203,7 +204,8 @@ def test_boxed_run_wrong_count():
     with pytest.raises(RuntimeError) as error:
         Interpreter(minifx.symbolic_trace(lambda: torch.ones(2))).boxed_run(args)
     assert str(error.value) == ("boxed_run got 1 arguments, but the graph has 0 placeholders "
-                                "(none). Pass exactly one value per placeholder, in order.")
+                                "(none): extra arguments. Pass exactly one value per placeholder, "
+                                "in order.")
     assert notes_of(error.value) == []
     assert len(args) == 1, "the list is cleared only when the run starts"
 

@@ -129,10 +129,12 @@ def test_proxies_are_hashable_by_identity(tracer, x):
     assert [r.name for r in tracer.graph] == ["x", "y"]
 
 
-def test_deepcopy_records_nothing(tracer, x):
+def test_deepcopy_records_nothing_and_copies_the_record(tracer, x):
     copied = copy.deepcopy(x)
     assert isinstance(copied, Proxy) and copied is not x
-    assert copied.node is x.node and copied.tracer is x.tracer
+    # As torch.fx's: the copy holds copies of the record and of the tracer.
+    assert copied.node is not x.node and copied.node.name == x.node.name
+    assert copied.tracer is not x.tracer
     assert [r.name for r in tracer.graph] == ["x"]
 
 
