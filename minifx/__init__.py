@@ -25,6 +25,8 @@ _EXPORTS = {
     "Tracer": "graph",
     "wrap": "graph",
     "PH": "graph",
+    "PHBase": "graph",
+    "PHWithMeta": "graph",
     "GraphModule": "codegen",
     "PythonCode": "codegen",
     "python_code": "codegen",

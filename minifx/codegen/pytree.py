@@ -10,6 +10,7 @@ the graph was traced with:
 
 from __future__ import annotations
 
+from collections import namedtuple
 from typing import Any
 
 from torch.utils import _pytree as pytree
@@ -52,15 +53,20 @@ def _children(value: Any, spec: pytree.TreeSpec, where: str) -> list:
             raise _mismatch(where, f"a dict with keys {list(spec.context)}", value,
                             f"missing {missing}")
         return [value[key] for key in spec.context]
-    if spec.type in (list, tuple):
+    if spec.type in (list, tuple, namedtuple):  # read by position, as torch.fx does
         if not isinstance(value, (list, tuple)) or len(value) != spec.num_children:
-            raise _mismatch(where, f"a {spec.type.__name__} of {spec.num_children} items", value)
+            raise _mismatch(where, f"a {_type_name(spec)} of {spec.num_children} items", value)
         return list(value)
     # Any other registered structure (a namedtuple, an OrderedDict, ...).
     if type(value) is not spec.type:
         raise _mismatch(where, f"a {spec.type.__name__}", value)
     children, _ = pytree.SUPPORTED_NODES[spec.type].flatten_fn(value)
     return list(children)
+
+
+def _type_name(spec: pytree.TreeSpec) -> str:
+    # pytree files every named tuple under `collections.namedtuple`, its class in the context.
+    return spec.context.__name__ if spec.type is namedtuple else spec.type.__name__
 
 
 def _mismatch(where: str, expected: str, value: Any, detail: str = "") -> TypeError:

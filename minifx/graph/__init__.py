@@ -8,7 +8,9 @@ six opcodes (`placeholder`, `get_attr`, `call_function`, `call_method`,
 
 from .graph import Graph
 from .node import Node, map_aggregate, map_arg
-from .tracer import PH, Tracer
+from .placeholders import PH, PHBase, PHWithMeta
+from .tracer import Tracer
 from .wrapping import wrap
 
-__all__ = ["Graph", "Node", "map_arg", "map_aggregate", "Tracer", "wrap", "PH"]
+__all__ = ["Graph", "Node", "map_arg", "map_aggregate", "Tracer", "wrap", "PH", "PHBase",
+           "PHWithMeta"]
