@@ -27,6 +27,7 @@ _EXPORTS = {
     "PH": "graph",
     "PHBase": "graph",
     "PHWithMeta": "graph",
+    "ProxyableClassMeta": "graph",
     "GraphModule": "codegen",
     "PythonCode": "codegen",
     "python_code": "codegen",

@@ -9,8 +9,9 @@ six opcodes (`placeholder`, `get_attr`, `call_function`, `call_method`,
 from .graph import Graph
 from .node import Node, map_aggregate, map_arg
 from .placeholders import PH, PHBase, PHWithMeta
+from .proxyable import ProxyableClassMeta
 from .tracer import Tracer
 from .wrapping import wrap
 
 __all__ = ["Graph", "Node", "map_arg", "map_aggregate", "Tracer", "wrap", "PH", "PHBase",
-           "PHWithMeta"]
+           "PHWithMeta", "ProxyableClassMeta"]

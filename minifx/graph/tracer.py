@@ -35,6 +35,7 @@ from ..proxy.tracer import BASE_TYPES, TracerBase
 from .graph import Graph
 from .node import Node
 from .placeholders import PH, PHBase, copy_metadata
+from .proxyable import is_proxyable_instance
 from .tracer_options import deepcopy_tracer, get_attr_options, module_scope, record_origin
 from .wrapping import Patcher, recorded_as_one_call, registered_functions
 
@@ -274,7 +275,8 @@ class Tracer(TracerBase):
         Parameters, buffers and submodules of the root become `get_attr`
         nodes; any other tensor is stored on the root as `_tensor_constant0`,
         `_tensor_constant1`, ... (unless it already is a module attribute) and
-        read with `get_attr`; a named tuple is rebuilt by a `call_function`.
+        read with `get_attr`, and so is an instance of a `ProxyableClassMeta`
+        class; a named tuple is rebuilt by a `call_function`.
         """
         if isinstance(a, torch.nn.Parameter):
             return self._get_attr_of(a, self.root.named_parameters(), "parameter")
@@ -288,6 +290,8 @@ class Tracer(TracerBase):
             return self.create_node("call_function", type(a), tuple(self.create_arg(x) for x in a), {})
         if isinstance(a, torch.Tensor):
             return self.create_node("get_attr", self._tensor_constant_path(a), (), {})
+        if is_proxyable_instance(a):
+            return self.create_node("get_attr", self._store_constant(a), (), {})
         return super().create_arg(a)
     # --8<-- [end:create_arg]
 
@@ -308,12 +312,18 @@ class Tracer(TracerBase):
     def _tensor_constant_path(self, tensor: torch.Tensor) -> str:
         """Where a constant tensor lives on the root: its attribute path, or a fresh name."""
         if tensor not in self.tensor_attrs:
-            index = 0
-            while hasattr(self.root, f"_tensor_constant{index}"):
-                index += 1
-            self.tensor_attrs[tensor] = f"_tensor_constant{index}"
-            setattr(self.root, f"_tensor_constant{index}", tensor)
+            self.tensor_attrs[tensor] = self._store_constant(tensor, "_tensor_constant")
         return self.tensor_attrs[tensor]
+
+    def _store_constant(self, value: Any, prefix: str | None = None) -> str:
+        """Set `value` on the root under the first free name `prefix0`, `prefix1`, ...
+        (by default `_TypeName_constant_`), and return that name."""
+        prefix = prefix or f"_{type(value).__name__}_constant_"
+        index = 0
+        while hasattr(self.root, f"{prefix}{index}"):
+            index += 1
+        setattr(self.root, f"{prefix}{index}", value)
+        return f"{prefix}{index}"
 
     # --8<-- [start:create_args_for_root]
     def create_args_for_root(self, root_fn: Callable, is_module: bool,

@@ -17,6 +17,7 @@ so the same Proxy records into stage 1's flat `Tape` or stage 2's `Graph`.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from typing import Any, Iterator
 
@@ -82,13 +83,18 @@ class TracerBase:
 
         Proxies become their records; tuples (named ones too), lists, dicts,
         slices and ranges are converted element by element; numbers, strings,
-        tensors, dtypes, devices, `None` and `...` are kept as they are.
+        tensors, dtypes, devices, `None` and `...` are kept as they are. As in
+        torch.fx, an object with a method `__fx_create_arg__(tracer)` converts
+        itself, and a dataclass instance becomes a record that builds it
+        again from its fields.
 
         Raises:
             TraceError: for any other type, which a record could not reproduce.
         """
         if isinstance(a, Proxy):
             return a.node
+        if hasattr(a, "__fx_create_arg__"):  # the object knows how to be recorded
+            return a.__fx_create_arg__(self)
         if isinstance(a, tuple):
             items = [self.create_arg(item) for item in a]
             return type(a)(*items) if hasattr(a, "_fields") else type(a)(items)
@@ -99,14 +105,18 @@ class TracerBase:
         if isinstance(a, (slice, range)):
             return type(a)(self.create_arg(a.start), self.create_arg(a.stop),
                            self.create_arg(a.step))
+        if dataclasses.is_dataclass(a) and not isinstance(a, type):
+            fields = {f.name: self.create_arg(getattr(a, f.name)) for f in dataclasses.fields(a)}
+            return self.create_node("call_function", type(a), (), fields)
         if isinstance(a, BASE_TYPES):
             return a
         raise untraceable(
             f"an argument of type {type(a).__qualname__} cannot be recorded: {a!r}",
             "a record holds only Proxies, Python numbers and strings, tensors, dtypes, "
-            "devices, None, Ellipsis and lists, tuples, dicts and slices of those.",
-            "pass the value in another form (for example a tensor or a number), or "
-            "compute it outside the traced code.",
+            "devices, None, Ellipsis and lists, tuples, dicts, slices and dataclasses of those.",
+            "pass the value in another form (for example a tensor or a number), "
+            "compute it outside the traced code, or give its class a method "
+            "__fx_create_arg__(self, tracer) that records it.",
         )
 
     def _dict_key(self, key: Any) -> Any:
