@@ -24,6 +24,7 @@ from typing import Any, Iterator
 import torch
 
 from .errors import untraceable
+from .mutation import check_for_mutable_operation
 from .proxy import Attribute, Proxy, _proxies_in
 
 # Values stored in a record as they are.
@@ -43,12 +44,21 @@ class TracerBase:
     """
 
     graph: Any
+    # Refuse torch operators that change an argument in place (see mutation.py);
+    # off by default, as in torch.fx.
+    check_mutable_operations: bool = False
 
     def create_node(
         self, kind: str, target: Any, args: tuple, kwargs: dict,
         name: str | None = None, type_expr: Any = None,
     ) -> Any:
-        """Append one record to `self.graph` and return it."""
+        """Append one record to `self.graph` and return it.
+
+        Raises:
+            RuntimeError: with `check_mutable_operations`, for a mutating operator.
+        """
+        if kind == "call_function" and self.check_mutable_operations:
+            check_for_mutable_operation(target, args, kwargs)
         return self.graph.create_node(kind, target, args, kwargs, name, type_expr)
 
     def proxy(self, node: Any) -> Proxy:
