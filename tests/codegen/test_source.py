@@ -155,6 +155,21 @@ def test_the_generated_forward_names_the_traced_code_as_torch_fx_does():
     assert found[2] == found[3] == (None, None, None) and found[4] == ("4", "forward")
 
 
+def test_a_recompile_keeps_the_name_and_the_libraries_never_share_one():
+    # minifx differs on purpose: the same code from the same place keeps its file name;
+    # torch.fx takes a new number on every compile.
+    ours, theirs = symbolic_trace(Net()), torch.fx.symbolic_trace(Net())
+    names = [type(ours).forward.__code__.co_filename, type(theirs).forward.__code__.co_filename]
+    ours.recompile()
+    theirs.recompile()
+    assert type(ours).forward.__code__.co_filename == names[0]
+    assert type(theirs).forward.__code__.co_filename != names[1]
+    # The numbers come from one counter: no name is used by both libraries.
+    mixed = [type(trace(Net())).forward.__code__.co_filename.split(" ")[0]
+             for _ in range(3) for trace in (symbolic_trace, torch.fx.symbolic_trace)]
+    assert len(set(mixed)) == 1 + 3  # minifx's one name (same code), torch.fx's three
+
+
 @pytest.mark.parametrize("trace", [symbolic_trace, torch.fx.symbolic_trace])
 def test_linecache_and_inspect_show_the_generated_code_under_that_name(trace):
     gm = trace(Net())

@@ -206,3 +206,18 @@ def test_a_proxyable_class_without_proxies_is_built_as_usual():
     pair = TensorPair(torch.ones(1), torch.zeros(1))
     assert type(pair) is TensorPair and torch.equal(pair.add(pair).left, torch.full((1,), 2.0))
     assert minifx.ProxyableClassMeta is minifx.graph.ProxyableClassMeta
+
+
+def test_outside_a_trace_only_minifx_records_a_construction_from_proxies():
+    # minifx differs on purpose: a Proxy among the arguments is enough to record the call;
+    # torch.fx first checks that a symbolic trace is running, and builds the object otherwise.
+    made = {}
+    for name, fx in LIBRARIES.items():
+        graph = fx.Graph()
+        x = fx.Proxy(graph.placeholder("x"))
+        made[name] = (pair_class(fx.ProxyableClassMeta)(x, x), x)
+    ours, x = made["minifx"]
+    assert isinstance(ours, minifx.Proxy) and ours.node.target.__name__ == "TensorPair"
+    assert ours.node.args == (x.node, x.node)
+    theirs, x = made["torch.fx"]
+    assert type(theirs).__name__ == "TensorPair" and theirs.left is x

@@ -117,6 +117,7 @@ def test_minifx_stack_traces_hold_only_the_users_frames():
     theirs.record_stack_traces = True
     lin = next(n for n in theirs.trace(Outer()).nodes if n.name == "inner_lin")
     assert "torch/nn/modules/module.py" in lin.stack_trace
+    assert "torch/fx/" in FRAME.findall(lin.stack_trace)[-1][0]  # its innermost frame
 
 
 def relu_plus_one(x):
