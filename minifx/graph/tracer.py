@@ -61,7 +61,9 @@ class Tracer(TracerBase):
     """Traces an `nn.Module` or a function into a `Graph`, as `torch.fx.Tracer` does.
 
     Subclass it and override `is_leaf_module`, `create_proxy`, `create_node`,
-    `create_arg` or `call_module` to change what gets recorded.
+    `create_arg` or `call_module` to change what gets recorded. Every node
+    made inside a submodule call gets `node.meta["nn_module_stack"]`; set
+    `record_stack_traces = True` for `node.meta["stack_trace"]` too.
 
     Args:
         autowrap_modules: modules whose public functions are recorded as one
@@ -75,8 +77,6 @@ class Tracer(TracerBase):
     # Read a buffer through a get_attr node on every use (torch.fx's default).
     proxy_buffer_attributes: bool = False
     traced_func_name: str = "forward"
-    # Store the user's stack in node.meta["stack_trace"] (see tracer_options).
-    record_stack_traces: bool = False
     __deepcopy__ = deepcopy_tracer
 
     def __init__(self, autowrap_modules: tuple[ModuleType, ...] = (math,),

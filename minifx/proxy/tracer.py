@@ -47,6 +47,8 @@ class TracerBase:
     # Refuse torch operators that change an argument in place (see mutation.py);
     # off by default, as in torch.fx.
     check_mutable_operations: bool = False
+    # Store the user's frames in node.meta["stack_trace"]: chapter 2's Tracer does.
+    record_stack_traces: bool = False
 
     def create_node(
         self, kind: str, target: Any, args: tuple, kwargs: dict,

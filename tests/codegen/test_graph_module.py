@@ -10,6 +10,7 @@ generated code), the test checks minifx alone and says why.
 
 from __future__ import annotations
 
+import collections
 import copy
 import importlib
 import inspect
@@ -591,6 +592,27 @@ def test_structured_concrete_args_reject_another_structure():
     gm = symbolic_trace(add_pair, concrete_args={"d": {"a": minifx.graph.PH, "b": minifx.graph.PH}})
     with pytest.raises(TypeError, match=r"the inputs\[0\] should be a dict with keys \['a', 'b'\]"):
         gm({"a": torch.ones(1)})
+
+
+Pair = collections.namedtuple("Pair", "x y")
+
+
+def pair_sum(p):
+    return p.x + p.y
+
+
+def test_a_namedtuple_of_ph_accepts_the_namedtuple_as_torch_fx_does():
+    # Issue 16, repro 1c: the traced module used to reject the correct input.
+    def build(lib):
+        gm = lib.symbolic_trace(pair_sum, concrete_args={"p": Pair(lib.PH, lib.PH)})
+        return gm(Pair(torch.ones(2), torch.ones(2))).tolist(), gm((torch.ones(2), torch.ones(2))).tolist()
+    assert differential(build) == ([2.0, 2.0], [2.0, 2.0])  # a plain tuple is read by position too
+
+
+def test_a_namedtuple_of_ph_rejects_another_length_with_its_name():
+    gm = symbolic_trace(pair_sum, concrete_args={"p": Pair(minifx.graph.PH, minifx.graph.PH)})
+    with pytest.raises(TypeError, match=r"the inputs\[0\] should be a Pair of 2 items"):
+        gm((torch.ones(1),))
 
 
 # -- to_folder -----------------------------------------------------------------------

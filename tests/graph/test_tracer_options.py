@@ -19,6 +19,7 @@ from torch import nn
 
 import minifx
 import minifx.graph
+import minifx.proxy
 from minifx.graph.tracer_options import ParameterProxy
 
 pytestmark = pytest.mark.ch2
@@ -135,6 +136,15 @@ def test_a_function_traced_alone_gets_no_stack_trace(library):
 @pytest.mark.parametrize("library", TRACERS)
 def test_stack_traces_are_off_by_default(library):
     assert all("stack_trace" not in node.meta for node in TRACERS[library]().trace(Outer()).nodes)
+
+
+@pytest.mark.parametrize("library", TRACERS)
+def test_stack_traces_can_be_switched_on_for_every_tracer(library, monkeypatch):
+    monkeypatch.setattr(minifx.proxy.TracerBase, "record_stack_traces", True)
+    monkeypatch.setattr(torch.fx.proxy.TracerBase, "record_stack_traces", True)
+    graph = TRACERS[library]().trace(Outer())
+    assert [n.name for n in graph.nodes if n.stack_trace] == [
+        n.name for n in graph.nodes if n.op not in ("placeholder", "output")]
 
 
 # -- param_shapes_constant ------------------------------------------------------------------
