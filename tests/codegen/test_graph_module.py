@@ -33,7 +33,9 @@ from typing import Any, Callable
 import pytest
 import torch
 import torch.fx
+import torch.fx._pytree
 import torch.nn.functional as F
+import torch.utils._pytree
 
 import minifx
 import minifx.graph
@@ -613,6 +615,38 @@ def test_a_namedtuple_of_ph_rejects_another_length_with_its_name():
     gm = symbolic_trace(pair_sum, concrete_args={"p": Pair(minifx.graph.PH, minifx.graph.PH)})
     with pytest.raises(TypeError, match=r"the inputs\[0\] should be a Pair of 2 items"):
         gm((torch.ones(1),))
+
+
+class Boxed:
+    """A class registered with pytree (and torch.fx's flatten-spec registry, which torch.fx
+    needs to retrace), used as a structured concrete_args input."""
+
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+
+torch.utils._pytree.register_pytree_node(Boxed, lambda box: ([box.a, box.b], None),
+                                         lambda children, _: Boxed(*children))
+torch.fx._pytree.register_pytree_flatten_spec(Boxed, lambda box, _: [box.a, box.b])
+
+
+def boxed_sum(x):
+    return x.a + x.b
+
+
+@pytest.mark.filterwarnings("ignore:.*LeafSpec.*:FutureWarning")
+def test_a_registered_class_of_ph_traces_retraces_and_pickles_as_in_torch_fx():
+    box = Boxed(torch.ones(2), torch.full((2,), 2.0))
+
+    def build(lib):
+        gm = lib.symbolic_trace(boxed_sum, concrete_args={"x": Boxed(lib.PH, lib.PH)})
+        retraced = lib.symbolic_trace(gm)  # the flattening is recorded: box.a, box.b
+        again = lib.symbolic_trace(retraced, concrete_args={"x": Boxed(lib.PH, lib.PH)})
+        results = [m(box).tolist() for m in (gm, retraced, again, round_trip(again))]
+        return results, [n.op for n in retraced.graph.nodes]
+    results, ops = differential(build)
+    assert results == [[3.0, 3.0]] * 4
+    assert ops == ["placeholder", "call_function", "call_function", "call_function", "output"]
 
 
 # -- to_folder -----------------------------------------------------------------------
