@@ -55,6 +55,16 @@ def record_origin(tracer: Any, node: Any) -> None:
             node.stack_trace = trace
 
 
+def copy_origin(source: Any, node: Any) -> None:
+    """Give `node` the origin of `source`, the node it was made from (a Transformer's
+    copies): `source`'s stack trace and module stack, and none of its own."""
+    for key in ("stack_trace", "nn_module_stack"):
+        if source.meta.get(key):
+            node.meta[key] = copy.copy(source.meta[key])
+        else:
+            node.meta.pop(key, None)
+
+
 def user_stack_trace(frame: FrameType | None) -> str | None:
     """The user's frames from the first `forward` on, formatted like a traceback.
 
