@@ -316,13 +316,17 @@ class Tracer(TracerBase):
         return self.tensor_attrs[tensor]
 
     def _store_constant(self, value: Any, prefix: str | None = None) -> str:
-        """Set `value` on the root under the first free name `prefix0`, `prefix1`, ...
-        (by default `_TypeName_constant_`), and return that name."""
-        prefix = prefix or f"_{type(value).__name__}_constant_"
+        """Set `value` on the root under a fresh name (by default `_TypeName_constant_0`,
+        `_TypeName_constant_1`, ...), and return that name."""
+        name = self.get_fresh_qualname(prefix or f"_{type(value).__name__}_constant_")
+        setattr(self.root, name, value)
+        return name
+
+    def get_fresh_qualname(self, prefix: str) -> str:
+        """The first of `prefix0`, `prefix1`, ... that the root module does not have."""
         index = 0
         while hasattr(self.root, f"{prefix}{index}"):
             index += 1
-        setattr(self.root, f"{prefix}{index}", value)
         return f"{prefix}{index}"
 
     # --8<-- [start:create_args_for_root]

@@ -221,3 +221,13 @@ def test_outside_a_trace_only_minifx_records_a_construction_from_proxies():
     assert ours.node.args == (x.node, x.node)
     theirs, x = made["torch.fx"]
     assert type(theirs).__name__ == "TensorPair" and theirs.left is x
+
+
+def test_fresh_attribute_names_are_torch_fx_s():
+    names = {}
+    for name, fx in LIBRARIES.items():
+        tracer = fx.Tracer()
+        tracer.trace(pair_from_constants(fx)[0])
+        names[name] = [tracer.get_fresh_qualname("_TensorPair_constant_"),
+                       tracer.get_fresh_qualname("_tensor_constant")]
+    assert names["minifx"] == names["torch.fx"] == ["_TensorPair_constant_1", "_tensor_constant0"]
