@@ -6,7 +6,8 @@
   `"path@1"`. With `tracer.record_stack_traces = True`, a node also gets
   `node.meta["stack_trace"]`: the user's frames, from the root's `forward`
   down to the line that made it, formatted like a traceback. Tools use both
-  to map a node back to the user's module and line.
+  to map a node back to the user's module and line; a Transformer passes
+  them on to the nodes it makes from a node (`copy_origin`).
 - **`Tracer(param_shapes_constant=True)`**: a parameter's `shape`, `size()`,
   `dim()`, `ndim`, `numel()` and `nelement()` are the real values while
   tracing (a `ParameterProxy`), so code may branch on them.
