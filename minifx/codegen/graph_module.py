@@ -88,7 +88,7 @@ class GraphModule(torch.nn.Module):
 
     Raises:
         AttributeError: if `root` lacks a target the graph refers to.
-        KeyError: if `root` is a dict without such a target.
+        RuntimeError: if `root` is a dict without such a target (torch.fx's type).
     """
 
     def __new__(cls, *args: Any, **kwargs: Any) -> GraphModule:
@@ -113,7 +113,7 @@ class GraphModule(torch.nn.Module):
         elif isinstance(root, dict):
             for target, node in sorted(_targets(graph), key=lambda t: t[0].count(".")):
                 if target not in root:
-                    raise KeyError(
+                    raise RuntimeError(
                         f"GraphModule: node %{node.name} ({node.op}) refers to {target!r}, but "
                         f"the root dict has no such key (it has {sorted(root)}). How to fix: "
                         "add the object under that exact dotted name."
@@ -159,7 +159,9 @@ class GraphModule(torch.nn.Module):
             self._out_spec = self._graph.pytree_info.out_spec
         code = python_code(self._graph, root_module="self")
         self._code, self._lineno_map = code.src, code.lineno_map
-        type(self).forward, self._source_file = compile_forward(code)
+        # The file name points at the traced code (`..._co_fields`, noted by the Tracer).
+        co_fields = getattr(self._graph, "_co_fields", None)
+        type(self).forward, self._source_file = compile_forward(code, co_fields)
         for child in self.children():
             if isinstance(child, GraphModule):
                 child.recompile()
@@ -253,9 +255,9 @@ class GraphModule(torch.nn.Module):
     # --8<-- [start:copying]
     def __deepcopy__(self, memo: dict) -> GraphModule:
         """A copy with its own graph, submodules, parameters and buffers."""
-        state = copy.deepcopy(self.__dict__, memo)
         copied = GraphModule.__new__(type(self))
-        memo[id(self)] = copied
+        memo[id(self)] = copied  # before the state: `gm.meta["m"] = gm` must find the copy
+        state = copy.deepcopy(self.__dict__, memo)
         GraphModule.__init__(copied, StateOf(state), state["_graph"], self._get_name())
         copied.meta = state.get("meta", {})
         for hooks in ("_state_dict_hooks", "_load_state_dict_pre_hooks",
@@ -280,6 +282,16 @@ class GraphModule(torch.nn.Module):
         source = import_block(code.globals) + code.src
         return (_rebuild, (state, source, self._get_name()))
     # --8<-- [end:copying]
+
+    def _replicate_for_data_parallel(self) -> GraphModule:
+        """The replica `nn.DataParallel` runs on each device: a `copy.copy`, as in torch.fx.
+
+        (`nn.Module`'s own version would make an instance of a new class,
+        without the generated `forward`.)
+        """
+        replica = self.__copy__()
+        object.__setattr__(replica, "_is_replica", True)
+        return replica
 
 
 def _targets(graph: Graph) -> list[tuple[str, Any]]:

@@ -10,6 +10,7 @@ the graph was traced with:
 
 from __future__ import annotations
 
+from collections import OrderedDict, namedtuple
 from typing import Any
 
 from torch.utils import _pytree as pytree
@@ -35,15 +36,23 @@ def tree_flatten_spec(value: Any, spec: pytree.TreeSpec, where: str = "the input
     return leaves
 
 
+# Structures whose children are read as `value[key]`, by the spec's keys or by position.
+_BY_KEY = (dict, OrderedDict)
+_BY_POSITION = (list, tuple, namedtuple)
+
+
 def _keys(spec: pytree.TreeSpec) -> list:
-    if spec.type is dict:
+    if spec.type in _BY_KEY:
         return list(spec.context)
     return list(range(spec.num_children))
 
 
 def _children(value: Any, spec: pytree.TreeSpec, where: str) -> list:
     if isinstance(value, Proxy):  # retracing generated code: record the lookups
-        return [value[key] for key in _keys(spec)]
+        if spec.type in _BY_KEY + _BY_POSITION:
+            return [value[key] for key in _keys(spec)]
+        # A registered class: its flatten function reads its parts (`x.a`), recorded too.
+        return list(pytree.SUPPORTED_NODES[spec.type].flatten_fn(value)[0])
     if spec.type is dict:
         if not isinstance(value, dict):
             raise _mismatch(where, f"a dict with keys {list(spec.context)}", value)
@@ -52,15 +61,20 @@ def _children(value: Any, spec: pytree.TreeSpec, where: str) -> list:
             raise _mismatch(where, f"a dict with keys {list(spec.context)}", value,
                             f"missing {missing}")
         return [value[key] for key in spec.context]
-    if spec.type in (list, tuple):
+    if spec.type in _BY_POSITION:  # read by position, as torch.fx does
         if not isinstance(value, (list, tuple)) or len(value) != spec.num_children:
-            raise _mismatch(where, f"a {spec.type.__name__} of {spec.num_children} items", value)
+            raise _mismatch(where, f"a {_type_name(spec)} of {spec.num_children} items", value)
         return list(value)
-    # Any other registered structure (a namedtuple, an OrderedDict, ...).
+    # Any other registered structure (an OrderedDict, a class registered with pytree, ...).
     if type(value) is not spec.type:
         raise _mismatch(where, f"a {spec.type.__name__}", value)
     children, _ = pytree.SUPPORTED_NODES[spec.type].flatten_fn(value)
     return list(children)
+
+
+def _type_name(spec: pytree.TreeSpec) -> str:
+    # pytree files every named tuple under `collections.namedtuple`, its class in the context.
+    return spec.context.__name__ if spec.type is namedtuple else spec.type.__name__
 
 
 def _mismatch(where: str, expected: str, value: Any, detail: str = "") -> TypeError:

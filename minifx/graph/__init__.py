@@ -8,8 +8,11 @@ six opcodes (`placeholder`, `get_attr`, `call_function`, `call_method`,
 
 from .graph import Graph
 from .node import Node, map_aggregate, map_arg
+from .placeholders import PH, PHBase, PHWithMeta
+from .proxyable import ProxyableClassMeta
 from .side_effects import has_side_effect
-from .tracer import PH, Tracer
+from .tracer import Tracer
 from .wrapping import wrap
 
-__all__ = ["Graph", "Node", "map_arg", "map_aggregate", "Tracer", "wrap", "PH", "has_side_effect"]
+__all__ = ["Graph", "Node", "map_arg", "map_aggregate", "Tracer", "wrap", "PH", "PHBase",
+           "PHWithMeta", "ProxyableClassMeta", "has_side_effect"]

@@ -22,6 +22,7 @@ import functools
 import inspect
 import math
 import warnings
+from collections import OrderedDict
 from types import FunctionType, ModuleType
 from typing import Any, Callable, NamedTuple
 
@@ -33,6 +34,9 @@ from ..proxy.proxy import Proxy
 from ..proxy.tracer import BASE_TYPES, TracerBase
 from .graph import Graph
 from .node import Node
+from .placeholders import PH, PHBase, copy_metadata
+from .proxyable import is_proxyable_instance
+from .tracer_options import deepcopy_tracer, get_attr_options, module_scope, record_origin
 from .wrapping import Patcher, recorded_as_one_call, registered_functions
 
 _ORIGINAL_MODULE_GETATTR = torch.nn.Module.__getattr__
@@ -53,42 +57,31 @@ class PytreeInfo(NamedTuple):
     out_spec: Any
 
 
-class _Placeholder:
-    """The marker `PH`: in `concrete_args`, "this part stays an input"."""
-
-    def __repr__(self) -> str:
-        return "PH"
-
-
-PH = _Placeholder()
-
-
 class Tracer(TracerBase):
     """Traces an `nn.Module` or a function into a `Graph`, as `torch.fx.Tracer` does.
 
     Subclass it and override `is_leaf_module`, `create_proxy`, `create_node`,
-    `create_arg` or `call_module` to change what gets recorded.
+    `create_arg` or `call_module` to change what gets recorded. Every node
+    made inside a submodule call gets `node.meta["nn_module_stack"]`; set
+    `record_stack_traces = True` for `node.meta["stack_trace"]` too.
 
     Args:
         autowrap_modules: modules whose public functions are recorded as one
             `call_function` node wherever they are used (`math.sqrt(x)`).
         autowrap_functions: single functions recorded the same way.
-        param_shapes_constant: torch.fx's option to evaluate parameter shapes
-            eagerly; minifx does not support it.
+        param_shapes_constant: read a parameter's `shape`, `size()`, `dim()`,
+            `ndim`, `numel()` and `nelement()` as real values while tracing,
+            so code may branch on them (see `tracer_options.ParameterProxy`).
     """
 
     # Read a buffer through a get_attr node on every use (torch.fx's default).
     proxy_buffer_attributes: bool = False
     traced_func_name: str = "forward"
+    __deepcopy__ = deepcopy_tracer
 
     def __init__(self, autowrap_modules: tuple[ModuleType, ...] = (math,),
                  autowrap_functions: tuple[Callable, ...] = (),
                  param_shapes_constant: bool = False) -> None:
-        if param_shapes_constant:
-            raise NotImplementedError(
-                "Tracer(param_shapes_constant=True) is not supported by minifx; trace with "
-                "the default and read parameter shapes before tracing instead."
-            )
         self._autowrap_ids = {id(fn) for fn in autowrap_functions}
         for module in autowrap_modules:
             self._autowrap_ids |= {id(value) for name, value in vars(module).items()
@@ -99,6 +92,9 @@ class Tracer(TracerBase):
         self.root: torch.nn.Module | None = None
         self.graph: Graph | None = None
         self.tensor_attrs: dict[torch.Tensor, str] = {}
+        # The submodule calls under way, for node.meta["nn_module_stack"] (tracer_options).
+        self.module_stack: OrderedDict[str, tuple[str, type]] = OrderedDict()
+        self.num_calls: dict[str, int] = {}
 
     # --8<-- [start:trace]
     def trace(self, root: torch.nn.Module | Callable, concrete_args: dict | tuple | None = None) -> Graph:
@@ -141,6 +137,10 @@ class Tracer(TracerBase):
                 "its code. Wrap the callable in a def."
             )
         self.graph = Graph(tracer_cls=type(self))
+        # Where the traced code lives: chapter 3 names the generated forward's file after it.
+        code = fn.__code__
+        self.graph._co_fields = {"co_name": code.co_name, "co_filename": code.co_filename,
+                                 "co_firstlineno": code.co_firstlineno}
         self.tensor_attrs = {}
         self._collect_tensor_attrs(self.root, "")
         return fn
@@ -207,9 +207,10 @@ class Tracer(TracerBase):
     def call_module(self, m: torch.nn.Module, forward: Callable, args: tuple, kwargs: dict) -> Any:
         """Record a leaf module call as `call_module`; run any other module's `forward`."""
         path = self.path_of_module(m)
-        if not self.is_leaf_module(m, path):
-            return forward(*args, **kwargs)
-        return self.create_proxy("call_module", path, args, kwargs)
+        with module_scope(self, path, m):  # for node.meta["nn_module_stack"]
+            if not self.is_leaf_module(m, path):
+                return forward(*args, **kwargs)
+            return self.create_proxy("call_module", path, args, kwargs)
     # --8<-- [end:leaf]
 
     def path_of_module(self, mod: torch.nn.Module) -> str:
@@ -254,9 +255,18 @@ class Tracer(TracerBase):
         for path, candidate in named:
             if candidate is value:
                 if path not in cache:
-                    cache[path] = self.create_proxy("get_attr", path, (), {})
+                    options = get_attr_options(self, path, value)  # param_shapes_constant
+                    cache[path] = self.create_proxy("get_attr", path, (), {}, **options)
                 return cache[path]
         return None
+
+    def create_node(self, kind: str, target: Any, args: tuple, kwargs: dict,
+                    name: str | None = None, type_expr: Any = None) -> Node:
+        """Like `TracerBase.create_node`, and notes where the node came from in
+        `node.meta` (`nn_module_stack`, and `stack_trace` if `record_stack_traces`)."""
+        node = super().create_node(kind, target, args, kwargs, name, type_expr)
+        record_origin(self, node)
+        return node
 
     # --8<-- [start:create_arg]
     def create_arg(self, a: Any) -> Any:
@@ -265,7 +275,8 @@ class Tracer(TracerBase):
         Parameters, buffers and submodules of the root become `get_attr`
         nodes; any other tensor is stored on the root as `_tensor_constant0`,
         `_tensor_constant1`, ... (unless it already is a module attribute) and
-        read with `get_attr`; a named tuple is rebuilt by a `call_function`.
+        read with `get_attr`, and so is an instance of a `ProxyableClassMeta`
+        class; a named tuple is rebuilt by a `call_function`.
         """
         if isinstance(a, torch.nn.Parameter):
             return self._get_attr_of(a, self.root.named_parameters(), "parameter")
@@ -279,6 +290,8 @@ class Tracer(TracerBase):
             return self.create_node("call_function", type(a), tuple(self.create_arg(x) for x in a), {})
         if isinstance(a, torch.Tensor):
             return self.create_node("get_attr", self._tensor_constant_path(a), (), {})
+        if is_proxyable_instance(a):
+            return self.create_node("get_attr", self._store_constant(a), (), {})
         return super().create_arg(a)
     # --8<-- [end:create_arg]
 
@@ -299,12 +312,22 @@ class Tracer(TracerBase):
     def _tensor_constant_path(self, tensor: torch.Tensor) -> str:
         """Where a constant tensor lives on the root: its attribute path, or a fresh name."""
         if tensor not in self.tensor_attrs:
-            index = 0
-            while hasattr(self.root, f"_tensor_constant{index}"):
-                index += 1
-            self.tensor_attrs[tensor] = f"_tensor_constant{index}"
-            setattr(self.root, f"_tensor_constant{index}", tensor)
+            self.tensor_attrs[tensor] = self._store_constant(tensor, "_tensor_constant")
         return self.tensor_attrs[tensor]
+
+    def _store_constant(self, value: Any, prefix: str | None = None) -> str:
+        """Set `value` on the root under a fresh name (by default `_TypeName_constant_0`,
+        `_TypeName_constant_1`, ...), and return that name."""
+        name = self.get_fresh_qualname(prefix or f"_{type(value).__name__}_constant_")
+        setattr(self.root, name, value)
+        return name
+
+    def get_fresh_qualname(self, prefix: str) -> str:
+        """The first of `prefix0`, `prefix1`, ... that the root module does not have."""
+        index = 0
+        while hasattr(self.root, f"{prefix}{index}"):
+            index += 1
+        return f"{prefix}{index}"
 
     # --8<-- [start:create_args_for_root]
     def create_args_for_root(self, root_fn: Callable, is_module: bool,
@@ -327,8 +350,8 @@ class Tracer(TracerBase):
             if len(names) + is_module == 1 and concrete_args and code.co_flags & _HAS_VARARGS:
                 # `forward(self, *inputs)` (or `f(a, *rest)`) with a tuple: torch.fx
                 # makes one input per element, named `input_0`, `input_1`, ...
-                return root_fn, args + [self.create_proxy("placeholder", f"input_{i}", (), {})
-                                        for i in range(len(concrete_args))]
+                return root_fn, args + [self._input_placeholder(f"input_{i}", value)
+                                        for i, value in enumerate(concrete_args)]
             if len(concrete_args) != len(names):
                 raise TypeError(f"concrete_args has {_count(len(concrete_args), 'value')} but the "
                                 f"traced function takes {_count(len(names), 'input')}"
@@ -385,8 +408,8 @@ class Tracer(TracerBase):
         def replace(part: Any) -> Any:
             nonlocal count
             count += 1
-            proxy = self.create_proxy("placeholder", f"{name}_{count}", default, {})
-            if part is PH:
+            proxy = self._input_placeholder(f"{name}_{count}", part, default)
+            if isinstance(part, PHBase):
                 return proxy
             if part is None:
                 message = f"{name} has been specialized to have value None but got another value"
@@ -405,6 +428,14 @@ class Tracer(TracerBase):
 
         return pytree.tree_map(replace, value)
     # --8<-- [end:specialise]
+
+    def _input_placeholder(self, name: str, part: Any, default: tuple = ()) -> Proxy:
+        """A placeholder for one part of `concrete_args`; a `PH` subclass's metadata goes
+        onto its node."""
+        proxy = self.create_proxy("placeholder", name, default, {})
+        if isinstance(part, PHBase) and part is not PH:
+            copy_metadata(part, proxy.node)
+        return proxy
 
 
 def _count(number: int, noun: str) -> str:

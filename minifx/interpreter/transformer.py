@@ -23,6 +23,7 @@ import torch
 
 from ..codegen import GraphModule
 from ..graph import Graph, Node, Tracer, map_aggregate
+from ..graph.tracer_options import copy_origin
 from ..proxy import Proxy
 from .interpreter import Interpreter
 
@@ -33,7 +34,7 @@ class TransformerTracer(Tracer):
 
     It appends to the new graph, treats every submodule as a leaf (the old
     graph already decided what to trace through), and gives each new node the
-    stack trace of the old node being transformed.
+    stack trace and module stack of the old node being transformed.
     """
 
     def __init__(self, graph: Graph, root: torch.nn.Module) -> None:
@@ -48,11 +49,11 @@ class TransformerTracer(Tracer):
 
     def create_node(self, kind: str, target: Any, args: tuple, kwargs: dict,
                     name: str | None = None, type_expr: Any = None) -> Node:
-        """`Tracer.create_node`, then copy the stack trace of `current_node`
-        (the old node being transformed) onto the new node."""
+        """`Tracer.create_node`, then give the new node the origin of `current_node`
+        (the old node being transformed): its stack trace and module stack."""
         node = super().create_node(kind, target, args, kwargs, name, type_expr)
-        if self.current_node is not None and self.current_node.stack_trace:
-            node.stack_trace = self.current_node.stack_trace
+        if self.current_node is not None:
+            copy_origin(self.current_node, node)
         return node
 # --8<-- [end:tracer]
 

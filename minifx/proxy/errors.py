@@ -23,6 +23,8 @@ _LIBRARY_DIRS = (
 # ...except the forward methods of torch.nn's modules, which a tracer with
 # fewer leaf modules runs; there, the failing line is the one to show.
 _MODULE_CODE_DIR = os.path.join(_LIBRARY_DIRS[1], "nn", "modules") + os.sep
+# `nn.Module.__call__` itself is machinery: it only passes the call on to `forward`.
+_MODULE_CALL_FILE = os.path.join(_MODULE_CODE_DIR, "module.py")
 
 
 class TraceError(ValueError):
@@ -87,10 +89,14 @@ def user_location() -> str | None:
 
 
 def _user_frame(frame: FrameType | None) -> FrameType | None:
-    while frame is not None and _is_library(frame.f_code.co_filename):
+    while frame is not None and is_library_code(frame.f_code.co_filename):
         frame = frame.f_back
     return frame
 
 
-def _is_library(filename: str) -> bool:
+def is_library_code(filename: str) -> bool:
+    """Whether a frame of `filename` is library machinery (minifx, torch) rather than the
+    user's code; `torch.nn`'s module code counts as the user's, but not `Module.__call__`."""
+    if filename == _MODULE_CALL_FILE:
+        return True
     return filename.startswith(_LIBRARY_DIRS) and not filename.startswith(_MODULE_CODE_DIR)

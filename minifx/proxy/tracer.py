@@ -17,12 +17,14 @@ so the same Proxy records into stage 1's flat `Tape` or stage 2's `Graph`.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from typing import Any, Iterator
 
 import torch
 
 from .errors import TraceNotImplementedError, TraceRuntimeError, untraceable
+from .mutation import check_for_mutable_operation
 from .proxy import Attribute, Proxy, _proxies_in
 
 # Values stored in a record as they are.
@@ -42,12 +44,23 @@ class TracerBase:
     """
 
     graph: Any
+    # Refuse torch operators that change an argument in place (see mutation.py);
+    # off by default, as in torch.fx.
+    check_mutable_operations: bool = False
+    # Store the user's frames in node.meta["stack_trace"]: chapter 2's Tracer does.
+    record_stack_traces: bool = False
 
     def create_node(
         self, kind: str, target: Any, args: tuple, kwargs: dict,
         name: str | None = None, type_expr: Any = None,
     ) -> Any:
-        """Append one record to `self.graph` and return it."""
+        """Append one record to `self.graph` and return it.
+
+        Raises:
+            RuntimeError: with `check_mutable_operations`, for a mutating operator.
+        """
+        if kind == "call_function" and self.check_mutable_operations:
+            check_for_mutable_operation(target, args, kwargs)
         return self.graph.create_node(kind, target, args, kwargs, name, type_expr)
 
     def proxy(self, node: Any) -> Proxy:
@@ -82,13 +95,18 @@ class TracerBase:
 
         Proxies become their records; tuples (named ones too), lists, dicts,
         slices and ranges are converted element by element; numbers, strings,
-        tensors, dtypes, devices, `None` and `...` are kept as they are.
+        tensors, dtypes, devices, `None` and `...` are kept as they are. As in
+        torch.fx, an object with a method `__fx_create_arg__(tracer)` converts
+        itself, and a dataclass instance becomes a record that builds it
+        again from its fields.
 
         Raises:
             TraceError: for any other type, which a record could not reproduce.
         """
         if isinstance(a, Proxy):
             return a.node
+        if hasattr(a, "__fx_create_arg__"):  # the object knows how to be recorded
+            return a.__fx_create_arg__(self)
         if isinstance(a, tuple):
             items = [self.create_arg(item) for item in a]
             return type(a)(*items) if hasattr(a, "_fields") else type(a)(items)
@@ -99,14 +117,18 @@ class TracerBase:
         if isinstance(a, (slice, range)):
             return type(a)(self.create_arg(a.start), self.create_arg(a.stop),
                            self.create_arg(a.step))
+        if dataclasses.is_dataclass(a) and not isinstance(a, type):
+            fields = {f.name: self.create_arg(getattr(a, f.name)) for f in dataclasses.fields(a)}
+            return self.create_node("call_function", type(a), (), fields)
         if isinstance(a, BASE_TYPES):
             return a
         raise untraceable(
             f"an argument of type {type(a).__qualname__} cannot be recorded: {a!r}",
             "a record holds only Proxies, Python numbers and strings, tensors, dtypes, "
-            "devices, None, Ellipsis and lists, tuples, dicts and slices of those.",
-            "pass the value in another form (for example a tensor or a number), or "
-            "compute it outside the traced code.",
+            "devices, None, Ellipsis and lists, tuples, dicts, slices and dataclasses of those.",
+            "pass the value in another form (for example a tensor or a number), "
+            "compute it outside the traced code, or give its class a method "
+            "__fx_create_arg__(self, tracer) that records it.",
             TraceNotImplementedError,
         )
 

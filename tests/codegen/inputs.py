@@ -20,6 +20,8 @@ from typing import Any, Callable
 
 import torch
 
+from tests.graph.corpus import Point
+
 SEED = 0
 
 
@@ -127,6 +129,8 @@ INPUTS: dict[str, Callable[[], Example]] = {
     "concrete_dict_with_ph": lambda: Example(
         (torch.randn(2, 3), {"gain": torch.randn(2, 3), "bias": torch.randn(3), "steps": 2})),
     "concrete_list_of_ph": lambda: Example((torch.randn(2, 3), [torch.randn(2, 3), torch.randn(3)])),
+    "concrete_namedtuple_of_ph": lambda: Example(
+        (torch.randn(2, 3), Point(torch.randn(2, 3), torch.randn(3)))),
     "concrete_tuple_for_star_args_forward": tensors(2, 2, 4),
     # wrapped functions
     "torch_fx_wrapped_by_name": tensor(4, 3),

@@ -57,7 +57,8 @@ RETRACED_WITH_CASE_TRACER = {
 # them with fx_pytree.tree_flatten_spec. Retracing that forward records the structure
 # as one placeholder and getitem nodes, in torch.fx as in minifx, so the retraced
 # graph is compared with torch.fx's retraced graph instead of the original one.
-RETRACE_FLATTENS_INPUTS = {"concrete_ph_in_structure", "concrete_dict_with_ph", "concrete_list_of_ph"}
+RETRACE_FLATTENS_INPUTS = {"concrete_ph_in_structure", "concrete_dict_with_ph", "concrete_list_of_ph",
+                           "concrete_namedtuple_of_ph"}
 
 # Known minifx bugs, marked where they make a test fail.
 # Cases that show a minifx bug, as strict xfails (none at the moment).

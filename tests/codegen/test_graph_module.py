@@ -10,6 +10,7 @@ generated code), the test checks minifx alone and says why.
 
 from __future__ import annotations
 
+import collections
 import copy
 import importlib
 import inspect
@@ -17,6 +18,7 @@ import io
 import linecache
 import math
 import operator
+import os
 import pdb
 import pickle
 import shutil
@@ -31,7 +33,9 @@ from typing import Any, Callable
 import pytest
 import torch
 import torch.fx
+import torch.fx._pytree
 import torch.nn.functional as F
+import torch.utils._pytree
 
 import minifx
 import minifx.graph
@@ -250,16 +254,15 @@ def test_a_missing_target_in_a_module_root_is_an_attribute_error_naming_node_and
         torch.fx.GraphModule(Net(), tg)
 
 
-def test_a_missing_key_in_a_dict_root_is_a_key_error_with_a_clear_message():
+def test_a_missing_key_in_a_dict_root_is_a_runtime_error_as_in_torch_fx_with_a_clear_message():
     g = minifx.graph.Graph()
     g.output(g.get_attr("a.w"))
-    with pytest.raises(KeyError) as info:
+    with pytest.raises(RuntimeError) as info:
         GraphModule({"a": torch.nn.Module(), "w": torch.ones(1)}, g)
-    message = info.value.args[0]
-    assert message == (
+    assert str(info.value) == (
         "GraphModule: node %a_w (get_attr) refers to 'a.w', but the root dict has no such key "
         "(it has ['a', 'w']). How to fix: add the object under that exact dotted name.")
-    # minifx differs on purpose: torch.fx raises a RuntimeError here.
+    # torch.fx raises the same type, with a message that names neither the keys nor the fix.
     tg = torch.fx.Graph()
     tg.output(tg.get_attr("a.w"))
     with pytest.raises(RuntimeError, match="not provided in ``root``"):
@@ -593,6 +596,59 @@ def test_structured_concrete_args_reject_another_structure():
         gm({"a": torch.ones(1)})
 
 
+Pair = collections.namedtuple("Pair", "x y")
+
+
+def pair_sum(p):
+    return p.x + p.y
+
+
+def test_a_namedtuple_of_ph_accepts_the_namedtuple_as_torch_fx_does():
+    # Issue 16, repro 1c: the traced module used to reject the correct input.
+    def build(lib):
+        gm = lib.symbolic_trace(pair_sum, concrete_args={"p": Pair(lib.PH, lib.PH)})
+        return gm(Pair(torch.ones(2), torch.ones(2))).tolist(), gm((torch.ones(2), torch.ones(2))).tolist()
+    assert differential(build) == ([2.0, 2.0], [2.0, 2.0])  # a plain tuple is read by position too
+
+
+def test_a_namedtuple_of_ph_rejects_another_length_with_its_name():
+    gm = symbolic_trace(pair_sum, concrete_args={"p": Pair(minifx.graph.PH, minifx.graph.PH)})
+    with pytest.raises(TypeError, match=r"the inputs\[0\] should be a Pair of 2 items"):
+        gm((torch.ones(1),))
+
+
+class Boxed:
+    """A class registered with pytree (and torch.fx's flatten-spec registry, which torch.fx
+    needs to retrace), used as a structured concrete_args input."""
+
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+
+torch.utils._pytree.register_pytree_node(Boxed, lambda box: ([box.a, box.b], None),
+                                         lambda children, _: Boxed(*children))
+torch.fx._pytree.register_pytree_flatten_spec(Boxed, lambda box, _: [box.a, box.b])
+
+
+def boxed_sum(x):
+    return x.a + x.b
+
+
+@pytest.mark.filterwarnings("ignore:.*LeafSpec.*:FutureWarning")
+def test_a_registered_class_of_ph_traces_retraces_and_pickles_as_in_torch_fx():
+    box = Boxed(torch.ones(2), torch.full((2,), 2.0))
+
+    def build(lib):
+        gm = lib.symbolic_trace(boxed_sum, concrete_args={"x": Boxed(lib.PH, lib.PH)})
+        retraced = lib.symbolic_trace(gm)  # the flattening is recorded: box.a, box.b
+        again = lib.symbolic_trace(retraced, concrete_args={"x": Boxed(lib.PH, lib.PH)})
+        results = [m(box).tolist() for m in (gm, retraced, again, round_trip(again))]
+        return results, [n.op for n in retraced.graph.nodes]
+    results, ops = differential(build)
+    assert results == [[3.0, 3.0]] * 4
+    assert ops == ["placeholder", "call_function", "call_function", "call_function", "output"]
+
+
 # -- to_folder -----------------------------------------------------------------------
 
 class Folded(torch.nn.Module):
@@ -777,7 +833,8 @@ def test_pdb_post_mortem_lists_the_generated_lines():
     finally:
         sys.settrace(tracer)
     listing = out.getvalue()
-    assert f"> {gm._source_file}(6)forward()\n-> matmul = torch.matmul(add, add)" in listing
+    # pdb shows a file name that does not end in ">" as a path, as it does for torch.fx's.
+    assert f"> {os.path.abspath(gm._source_file)}(6)forward()\n" in listing
     assert "  5  \t    add = x + 1;  x = None\n" in listing
     assert "  6  ->\t    matmul = torch.matmul(add, add);  add = None\n" in listing
 

@@ -9,9 +9,12 @@ graph by retracing its source, compared with torch.fx where it shares them.
 
 from __future__ import annotations
 
+import copy
+import inspect
 import linecache
 import operator
 import pickle
+import re
 
 import pytest
 import torch
@@ -119,12 +122,80 @@ def test_print_readable_with_stack_traces_is_torch_fx_byte_for_byte():
 
 # -- the source file and its notes ---------------------------------------------------------
 
-def test_generated_files_are_named_by_their_content():
+# torch.fx's file name for generated code: a number, then where the traced code lives.
+ORIGIN = re.compile(r"<eval_with_key>\.\d+(?: from (.+):(\d+) in (\w+))?")
+
+
+def origin(gm) -> tuple:
+    """(file, first line, function) that the generated forward's file name points at."""
+    match = ORIGIN.fullmatch(type(gm).forward.__code__.co_filename)
+    assert match, type(gm).forward.__code__.co_filename
+    return match.groups()
+
+
+def relu_function(x):
+    return x.relu()
+
+
+def origins(symbolic_trace, GraphModule, Graph) -> list:
+    """Where each kind of GraphModule's code says it comes from."""
+    traced_module, traced_function = symbolic_trace(Net()), symbolic_trace(relu_function)
+    by_hand = Graph()
+    by_hand.output(by_hand.placeholder("x"))
+    return [origin(traced_module), origin(traced_function),
+            origin(GraphModule(torch.nn.Module(), by_hand)),  # nothing was traced
+            origin(copy.deepcopy(traced_module)),  # the graph's copy forgets it, in both
+            origin(symbolic_trace(traced_function))[1:]]  # a generated file; its number differs
+
+
+def test_the_generated_forward_names_the_traced_code_as_torch_fx_does():
+    found = origins(symbolic_trace, GraphModule, minifx.graph.Graph)
+    assert found == origins(torch.fx.symbolic_trace, torch.fx.GraphModule, torch.fx.Graph)
+    assert found[:2] == [(__file__, str(Net.forward.__code__.co_firstlineno), "forward"),
+                         (__file__, str(relu_function.__code__.co_firstlineno), "relu_function")]
+    assert found[2] == found[3] == (None, None, None) and found[4] == ("4", "forward")
+
+
+def test_a_recompile_keeps_the_name_and_the_libraries_never_share_one():
+    # minifx differs on purpose: the same code from the same place keeps its file name;
+    # torch.fx takes a new number on every compile.
+    ours, theirs = symbolic_trace(Net()), torch.fx.symbolic_trace(Net())
+    names = [type(ours).forward.__code__.co_filename, type(theirs).forward.__code__.co_filename]
+    ours.recompile()
+    theirs.recompile()
+    assert type(ours).forward.__code__.co_filename == names[0]
+    assert type(theirs).forward.__code__.co_filename != names[1]
+    # The numbers come from one counter: no name is used by both libraries.
+    mixed = [type(trace(Net())).forward.__code__.co_filename.split(" ")[0]
+             for _ in range(3) for trace in (symbolic_trace, torch.fx.symbolic_trace)]
+    assert len(set(mixed)) == 1 + 3  # minifx's one name (same code), torch.fx's three
+
+
+@pytest.mark.parametrize("trace", [symbolic_trace, torch.fx.symbolic_trace])
+def test_linecache_and_inspect_show_the_generated_code_under_that_name(trace):
+    gm = trace(Net())
+    filename = type(gm).forward.__code__.co_filename
+    assert "test_source.py" in filename  # what PyTorch's own test checks
+    assert "".join(linecache.getlines(filename)).rstrip() == gm.code.rstrip()
+    assert inspect.getsource(type(gm).forward) == gm.code.strip() + "\n"
+
+
+@pytest.mark.parametrize("trace", [symbolic_trace, torch.fx.symbolic_trace])
+def test_an_unpickled_module_points_at_the_code_it_was_rebuilt_from(trace):
+    loaded = pickle.loads(pickle.dumps(trace(Net())))
+    file, line, function = origin(loaded)
+    assert ORIGIN.fullmatch(file).group(1) is None and function == "forward"
+    assert linecache.getlines(file)[int(line) - 1].startswith("def forward(self, x)")
+
+
+def test_generated_files_are_numbered_by_their_content_and_origin():
     first, second = symbolic_trace(Net()), symbolic_trace(Net())
     assert first.code == second.code and first._source_file == second._source_file
     other = symbolic_trace(lambda x: x - 1)
     assert other._source_file != first._source_file
-    assert first._source_file.startswith("<generated forward ")
+    assert first._source_file.startswith("<eval_with_key>.")
+    assert first._source_file.endswith(f" from {__file__}:{Net.forward.__code__.co_firstlineno} "
+                                       "in forward")
     name = register_source("def forward(self):\n    return 1\n")
     linecache.checkcache()
     linecache.checkcache(name)

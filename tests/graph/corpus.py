@@ -73,6 +73,8 @@ def resolve_ph(concrete_args: Any, ph: Any) -> Any:
         return ph
     if isinstance(concrete_args, dict):
         return {key: resolve_ph(value, ph) for key, value in concrete_args.items()}
+    if isinstance(concrete_args, tuple) and hasattr(concrete_args, "_fields"):  # a namedtuple
+        return type(concrete_args)(*(resolve_ph(value, ph) for value in concrete_args))
     if isinstance(concrete_args, (tuple, list)):
         return type(concrete_args)(resolve_ph(value, ph) for value in concrete_args)
     return concrete_args
@@ -909,6 +911,16 @@ add_case("concrete_ph_keeps_default", lambda: scaled, {"n": "PH"})
 add_case("concrete_keyword_only", lambda: keyword_only_count, {"n": 4})
 add_case("concrete_dict_with_ph", lambda: configured, {"cfg": {"gain": "PH", "bias": "PH", "steps": 2}})
 add_case("concrete_list_of_ph", lambda: summed, {"ys": ["PH", "PH"]})
+
+# A named tuple of PH: the GraphModule must accept the named tuple (torch.fx issue 16, 1c).
+Point = namedtuple("Point", "x y")
+
+
+def point_sum(x, p):
+    return x * p.x + p.y
+
+
+add_case("concrete_namedtuple_of_ph", lambda: point_sum, {"p": Point("PH", "PH")})
 
 
 class StarArgsForward(nn.Module):

@@ -140,34 +140,6 @@ def test_insert_arg_stores_a_container_read_only():
     assert stored["minifx"] is not list and issubclass(stored["minifx"], list)
 
 
-def test_param_shapes_constant_is_not_supported():
-    """`Tracer(param_shapes_constant=True)` is not supported; torch.fx's traces."""
-    linear = torch.nn.Linear(2, 2)
-    torch.fx.Tracer(param_shapes_constant=True).trace(linear)
-    with pytest.raises(NotImplementedError):
-        minifx.graph.Tracer(param_shapes_constant=True)
-
-
-def test_the_tracer_records_no_module_stack_or_stack_trace():
-    """The tracer records neither `nn_module_stack` nor `stack_trace` in `node.meta`."""
-    class Sub(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.lin = torch.nn.Linear(2, 2)
-
-        def forward(self, x):
-            return self.lin(x).relu()
-
-    metas = {}
-    for tracer_type in (torch.fx.Tracer, minifx.graph.Tracer):
-        tracer = tracer_type()
-        tracer.record_stack_traces = True
-        metas[tracer_type] = [sorted(n.meta) for n in tracer.trace(Sub()).nodes]
-    theirs = {key for meta in metas[torch.fx.Tracer] for key in meta}
-    assert {"nn_module_stack", "stack_trace"} <= theirs
-    assert metas[minifx.graph.Tracer] == [[]] * 4
-
-
 def test_what_is_no_longer_a_difference():
     """Claims the box used to make, now false: both raise TypeError, both keep torch.rand."""
     for lib in (TORCH, MINI):

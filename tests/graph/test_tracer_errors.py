@@ -228,14 +228,6 @@ def test_module_whose_forward_is_not_a_function():
     assert message == not_a_function_message(repr(PartialForward.forward))
 
 
-def test_param_shapes_constant_is_not_supported():
-    message = error_of(NotImplementedError, lambda: Tracer(param_shapes_constant=True))
-    assert message == (
-        "Tracer(param_shapes_constant=True) is not supported by minifx; trace with the default "
-        "and read parameter shapes before tracing instead."
-    )
-
-
 # -- untraceable code inside a traced module -----------------------------------------------
 
 class Branchy(nn.Module):

@@ -248,9 +248,9 @@ def traced_with_meta(library: Any) -> Any:
 
 
 def test_transformer_copies_stack_traces_as_torch_fx():
-    """Difference 6: both copy each node's stack trace to the nodes recorded for it
-    (not to placeholders), and all of the output node's meta; torch.fx also
-    copies the rest of the meta (and adds from_node, seq_nr), minifx does not."""
+    """Difference 6: both copy each node's stack trace (and module stack) to the nodes
+    recorded for it (not to placeholders), and all of the output node's meta; torch.fx
+    also copies the rest of the meta (and adds from_node, seq_nr), minifx does not."""
     ours = Transformer(traced_with_meta(minifx)).transform()
     theirs = torch.fx.Transformer(traced_with_meta(torch.fx)).transform()
     assert [n.stack_trace for n in ours.graph.nodes] == [n.stack_trace for n in theirs.graph.nodes]
@@ -260,6 +260,56 @@ def test_transformer_copies_stack_traces_as_torch_fx():
     assert [sorted(n.meta) for n in theirs.graph.nodes][1] == \
         ["custom", "from_node", "seq_nr", "stack_trace"]
     assert list(ours.graph.nodes)[-1].meta["custom"] == "output"
+
+
+class Inner(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+        self.gain = torch.nn.Parameter(torch.ones(3))
+
+    def forward(self, x):
+        return torch.relu(self.lin(x)) * self.gain
+
+
+class Outer(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = Inner()
+
+    def forward(self, x):
+        return self.inner(self.inner(x)) + 1
+
+
+def module_stacks_after_transform(library: Any) -> list:
+    tracer = library.Tracer()
+    tracer.record_stack_traces = True
+    root = Outer()
+    gm = library.GraphModule(root, tracer.trace(root))
+    new = library.Transformer(gm).transform()
+    return [(n.name, n.meta.get("nn_module_stack"), n.stack_trace is not None)
+            for n in new.graph.nodes]
+
+
+def test_transformer_keeps_the_module_stacks_the_tracer_recorded_as_torch_fx():
+    ours = module_stacks_after_transform(minifx)
+    assert ours == module_stacks_after_transform(torch.fx)
+    by_name = {name: stack for name, stack, _ in ours}
+    assert list(by_name["inner_lin_1"]) == ["inner@1", "inner.lin@1"]  # not the Transformer's own
+    assert by_name["add"] is None and [traced for *_, traced in ours].count(True) == 8
+
+
+def test_transformer_keeps_a_get_attr_s_origin_as_torch_fx():
+    # PyTorch's test_transformer_preserves_nn_module_stack_for_get_attr, on both libraries.
+    for library in (minifx, torch.fx):
+        gm = library.symbolic_trace(Inner())
+        for node in gm.graph.nodes:
+            if node.op == "get_attr":
+                node.meta["nn_module_stack"] = "self"
+                node.meta["stack_trace"] = "stack_trace"
+        new = library.Transformer(gm).transform()
+        (gain,) = [n for n in new.graph.nodes if n.op == "get_attr"]
+        assert gain.meta["nn_module_stack"] == "self" and gain.meta["stack_trace"] == "stack_trace"
 
 
 RETURNS_NONE_GRAPH = """graph():

@@ -231,9 +231,10 @@ def test_unsupported_argument_type():
     assert trace_error(opaque) == (
         f"an argument of type Opaque cannot be recorded: <Opaque>\n{location}\n"
         "Why: a record holds only Proxies, Python numbers and strings, tensors, dtypes, "
-        "devices, None, Ellipsis and lists, tuples, dicts and slices of those.\n"
+        "devices, None, Ellipsis and lists, tuples, dicts, slices and dataclasses of those.\n"
         "How to fix: pass the value in another form (for example a tensor or a number), "
-        "or compute it outside the traced code."
+        "compute it outside the traced code, or give its class a method "
+        "__fx_create_arg__(self, tracer) that records it."
     )
 
 

@@ -1,0 +1,145 @@
+"""What the Tracer records and offers beyond chapter 2's path, as torch.fx's does.
+
+- **Where a node came from.** Every node made inside a submodule's call gets
+  `node.meta["nn_module_stack"]`: the modules being called, outermost first,
+  as `{key: (path, type)}`; a module called a second time has the key
+  `"path@1"`. With `tracer.record_stack_traces = True`, a node also gets
+  `node.meta["stack_trace"]`: the user's frames, from the root's `forward`
+  down to the line that made it, formatted like a traceback. Tools use both
+  to map a node back to the user's module and line; a Transformer passes
+  them on to the nodes it makes from a node (`copy_origin`).
+- **`Tracer(param_shapes_constant=True)`**: a parameter's `shape`, `size()`,
+  `dim()`, `ndim`, `numel()` and `nelement()` are the real values while
+  tracing (a `ParameterProxy`), so code may branch on them.
+- **`copy.deepcopy(tracer)`**, also after a trace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import inspect
+import sys
+import traceback
+from collections import OrderedDict
+from types import FrameType
+from typing import Any, Iterator
+
+import torch
+
+from ..proxy.errors import is_library_code
+from ..proxy.proxy import Proxy
+
+
+# -- where a node came from -----------------------------------------------------------
+
+@contextlib.contextmanager
+def module_scope(tracer: Any, path: str, module: torch.nn.Module) -> Iterator[None]:
+    """Push the call of the submodule at `path` onto `tracer.module_stack` while it runs."""
+    calls = tracer.num_calls.get(path, 0)
+    key = f"{path}@{calls}" if calls else path
+    tracer.module_stack[key] = (path, type(module))
+    tracer.num_calls[path] = calls + 1
+    try:
+        yield
+    finally:
+        tracer.module_stack.pop(key)
+
+
+def record_origin(tracer: Any, node: Any) -> None:
+    """Store the module stack, and the user's stack trace if asked for, in `node.meta`."""
+    if tracer.module_stack:
+        node.meta["nn_module_stack"] = OrderedDict(tracer.module_stack)
+    if tracer.record_stack_traces and not node.stack_trace:
+        trace = user_stack_trace(sys._getframe(1))
+        if trace:
+            node.stack_trace = trace
+
+
+def copy_origin(source: Any, node: Any) -> None:
+    """Give `node` the origin of `source`, the node it was made from (a Transformer's
+    copies): `source`'s stack trace and module stack, and none of its own."""
+    for key in ("stack_trace", "nn_module_stack"):
+        if source.meta.get(key):
+            node.meta[key] = copy.copy(source.meta[key])
+        else:
+            node.meta.pop(key, None)
+
+
+def user_stack_trace(frame: FrameType | None) -> str | None:
+    """The user's frames from the first `forward` on, formatted like a traceback.
+
+    As in torch.fx, a stack without a `forward` (a function traced on its own,
+    a placeholder made before `forward` runs) gives no trace.
+    """
+    frames = []
+    while frame is not None:
+        frames.append(frame)
+        frame = frame.f_back
+    frames.reverse()  # outermost first, as a traceback prints
+    first = next((i for i, f in enumerate(frames) if f.f_code.co_name == "forward"), None)
+    if first is None:
+        return None
+    user = [(f, f.f_lineno) for f in frames[first:] if not is_library_code(f.f_code.co_filename)]
+    return "".join(traceback.StackSummary.extract(user).format()).strip() or None
+
+
+# -- param_shapes_constant --------------------------------------------------------------
+
+class ParameterProxy(Proxy):
+    """The Proxy of a parameter read with `param_shapes_constant=True`.
+
+    Its shape queries answer with the parameter's real values, so that
+    `if self.weight.shape[0] < 10:` picks a branch while tracing; every
+    other operation is recorded as on any Proxy.
+    """
+
+    def __init__(self, tracer: Any, node: Any, name: str, param: torch.nn.Parameter) -> None:
+        super().__init__(node, tracer)
+        self.param, self.name = param, name
+
+    def __repr__(self) -> str:
+        return f"ParameterProxy({self.name})"
+
+    @property
+    def shape(self) -> torch.Size:
+        return self.param.shape
+
+    @property
+    def ndim(self) -> int:
+        return self.param.ndim
+
+    def size(self, *dim: int) -> Any:
+        return self.param.size(*dim)
+
+    def dim(self) -> int:
+        return self.param.dim()
+
+    def numel(self) -> int:
+        return self.param.numel()
+
+    def nelement(self) -> int:
+        return self.param.nelement()
+
+
+def get_attr_options(tracer: Any, path: str, value: Any) -> dict[str, Any]:
+    """Extra arguments to `create_proxy` for the `get_attr` of `value`: a ParameterProxy
+    factory when `param_shapes_constant` asks for one and `create_proxy` accepts it."""
+    if not (tracer.param_shapes_constant and isinstance(value, torch.nn.Parameter)):
+        return {}
+    if "proxy_factory_fn" not in inspect.signature(tracer.create_proxy).parameters:
+        return {}  # a subclass's create_proxy without the option, as torch.fx allows
+    return {"proxy_factory_fn": lambda node: ParameterProxy(tracer, node, path, value)}
+
+
+# -- copying -----------------------------------------------------------------------------
+
+def deepcopy_tracer(tracer: Any, memo: dict) -> Any:
+    """`copy.deepcopy(tracer)`: everything copied except the autowrapped modules (such
+    as `math`), which cannot be copied and are shared."""
+    copied = type(tracer).__new__(type(tracer))
+    memo[id(tracer)] = copied
+    for name, value in vars(tracer).items():
+        shared = name == "_autowrap_search"
+        copied.__dict__[name] = list(value) if shared else copy.deepcopy(value, memo)
+    return copied

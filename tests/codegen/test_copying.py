@@ -1,0 +1,78 @@
+"""Copies of a GraphModule that torch.fx programs make: deepcopy with cycles, DataParallel replicas.
+
+Each test runs the same program with torch.fx and with minifx and requires the
+same observable result (issue 16, repros 1d and 1f).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+import torch.fx
+
+import minifx.codegen
+
+pytestmark = pytest.mark.ch3
+
+LIBRARIES = {"minifx": minifx.codegen.symbolic_trace, "torch.fx": torch.fx.symbolic_trace}
+
+
+class Scaled(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+        self.scale = torch.nn.Parameter(torch.tensor(2.0))
+
+    def forward(self, x):
+        return torch.relu(self.lin(x)) * self.scale
+
+
+@pytest.mark.parametrize("library", LIBRARIES)
+def test_deepcopy_of_a_module_whose_meta_refers_to_itself(library):
+    gm = LIBRARIES[library](Scaled())
+    gm.meta["self"] = gm
+    gm.meta["nested"] = {"again": [gm]}
+    copied = copy.deepcopy(gm)
+    assert copied is not gm
+    assert copied.meta["self"] is copied and copied.meta["nested"]["again"][0] is copied
+    assert copied.lin is not gm.lin and copied.code == gm.code
+    x = torch.randn(2, 3)
+    torch.testing.assert_close(copied(x), gm(x))
+
+
+@pytest.mark.parametrize("library", LIBRARIES)
+def test_deepcopy_of_a_submodule_that_refers_to_its_parent(library):
+    parent = LIBRARIES[library](Scaled())
+    child = LIBRARIES[library](torch.nn.ReLU())
+    child.meta["parent"] = parent
+    parent.meta["child"] = child
+    copied = copy.deepcopy(parent)
+    assert copied.meta["child"].meta["parent"] is copied
+
+
+@pytest.mark.parametrize("library", LIBRARIES)
+def test_a_data_parallel_replica_runs_and_shares_the_state(library):
+    gm = LIBRARIES[library](Scaled())
+    replica = gm._replicate_for_data_parallel()
+    assert replica._is_replica and not getattr(gm, "_is_replica", False)
+    assert replica.lin is gm.lin and replica.scale is gm.scale and replica.graph is gm.graph
+    assert isinstance(replica, type(gm).__mro__[1]) and type(replica) is not type(gm)
+    x = torch.randn(2, 3)
+    torch.testing.assert_close(replica(x), gm(x))
+
+
+def test_a_replica_of_a_relu_runs_as_in_the_issue():
+    results = [library(torch.nn.ReLU())._replicate_for_data_parallel()(torch.tensor([-1.0, 2.0]))
+               for library in LIBRARIES.values()]
+    assert all(torch.equal(result, torch.tensor([0.0, 2.0])) for result in results)
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 1, reason="DataParallel replication needs a GPU")
+@pytest.mark.parametrize("library", LIBRARIES)
+def test_replicate_onto_a_gpu_runs(library):
+    gm = LIBRARIES[library](Scaled()).cuda()
+    (replica,) = torch.nn.parallel.replicate(gm, [0])
+    x = torch.randn(2, 3, device="cuda")
+    torch.testing.assert_close(replica(x), gm(x))
