@@ -39,16 +39,27 @@ _EXPORTS = {
     "replace_pattern": "passes",
 }
 
+# torch.fx's modules, by the names code written for torch.fx reaches them as `fx.<name>`.
+_MODULES = {
+    "node": "minifx.graph.node",
+    "immutable_collections": "minifx.graph.immutable_collections",
+    "graph_module": "minifx.codegen.graph_module",
+    "_pytree": "minifx.codegen.pytree",
+    "subgraph_rewriter": "minifx.passes.subgraph_rewriter",
+}
+
 __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str):
     if name in STAGES:
         return importlib.import_module(f"minifx.{name}")
+    if name in _MODULES:
+        return importlib.import_module(_MODULES[name])
     if name in _EXPORTS:
         return getattr(importlib.import_module(f"minifx.{_EXPORTS[name]}"), name)
     raise AttributeError(f"module 'minifx' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted([*__all__, *STAGES])
+    return sorted([*__all__, *STAGES, *_MODULES])

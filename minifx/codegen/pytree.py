@@ -36,6 +36,20 @@ def tree_flatten_spec(value: Any, spec: pytree.TreeSpec, where: str = "the input
     return leaves
 
 
+def register_pytree_flatten_spec(cls: type, flatten_fn_spec: Any, flatten_fn_exact_match_spec: Any = None) -> None:
+    """Tell generated code how to read the parts of a `cls` input (torch.fx._pytree's API).
+
+    Args:
+        cls: a class already registered with `torch.utils._pytree`.
+        flatten_fn_spec: `(value, spec) -> list of its parts`, in the spec's order.
+        flatten_fn_exact_match_spec: accepted for torch.fx's signature; minifx always
+            checks the structure itself.
+    """
+    _FLATTEN_SPEC[cls] = flatten_fn_spec
+
+
+_FLATTEN_SPEC: dict[type, Any] = {}
+
 # Structures whose children are read as `value[key]`, by the spec's keys or by position.
 _BY_KEY = (dict, OrderedDict)
 _BY_POSITION = (list, tuple, namedtuple)
@@ -68,6 +82,8 @@ def _children(value: Any, spec: pytree.TreeSpec, where: str) -> list:
     # Any other registered structure (an OrderedDict, a class registered with pytree, ...).
     if type(value) is not spec.type:
         raise _mismatch(where, f"a {spec.type.__name__}", value)
+    if spec.type in _FLATTEN_SPEC:
+        return list(_FLATTEN_SPEC[spec.type](value, spec))
     children, _ = pytree.SUPPORTED_NODES[spec.type].flatten_fn(value)
     return list(children)
 

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator
 from ..proxy.names import Namespace, target_to_name
 from . import invariants
 from .codegen_hooks import CodeGenHooks
-from .node import Node, map_arg
+from .node import MisuseError, Node, map_arg
 
 _ONLY_BY_TARGET = ("call_function", "call_module")
 
@@ -214,7 +214,7 @@ class Graph(CodeGenHooks):
 
     def _check_owned(self, n: Node, method: str) -> None:
         if n.graph is not self:
-            raise ValueError(
+            raise MisuseError(
                 f"{method}(%{n.name}): the node belongs to another graph, so new nodes cannot "
                 "be inserted next to it here. Pass a node of this graph."
             )

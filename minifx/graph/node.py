@@ -207,7 +207,7 @@ class Node:
 
     def _check_same_graph(self, x: Node) -> None:
         if x.graph is not self.graph:
-            raise ValueError(
+            raise MisuseError(
                 f"cannot move %{x.name} next to %{self.name}: they belong to different "
                 "graphs. Copy it into this graph with graph.node_copy(node, arg_transform) instead."
             )
@@ -277,7 +277,7 @@ class Node:
         """
         if propagate_meta:
             if replace_with.meta:
-                raise ValueError(
+                raise MisuseError(
                     f"replace_all_uses_with(%{replace_with.name}, propagate_meta=True): "
                     f"%{replace_with.name} already has meta keys {sorted(replace_with.meta)}, "
                     "which copying would overwrite. Clear them first or pass propagate_meta=False."
@@ -357,6 +357,11 @@ def _format_arg(arg: Any, max_list_len: float = float("inf")) -> str:
     return _format(arg)
 
 
+class MisuseError(ValueError, AssertionError):
+    """A misuse of the graph API that torch.fx meets with a bare `AssertionError` (an
+    unknown opcode, a node of another graph); minifx's message says what to do instead."""
+
+
 class _InsertArgIndexError(IndexError, AssertionError):
     """A bad index for `insert_arg`; also an `AssertionError`, which torch.fx raises."""
 
@@ -376,7 +381,7 @@ def get_path(root: Any, path: str, default: Any = None) -> Any:
 
 def _check_op_and_target(name: str, op: str, target: Any) -> None:
     if op not in OPCODES:
-        raise ValueError(
+        raise MisuseError(
             f"cannot create node %{name}: unknown opcode {op!r}. A node's op is one of "
             f"{', '.join(OPCODES)}."
         )

@@ -57,6 +57,14 @@ class PytreeInfo(NamedTuple):
     out_spec: Any
 
 
+class _NotTraceable(TypeError, AssertionError):
+    """`root` has no function to trace; also the `AssertionError` torch.fx raises."""
+
+
+class _SelfInStarArgs(TypeError, RuntimeError):
+    """A module's `self` hidden in `*args`; also the `RuntimeError` torch.fx raises."""
+
+
 class Tracer(TracerBase):
     """Traces an `nn.Module` or a function into a `Graph`, as `torch.fx.Tracer` does.
 
@@ -126,12 +134,17 @@ class Tracer(TracerBase):
         """Set up `root`, `graph` and `tensor_attrs`; return the function to trace."""
         if isinstance(root, torch.nn.Module):
             self.root = root
-            fn = getattr(type(root), self.traced_func_name)
+            fn = getattr(type(root), self.traced_func_name, None)
+            if fn is None:
+                raise _NotTraceable(
+                    f"traced_func_name={self.traced_func_name} doesn't exist in "
+                    f"{type(root).__name__}: set the tracer's traced_func_name to a method of the "
+                    "module (by default it traces forward).")
             self.submodule_paths = {module: path for path, module in root.named_modules()}
         else:
             self.root, fn = torch.nn.Module(), root
         if not isinstance(fn, FunctionType):
-            raise TypeError(
+            raise _NotTraceable(
                 f"cannot trace {fn!r}: the tracer needs a Python function (or a module whose "
                 f"{self.traced_func_name} is one), because it reads the parameter names from "
                 "its code. Wrap the callable in a def."
@@ -344,6 +357,10 @@ class Tracer(TracerBase):
         code, signature = fn.__code__, inspect.signature(fn)
         names = list(code.co_varnames[: code.co_argcount + code.co_kwonlyargcount])
         args: list[Any] = []
+        if is_module and not names:
+            raise _SelfInStarArgs(
+                f"cannot trace {fn.__qualname__}: it takes `self` inside `*args` (``self`` "
+                "argument cannot be part of *args expansion!). Name it: def forward(self, *args).")
         if is_module:
             names, args = names[1:], [self.root]
         if isinstance(concrete_args, tuple):

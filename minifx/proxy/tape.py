@@ -162,6 +162,8 @@ def format_arg(arg: Any, leaf: Callable[[Any], str] | None = None) -> str:
             own, which prints graph nodes.
     """
     leaf = leaf or _format_tape_leaf
+    if hasattr(arg, "_custom_fx_repr_fn"):  # torch.fx's hook: a value that prints itself
+        return arg._custom_fx_repr_fn()
     if isinstance(arg, list):
         return "[" + ", ".join(format_arg(a, leaf) for a in arg) + "]"
     if isinstance(arg, tuple):

@@ -98,17 +98,21 @@ def test_find_nodes_of_call_function_needs_no_target():
         chain(TORCH)[0].find_nodes(op="call_function")
 
 
-@pytest.mark.parametrize("misuse", ["unknown opcode", "insert next to", "move"])
-def test_misuse_raises_value_error_where_torch_fx_raises_assertion_error(misuse):
-    """An unknown opcode, or inserting next to or moving a node of another graph: `ValueError`."""
-    for lib, expected in ((TORCH, AssertionError), (MINI, ValueError)):
-        graph, x, _, _ = chain(lib)
+@pytest.mark.parametrize("misuse", ["unknown opcode", "insert next to", "move", "propagate meta"])
+def test_misuse_raises_a_value_error_that_is_also_torch_fx_s_assertion_error(misuse):
+    """An unknown opcode, inserting next to or moving a node of another graph, copying meta
+    onto a node that has some: torch.fx's `AssertionError`, and minifx's also a `ValueError`."""
+    for lib, also in ((TORCH, None), (MINI, ValueError)):
+        graph, x, add, _ = chain(lib)
         other = lib.Graph().placeholder("y")
+        x.meta["a"] = add.meta["b"] = 1
         action = {"unknown opcode": lambda: graph.create_node("bogus", "x"),
                   "insert next to": lambda: graph.inserting_before(other),
-                  "move": lambda: x.prepend(other)}[misuse]
-        with pytest.raises(expected):
+                  "move": lambda: x.prepend(other),
+                  "propagate meta": lambda: x.replace_all_uses_with(add, propagate_meta=True)}[misuse]
+        with pytest.raises(AssertionError) as error:
             action()
+        assert also is None or isinstance(error.value, also)
 
 
 def test_print_tabular_needs_no_tabulate(monkeypatch, capsys):

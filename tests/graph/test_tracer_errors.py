@@ -12,6 +12,7 @@ import inspect
 
 import pytest
 import torch
+import torch.fx
 import torch.nn as nn
 
 import minifx
@@ -27,6 +28,14 @@ THIS_FILE = __file__
 
 def line_after(marker: str) -> int:
     return markers.line_after(THIS_FILE, marker)
+
+
+def error_of_both(kind: type, also: type, thunk) -> str:
+    """The message of the error `thunk()` raises, which must be both `kind` and `also`."""
+    with pytest.raises(kind) as error:
+        thunk()
+    assert isinstance(error.value, also), f"{type(error.value).__name__} is not also {also.__name__}"
+    return str(error.value)
 
 
 def where(marker: str, function: str, source: str) -> str:
@@ -215,8 +224,10 @@ def not_a_function_message(shown: str) -> str:
     (lambda: len, "<built-in function len>"),
 ], ids=["callable-object", "bound-method", "builtin"])
 def test_tracing_a_callable_that_is_not_a_function(make, shown):
-    message = error_of(TypeError, lambda: Tracer().trace(make()))
+    message = error_of_both(TypeError, AssertionError, lambda: Tracer().trace(make()))
     assert message == not_a_function_message(shown)
+    with pytest.raises(AssertionError):  # torch.fx's type for the same mistake
+        torch.fx.Tracer().trace(make())
 
 
 class PartialForward(nn.Module):
@@ -224,8 +235,26 @@ class PartialForward(nn.Module):
 
 
 def test_module_whose_forward_is_not_a_function():
-    message = error_of(TypeError, lambda: Tracer().trace(PartialForward()))
+    message = error_of_both(TypeError, AssertionError, lambda: Tracer().trace(PartialForward()))
     assert message == not_a_function_message(repr(PartialForward.forward))
+
+
+def test_an_unknown_traced_func_name_is_torch_fx_s_assertion_error():
+    for tracer in (torch.fx.Tracer(), Tracer()):
+        tracer.traced_func_name = "predict"
+        with pytest.raises(AssertionError, match="traced_func_name=predict doesn't exist in Linear"):
+            tracer.trace(nn.Linear(2, 2))
+
+
+class SelfInArgs(nn.Module):
+    def forward(*args):  # noqa: N805 (the mistake under test)
+        return torch.relu(args[1])
+
+
+def test_self_inside_star_args_is_torch_fx_s_runtime_error():
+    for tracer in (torch.fx.Tracer(), Tracer()):
+        with pytest.raises(RuntimeError, match=r"cannot be part of \*args expansion"):
+            tracer.trace(SelfInArgs())
 
 
 # -- untraceable code inside a traced module -----------------------------------------------
