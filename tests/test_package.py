@@ -22,3 +22,18 @@ def test_stages_are_attributes():
 def test_unknown_names_raise_attribute_error():
     with pytest.raises(AttributeError, match="module 'minifx' has no attribute 'nope'"):
         minifx.nope  # noqa: B018
+
+
+def test_torch_fx_s_module_names_reach_minifx_s_modules():
+    # Code written for torch.fx reaches some names through its modules: fx.node.Node,
+    # fx.immutable_collections.immutable_list, fx.subgraph_rewriter.replace_pattern, ...
+    import torch.fx
+
+    for name in ("node", "immutable_collections", "graph_module", "_pytree", "subgraph_rewriter"):
+        module = getattr(minifx, name)
+        theirs = getattr(torch.fx, name)
+        shared = [n for n in ("Node", "immutable_list", "immutable_dict", "GraphModule",
+                              "register_pytree_flatten_spec", "replace_pattern")
+                  if hasattr(theirs, n)]
+        assert shared and all(hasattr(module, n) for n in shared), (name, shared)
+        assert name in dir(minifx)

@@ -56,14 +56,24 @@ def record_origin(tracer: Any, node: Any) -> None:
             node.stack_trace = trace
 
 
+# What else a node made from another one takes from it: the fields torch.fx copies.
+ORIGIN_FIELDS = ("torch_fn", "source_fn_stack", "original_aten", "recompute", "ac_graph_id",
+                 "has_backward_hook", "from_node", "quantization_tag", "_numeric_debug_handle",
+                 "custom", "partitioner_tag")
+
+
 def copy_origin(source: Any, node: Any) -> None:
     """Give `node` the origin of `source`, the node it was made from (a Transformer's
-    copies): `source`'s stack trace and module stack, and none of its own."""
+    copies): `source`'s stack trace and module stack (and none of its own), and the
+    other fields torch.fx copies (`source_fn_stack`, `custom`, ...) that `source` has."""
     for key in ("stack_trace", "nn_module_stack"):
         if source.meta.get(key):
             node.meta[key] = copy.copy(source.meta[key])
         else:
             node.meta.pop(key, None)
+    for key in ORIGIN_FIELDS:
+        if key in source.meta:
+            node.meta[key] = copy.copy(source.meta[key])
 
 
 def user_stack_trace(frame: FrameType | None) -> str | None:

@@ -900,3 +900,34 @@ def test_stage_three_names_are_exported_lazily():
                           text=True, timeout=120)
     assert done.returncode == 0 and done.stdout == "ok\n", done.stderr
     assert minifx.GraphModule is GraphModule and minifx.symbolic_trace is symbolic_trace
+
+
+class Counted:
+    """A class registered with pytree whose flatten-spec function counts its calls."""
+
+    read = 0
+
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+
+def _read_counted(box, spec):
+    Counted.read += 1
+    return [box.a, box.b]
+
+
+torch.utils._pytree.register_pytree_node(Counted, lambda box: ([box.a, box.b], None),
+                                         lambda children, _: Counted(*children))
+
+
+def test_register_pytree_flatten_spec_is_how_generated_code_reads_a_registered_input():
+    from minifx.codegen.pytree import register_pytree_flatten_spec
+
+    register_pytree_flatten_spec(Counted, _read_counted)
+    torch.fx._pytree.register_pytree_flatten_spec(Counted, _read_counted)
+    box = Counted(torch.ones(2), torch.full((2,), 2.0))
+    for lib in (torch.fx, minifx):
+        gm = lib.symbolic_trace(boxed_sum, concrete_args={"x": Counted(lib.PH, lib.PH)})
+        before = Counted.read
+        assert gm(box).tolist() == [3.0, 3.0]
+        assert Counted.read == before + 1, lib.__name__

@@ -137,3 +137,41 @@ def test_deep_copies_of_the_stored_containers_are_equal():
     mapping, items = immutable_dict([(3, 4), (5, 6)]), immutable_list([(3, 4), (5, 6)])
     assert copy.deepcopy(mapping) == mapping and type(copy.deepcopy(mapping)) is immutable_dict
     assert copy.deepcopy(items) == items and type(copy.deepcopy(items)) is immutable_list
+
+
+# -- printing arguments: torch.fx's _format_arg and its _custom_fx_repr_fn hook -------------
+
+class Shown:
+    """A value that says how it prints in a graph, through torch.fx's hook."""
+
+    def __init__(self, *parts: int) -> None:
+        self.parts = parts
+
+    def _custom_fx_repr_fn(self) -> str:
+        return f"Shown({', '.join(map(str, self.parts))})"
+
+
+def test_format_arg_prints_as_torch_fx_does():
+    from minifx.graph.node import _format_arg
+    from torch.fx.node import _format_arg as torch_format_arg
+
+    for lib, format_arg in ((TORCH, torch_format_arg), (MINI, _format_arg)):
+        graph = lib.Graph()
+        x = graph.placeholder("inp")
+        cases = [[x, 1, "a"], (x,), {"a": x}, list(range(20)), tuple(range(5))]
+        printed = [format_arg(case) for case in cases] + [format_arg(case, max_list_len=3) for case in cases]
+        if lib is TORCH:
+            want = printed
+        else:
+            assert printed == want
+    assert want[-2] == "[0, 1, 2, ...[total_len=20]]"
+
+
+def test_a_value_s_custom_fx_repr_fn_prints_it_in_the_graph():
+    printed = {}
+    for lib in (TORCH, MINI):
+        graph, x, add, _ = chain(lib)
+        add.update_arg(1, Shown(1, 2))
+        printed[lib.name] = str(graph)
+    assert printed["torch.fx"] == printed["minifx"]
+    assert "Shown(1, 2)" in printed["minifx"]

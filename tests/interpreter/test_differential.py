@@ -248,18 +248,42 @@ def traced_with_meta(library: Any) -> Any:
 
 
 def test_transformer_copies_stack_traces_as_torch_fx():
-    """Difference 6: both copy each node's stack trace (and module stack) to the nodes
-    recorded for it (not to placeholders), and all of the output node's meta; torch.fx
-    also copies the rest of the meta (and adds from_node, seq_nr), minifx does not."""
+    """Difference 6: both copy each node's stack trace (and module stack) and the meta
+    fields torch.fx copies (`custom`, `source_fn_stack`, ...) to the nodes recorded for it
+    (not to placeholders), and all of the output node's meta; torch.fx also adds
+    `from_node` and `seq_nr`, minifx does not."""
     ours = Transformer(traced_with_meta(minifx)).transform()
     theirs = torch.fx.Transformer(traced_with_meta(torch.fx)).transform()
     assert [n.stack_trace for n in ours.graph.nodes] == [n.stack_trace for n in theirs.graph.nodes]
     assert [n.stack_trace is None for n in ours.graph.nodes] == [True, False, False, False]
     assert [sorted(n.meta) for n in ours.graph.nodes] == \
-        [[], ["stack_trace"], ["stack_trace"], ["custom", "stack_trace"]]
+        [[], ["custom", "stack_trace"], ["custom", "stack_trace"], ["custom", "stack_trace"]]
     assert [sorted(n.meta) for n in theirs.graph.nodes][1] == \
         ["custom", "from_node", "seq_nr", "stack_trace"]
+    assert [n.meta.get("custom") for n in ours.graph.nodes] == \
+        [n.meta.get("custom") for n in theirs.graph.nodes]
     assert list(ours.graph.nodes)[-1].meta["custom"] == "output"
+
+
+def test_transformer_keeps_a_get_attr_s_meta_as_torch_fx():
+    class Weighted(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.ones(1, 1))
+
+        def forward(self, x):
+            return self.weight + x
+
+    metas = []
+    for library in (torch.fx, minifx):
+        gm = library.symbolic_trace(Weighted())
+        attr = next(n for n in gm.graph.nodes if n.op == "get_attr")
+        attr.meta.update(nn_module_stack="self", stack_trace="trace", source_fn_stack="source")
+        new = library.Transformer(gm).transform()
+        attr = next(n for n in new.graph.nodes if n.op == "get_attr")
+        metas.append({k: attr.meta.get(k) for k in ("nn_module_stack", "stack_trace", "source_fn_stack")})
+    assert metas[0] == metas[1] == {"nn_module_stack": "self", "stack_trace": "trace",
+                                    "source_fn_stack": "source"}
 
 
 class Inner(torch.nn.Module):
