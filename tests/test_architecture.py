@@ -38,6 +38,8 @@ LAZY_LATER_STAGE_IMPORTS = {
         "Graph.process_inputs asks the graph's CodeGen (stage 3), the default one or the set one",
     ("minifx/graph/codegen_hooks.py", "process_outputs", "minifx.codegen.codegen"):
         "Graph.process_outputs asks the graph's CodeGen (stage 3), the default one or the set one",
+    ("minifx/graph/codegen_hooks.py", "on_generate_code", "minifx.codegen.codegen"):
+        "Graph.on_generate_code sets a body transformer on the graph's CodeGen (stage 3)",
 }
 
 

@@ -46,6 +46,9 @@ class CodeGen:
         gm.recompile()   # now gm([a, b]) runs what gm(a, b) ran
     """
 
+    # Set by `graph.on_generate_code`: a function from the body's lines to new lines.
+    _body_transformer: Callable[[list[str]], list[str]] | None = None
+
     def gen_fn_def(self, free_vars: list[str], maybe_return_annotation: str, *,
                    root_module: str = "self") -> str:
         """The function's first line: `def forward(self, x, y) -> T:`.

@@ -26,6 +26,7 @@ import builtins
 import enum
 import inspect
 import math
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -45,6 +46,10 @@ from .syntax import (CUSTOM_BUILTINS, INPLACE_OPERATORS, LITERAL_TYPES, OPERATOR
 
 
 
+# The marker before a node's lines while a body transformer works on them.
+_COUNTER = re.compile(r"# COUNTER: (\d+)")
+
+
 @dataclass
 class PythonCode:
     """The generated source and what it needs to run.
@@ -54,13 +59,16 @@ class PythonCode:
             before it when the graph calls wrapped functions.
         globals: name -> object, for every global name `src` uses; `exec` the
             source in (a copy of) this dict.
-        lineno_map: line number in `src` -> index of the node that line runs,
-            used to say which node an error came from.
+        lineno_map: line of the function, counted from its `def` line (1 is the
+            first line after it) -> index of the node that line runs, used to
+            say which node an error came from; torch.fx counts the same way.
+        prologue_start: the line number of the `def` in `src`.
     """
 
     src: str
     globals: dict[str, Any]
     lineno_map: dict[int, int] = field(default_factory=dict)
+    prologue_start: int = 0
 
 
 def python_code(graph: Any, root_module: str = "self", *, verbose: bool = False) -> PythonCode:
@@ -378,11 +386,42 @@ class _SourceWriter:
             wrap_name = self.global_name(wrap, "wrap")
             wrap_lines = "\n".join(f'{wrap_name}("{name}")' for name in self.wrapped)
         head = f"\n{wrap_lines}\n\n{fn_def}\n"
-        first_body_line = head.count("\n") + 1
-        lineno_map = {first_body_line + i: node for i, node in enumerate(self.line_nodes)
-                      if node is not None}
-        body = "".join(f"    {line}\n" for line in self.body or ["pass"])
-        return PythonCode(head + body + "    ", self.globals, lineno_map)
+        lines, nodes = self._transformed_body()
+        # As torch.fx counts: from the `def` line (1 is the line after it), the line
+        # after the body included.
+        first = fn_def.count("\n") + 1
+        lineno_map = dict(enumerate([*nodes, nodes[-1]], start=first))
+        body = "".join(f"    {line}\n" for line in lines)
+        return PythonCode(head + body + "    ", self.globals, lineno_map,
+                          prologue_start=wrap_lines.count("\n") + 4)
+
+    def _transformed_body(self) -> tuple[list[str], list[int | None]]:
+        """The body's lines and the index of the node each line runs, after the
+        CodeGen's body transformer (`graph.on_generate_code`), if it has one.
+
+        As torch.fx does, the transformer gets the lines with a `# COUNTER: i`
+        marker before the lines of node i, so that the lines it adds or moves
+        still map to their nodes; the markers are taken out after.
+        """
+        lines, nodes = self.body or ["pass"], self.line_nodes or [None]
+        transform = getattr(self.codegen, "_body_transformer", None)
+        if transform is None:
+            return lines, nodes
+        marked, previous = [], None
+        for line, node in zip(lines, nodes):
+            if node is not None and node != previous:
+                marked.append(f"# COUNTER: {node}\n")
+                previous = node
+            marked.append(f"{line}\n")
+        lines, nodes, current = [], [], None
+        for line in "".join(transform(marked)).split("\n")[:-1]:
+            counter = _COUNTER.fullmatch(line)
+            if counter:
+                current = int(counter.group(1))
+            else:
+                lines.append(line)
+                nodes.append(current)
+        return lines, nodes
 
     def _in_valid_order(self) -> list[str]:
         """The parameters, with a `*` before one that has no default but follows one

@@ -97,7 +97,7 @@ def explain_error(error: BaseException, gm: Any) -> None:
         if traceback.tb_frame.f_code.co_filename == gm._source_file:
             frames.append(traceback.tb_lineno)
         traceback = traceback.tb_next
-    index = gm._lineno_map.get(frames[-1]) if frames else None
+    index = gm._lineno_map.get(frames[-1] - gm._prologue_start) if frames else None
     if index is None:
         return
     node = next(n for i, n in enumerate(gm.graph.nodes) if i == index)

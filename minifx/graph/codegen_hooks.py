@@ -13,7 +13,8 @@ the graph's placeholders and output (`process_inputs`, `process_outputs`).
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+from typing import Any, Callable
 
 
 class CodeGenHooks:
@@ -47,3 +48,26 @@ class CodeGenHooks:
         from ..codegen.codegen import codegen_of  # stage 3, imported on use
 
         return codegen_of(self).process_outputs(out)
+
+    def on_generate_code(self, make_transformer: Callable[[Any], Any]) -> contextlib.AbstractContextManager:
+        """Change the code generated from now on, as torch.fx's hook does.
+
+        `make_transformer(previous)` gets the transformer set before (or `None`) and
+        returns a function from the body's lines to new lines (to insert
+        `breakpoint()` before every node, say); `recompile()` then uses it. Used as
+        a context manager, it restores the previous transformer at the end.
+        """
+        from ..codegen.codegen import codegen_of  # stage 3, imported on use
+
+        codegen = self._codegen = codegen_of(self)  # the object that keeps the transformer
+        previous = codegen._body_transformer
+        codegen._body_transformer = make_transformer(previous)
+
+        @contextlib.contextmanager
+        def restoring():
+            try:
+                yield
+            finally:
+                codegen._body_transformer = previous
+
+        return restoring()

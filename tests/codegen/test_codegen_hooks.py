@@ -198,7 +198,7 @@ def test_a_multi_line_def_keeps_the_line_map_right():
     lines = code.src.split("\n")
     add_line = next(i for i, line in enumerate(lines, start=1) if line.startswith("    add = "))
     nodes = list(gm.graph.nodes)
-    assert nodes[code.lineno_map[add_line]].name == "add"
+    assert nodes[code.lineno_map[add_line - code.prologue_start]].name == "add"
 
 
 def test_another_root_name_still_names_the_first_parameter():
@@ -219,13 +219,40 @@ def test_python_code_has_one_option():
 
 
 def test_only_the_default_and_the_pytree_codegen():
-    """No `_BoxedCodeGen`, `_ExportCodeGen` or `graph.on_generate_code`, which torch.fx has."""
+    """No `_BoxedCodeGen` or `_ExportCodeGen`, which torch.fx has."""
     for name in ("_BoxedCodeGen", "_ExportCodeGen", "_PyTreeCodeGen", "CodeGen"):
         assert hasattr(torch.fx.graph, name)
     assert hasattr(minifx.codegen.codegen, "_PyTreeCodeGen")
     assert not hasattr(minifx.codegen.codegen, "_BoxedCodeGen")
     assert not hasattr(minifx.codegen.codegen, "_ExportCodeGen")
-    assert hasattr(torch.fx.Graph, "on_generate_code") and not hasattr(Graph, "on_generate_code")
+
+
+class SinCos(torch.nn.Module):
+    def forward(self, a, b):
+        a = torch.sin(a)
+        b = torch.cos(b)
+        return a + b
+
+
+def test_on_generate_code_transforms_the_body_and_keeps_the_line_map_as_torch_fx():
+    def hello(body):
+        return ["print('hello!')\n", *body]
+
+    results = []
+    for lib in (torch.fx, minifx):
+        tracer = lib.Tracer()
+        graph = tracer.trace(SinCos())
+        gm = lib.GraphModule(tracer.root, graph)
+        before = (dict(gm._lineno_map), gm._prologue_start)
+        with gm.graph.on_generate_code(lambda previous: hello):
+            gm.recompile()
+        after = (dict(gm._lineno_map), gm._prologue_start, gm.code)
+        assert gm.graph._codegen._body_transformer is None, "the context manager restores it"
+        gm.recompile()
+        results.append((before, after, gm.code))
+    assert results[0] == results[1]
+    assert "    print('hello!')\n    sin = torch.sin(a)" in results[1][1][2]
+    assert results[1][0] == ({1: 2, 2: 3, 3: 4, 4: 5, 5: 5}, 4)
 
 
 def test_a_structured_graph_keeps_no_codegen_and_checks_what_process_inputs_gets():
