@@ -334,3 +334,26 @@ def test_unpickling_retraces_so_a_builtin_that_cannot_take_a_proxy_fails_as_in_t
         saved = pickle.dumps(Module(torch.nn.Module(), g))
         with pytest.raises(error):
             pickle.loads(saved)
+
+
+class Dot(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(5))
+
+    def forward(self, x):
+        return torch.dot(self.w, x)
+
+
+def test_an_error_in_forward_gets_a_note_where_torch_fx_prints_to_stderr(capfd):
+    """Chapter 3's box: an error inside `forward` keeps its traceback and gets a note naming
+    the node; torch.fx prints the generated lines to stderr instead."""
+    notes = {}
+    for library in (torch.fx, minifx):
+        gm = library.symbolic_trace(Dot())
+        with pytest.raises(TypeError) as error:
+            gm(5)  # not a tensor
+        notes[library.__name__] = (getattr(error.value, "__notes__", []), capfd.readouterr().err)
+    assert "Call using an FX-traced Module" in notes["torch.fx"][1] and not notes["torch.fx"][0]
+    assert notes["minifx"][1] == ""
+    assert notes["minifx"][0][0].startswith("While running node %dot (call_function torch.dot)")
