@@ -132,6 +132,8 @@ def f_dict_add(x):
     return x["a"] + sum(x["z"])
 
 
+# torch's own TreeSpec warns when a LeafSpec is copied (copyreg), whoever copies it.
+@pytest.mark.filterwarnings("ignore:.*LeafSpec.*:FutureWarning")
 def test_structured_inputs_are_the_pytree_codegens_job():
     # test_pytree: a flat copy (plain CodeGen) runs on process_inputs(...).
     results = {}
