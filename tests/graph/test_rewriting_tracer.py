@@ -337,6 +337,14 @@ def test_annotating_a_typed_value_says_which_node_and_how_to_fix_it():
     assert "How to fix: annotate each value once" in message
 
 
+def test_annotating_a_result_twice_says_to_annotate_once():
+    graph = minifx.graph.Graph()
+    x = minifx.proxy.Proxy(graph.placeholder("x"))
+    total = minifx.annotate(x.sum(), int)
+    with pytest.raises(RuntimeError, match=r"How to fix: annotate each value once\.$"):
+        minifx.annotate(total, float)
+
+
 # -- errors -----------------------------------------------------------------------------
 
 def test_a_function_without_source_raises_os_error():
@@ -533,3 +541,4 @@ def test_rewritten_function_is_a_function_of_its_module():
     assert isinstance(rewritten, types.FunctionType)
     assert rewritten.__globals__ is globals()
     assert rewritten.__qualname__ == "closure_program.<locals>.to_trace"
+
