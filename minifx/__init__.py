@@ -23,6 +23,8 @@ _EXPORTS = {
     "map_arg": "graph",
     "map_aggregate": "graph",
     "Tracer": "graph",
+    "RewritingTracer": "graph",
+    "annotate": "graph",
     "wrap": "graph",
     "PH": "graph",
     "has_side_effect": "graph",

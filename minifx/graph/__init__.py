@@ -6,13 +6,15 @@ six opcodes (`placeholder`, `get_attr`, `call_function`, `call_method`,
 `nn.Module`, using stage 1's `Proxy` unchanged.
 """
 
+from .annotation import annotate
 from .graph import Graph
 from .node import Node, map_aggregate, map_arg
 from .placeholders import PH, PHBase, PHWithMeta
 from .proxyable import ProxyableClassMeta
+from .rewriter import RewritingTracer
 from .side_effects import has_side_effect
 from .tracer import Tracer
 from .wrapping import wrap
 
 __all__ = ["Graph", "Node", "map_arg", "map_aggregate", "Tracer", "wrap", "PH", "PHBase",
-           "PHWithMeta", "ProxyableClassMeta", "has_side_effect"]
+           "PHWithMeta", "ProxyableClassMeta", "has_side_effect", "RewritingTracer", "annotate"]
