@@ -44,7 +44,7 @@ def _error_hint(error: BaseException) -> str:
     text = str(error)
     if isinstance(error, NotImplementedError):
         return "write it: the stub still raises NotImplementedError."
-    if "cannot erase" in text and "user" in text:
+    if "tried to erase" in text and "users in the graph" in text:
         return _REWIRE
     if "changed size during iteration" in text:
         return ("iterate over a copy (list(node.users)), or let node.replace_all_uses_with "
