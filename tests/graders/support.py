@@ -132,6 +132,23 @@ def oracle_uses(module: ModuleType, names: Iterable[str]) -> list[str]:
     return sorted(set(found), key=lambda s: int(s.split(":")[0].removeprefix("line ")))
 
 
+
+def oracle_lines(module: ModuleType, names: Iterable[str]) -> str | None:
+    """`exercises/<file>.py:<line>: <source> (<name>)` for each use of `names`, or None.
+
+    The message a grader shows for delegation that `oracle_uses` found.
+    """
+    uses = oracle_uses(module, names)
+    if not uses:
+        return None
+    path = Path(module.__file__)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    found = []
+    for use in uses:
+        line, name = use.removeprefix("line ").split(": ")
+        found.append(f"{path.parent.name}/{path.name}:{line}: {lines[int(line) - 1].strip()} ({name})")
+    return "; ".join(found)
+
 # --- running graded code ------------------------------------------------------------
 
 GRADED_FOLDERS = ("exercises", "solutions")

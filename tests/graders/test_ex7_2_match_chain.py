@@ -8,7 +8,6 @@ matcher by hand: a solution that hands the work to a ready-made matcher fails.
 """
 
 import operator
-from pathlib import Path
 
 import pytest
 import torch
@@ -17,7 +16,7 @@ import torch.fx.passes.utils.matcher_utils as fx_matcher
 import minifx.passes.matcher as minifx_matcher
 from minifx.codegen import symbolic_trace
 from minifx.graph import Node
-from tests.graders.support import error_line, explain, oracle_uses
+from tests.graders.support import error_line, explain, oracle_lines
 
 pytestmark = pytest.mark.ch7
 
@@ -137,20 +136,6 @@ class _Delegated(Exception):
     """Raised by the grader's stand-ins for the ready-made matchers."""
 
 
-def _static_uses(ex, names) -> str | None:
-    """`exercises/<file>.py:<line>: <source> (<name>)` for each use of `names` in the source."""
-    uses = oracle_uses(ex, names)
-    if not uses:
-        return None
-    path = Path(ex.__file__)
-    lines = path.read_text(encoding="utf-8").splitlines()
-    found = []
-    for use in uses:
-        line, name = use.removeprefix("line ").split(": ")
-        found.append(f"{path.parent.name}/{path.name}:{line}: {lines[int(line) - 1].strip()} ({name})")
-    return "; ".join(found)
-
-
 def _by_hand(uses: str):
     pytest.fail(explain("find_chains walking the graph itself, node by node",
                         f"your code uses {uses}",
@@ -170,7 +155,7 @@ def find(ex, monkeypatch):
     monkeypatch.setattr(fx_matcher.SubgraphMatcher, "match", refuse)
 
     def run(graph, targets):
-        uses = _static_uses(ex, ORACLE)
+        uses = oracle_lines(ex, ORACLE)
         if uses:
             _by_hand(uses)
         try:

@@ -9,7 +9,6 @@ that a broken observer (one that reads itself, say) is named, with the line that
 The exercise says write the pass: handing the work to minifx's own quantization helpers fails.
 """
 
-from pathlib import Path
 
 import pytest
 import torch
@@ -21,7 +20,7 @@ import minifx.passes.quantize as quantize
 from minifx.codegen import GraphModule, symbolic_trace
 from minifx.graph import Graph, Node
 from minifx.passes.quantize import MinMaxObserver
-from tests.graders.support import error_line, explain, explain_graphs, oracle_uses, running_line
+from tests.graders.support import error_line, explain, explain_graphs, oracle_lines, running_line
 
 pytestmark = pytest.mark.ch8
 
@@ -155,20 +154,6 @@ class _Delegated(Exception):
     """Raised by the grader's stand-ins for minifx's quantization helpers."""
 
 
-def _static_uses(ex, names) -> str | None:
-    """`exercises/<file>.py:<line>: <source> (<name>)` for each use of `names` in the source."""
-    uses = oracle_uses(ex, names)
-    if not uses:
-        return None
-    path = Path(ex.__file__)
-    lines = path.read_text(encoding="utf-8").splitlines()
-    found = []
-    for use in uses:
-        line, name = use.removeprefix("line ").split(": ")
-        found.append(f"{path.parent.name}/{path.name}:{line}: {lines[int(line) - 1].strip()} ({name})")
-    return "; ".join(found)
-
-
 def _yourself(uses: str):
     pytest.fail(explain("is_relu and insert_relu_observers written in the exercise itself",
                         f"your code uses {uses}",
@@ -180,7 +165,7 @@ def _yourself(uses: str):
 
 def _guard(ex, monkeypatch) -> None:
     """Fail if the student's source names minifx's helpers; replace them by stand-ins that refuse."""
-    uses = _static_uses(ex, ORACLE)
+    uses = oracle_lines(ex, ORACLE)
     if uses:
         _yourself(uses)
     for name in HELPERS:

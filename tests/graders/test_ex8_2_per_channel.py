@@ -9,14 +9,13 @@ compute the scales yourself: handing the work to an observer (torch.ao's or mini
 """
 
 import warnings
-from pathlib import Path
 
 import pytest
 import torch
 import torch.ao.quantization.observer as ao_observer
 
 import minifx.passes.quantize as quantize
-from tests.graders.support import error_line, explain, oracle_uses
+from tests.graders.support import error_line, explain, oracle_lines
 
 pytestmark = [pytest.mark.ch8,
               pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor:UserWarning")]
@@ -100,23 +99,9 @@ def _yourself(uses: str):
                         "minifx's) is what you reimplement.", SEE), pytrace=False)
 
 
-def _static_uses(ex) -> str | None:
-    """`exercises/<file>.py:<line>: <source> (<name>)` for each use of an ORACLE name."""
-    uses = oracle_uses(ex, ORACLE)
-    if not uses:
-        return None
-    path = Path(ex.__file__)
-    lines = path.read_text(encoding="utf-8").splitlines()
-    found = []
-    for use in uses:
-        line, name = use.removeprefix("line ").split(": ")
-        found.append(f"{path.parent.name}/{path.name}:{line}: {lines[int(line) - 1].strip()} ({name})")
-    return "; ".join(found)
-
-
 def _call(ex, function: str, weight: torch.Tensor):
     """The student's `function(weight)`, with the ready-made observers refusing to work."""
-    uses = _static_uses(ex)
+    uses = oracle_lines(ex, ORACLE)
     if uses:
         _yourself(uses)
 
