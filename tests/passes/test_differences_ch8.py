@@ -87,8 +87,11 @@ def test_one_scheme_where_torch_aos_x86_default_uses_histograms_and_per_channel_
     parameters = list(inspect.signature(quantize_fx.prepare_fx).parameters)
     assert {"qconfig_mapping", "backend_config"} <= set(parameters)
     default = ao.get_default_qconfig_mapping("x86").global_qconfig
-    assert isinstance(default.activation(), ao.HistogramObserver)
-    assert isinstance(default.weight(), ao.PerChannelMinMaxObserver)
+    activation, weight = default.activation(), default.weight()
+    assert isinstance(activation, ao.HistogramObserver) and isinstance(weight, ao.PerChannelMinMaxObserver)
+    # The chapter: "minifx's choice is the one PyTorch's x86 backend expects" (dtypes and ranges).
+    assert (activation.dtype, activation.quant_min, activation.quant_max) == (torch.quint8, 0, 127)
+    assert (weight.dtype, weight.qscheme) == (torch.qint8, torch.per_channel_symmetric)
 
 
 class Functional(nn.Module):
@@ -295,3 +298,4 @@ def test_no_qat_dynamic_per_channel_or_reference_lowering_which_torch_ao_has():
     assert callable(ao.quantize_dynamic) and callable(ao.PerChannelMinMaxObserver)
     names = [name.lower() for name in dir(minifx_quantize)]
     assert not [n for n in names if any(word in n for word in ("qat", "dynamic", "per_channel", "reference"))]
+
