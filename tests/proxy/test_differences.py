@@ -44,7 +44,8 @@ def test_torch_fx_records_into_a_graph_stage_1_into_a_tape():
     ours = trace_to_tape(add_relu_sum)
     assert type(theirs) is torch.fx.Graph
     assert type(ours) is Tape and isinstance(ours.records, list)
-    assert [(r.name, r.op, r.target) for r in ours] == [(n.name, n.op, n.target) for n in theirs.nodes]
+    assert [(r.name, r.op, r.target) for r in ours] == \
+        [(n.name, n.op, n.target) for n in theirs.nodes]
 
 
 def test_proxy_and_tracer_base_are_torch_fx_s_and_record_into_any_graph():
@@ -267,7 +268,7 @@ def test_higher_order_operators_are_not_covered():
     with pytest.raises(RuntimeError, match="Unable to symbolically trace the HigherOrderOperator"):
         torch.fx.Proxy.__torch_function__(cond, (), (theirs, *branches, (theirs,)))
     ours, _ = proxies("minifx")
-    with pytest.raises(NotImplementedError, match="an argument of type function cannot be recorded"):
+    with pytest.raises(NotImplementedError, match="an argument of type function cannot be"):
         Proxy.__torch_function__(cond, (), (ours, *branches, (ours,)))
 
 
@@ -275,7 +276,7 @@ def test_op_overload_arguments_are_not_covered():
     """Not covered: `OpOverload` arguments (torch.fx stores one as it is; minifx refuses it)."""
     overload = torch.ops.aten.add.Tensor
     assert torch.fx.Tracer().create_arg(overload) is overload
-    with pytest.raises(NotImplementedError, match="an argument of type OpOverload cannot be recorded"):
+    with pytest.raises(NotImplementedError, match="an argument of type OpOverload cannot be"):
         TapeRecorder().create_arg(overload)
 
 
