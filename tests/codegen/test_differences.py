@@ -17,10 +17,8 @@ Claims pinned elsewhere, by tests that run torch.fx too:
   ::test_a_structured_graph_keeps_no_codegen_and_checks_what_process_inputs_gets
 - a negative number before `**` is bracketed:
   tests/codegen/test_safety.py::test_a_negative_base_of_pow_is_bracketed
-- a submodule named like a keyword (`class`, `lambda`) is reached with `getattr`:
-  tests/codegen/test_differential.py::test_submodule_named_like_keyword_is_reached_with_getattr,
-  ::test_torch_fx_cannot_compile_the_skipped_cases[SubmoduleNamedLikeKeyword]
-- an error inside `forward` gets a note; torch.fx prints the generated lines to stderr:
+- an error inside `forward` gets a note; torch.fx prints the generated lines to stderr
+  (that the traceback is kept is checked below):
   tests/codegen/test_source.py::test_an_error_in_forward_gets_a_note_where_torch_fx_prints_to_stderr
 - the generated code's file name and its number:
   tests/codegen/test_source.py::test_the_generated_forward_names_the_traced_code_as_torch_fx_does,
