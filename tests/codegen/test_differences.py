@@ -335,16 +335,31 @@ def test_copies_keep_the_class_name():
         assert names == ({"Net"} if lib is minifx else {"GraphModule"})
 
 
-def test_the_none_check_is_wrapped_and_retraced_in_both():
+def test_the_none_check_is_wrapped_and_retraced_in_both(monkeypatch):
     """The concrete_args check for `None` is marked as wrapped, so the code starts with a
     `wrap(...)` line for it and retracing records it again; torch.fx needs no such line
-    because its tracer patches the check's module."""
+    because its tracer patches the check's module, but the code of a retraced module has
+    one, `wrap("torch.fx._symbolic_trace._assert_is_none")`, after which every torch.fx
+    trace in the process fails with a `KeyError`."""
     for lib in LIBRARIES:
         gm = lib.symbolic_trace(optional_bias, concrete_args={"bias": None})
         assert gm.code.startswith("\nwrap(") is (lib is minifx)
-        retraced = lib.symbolic_trace(gm)
-        checks = [n for n in retraced.graph.nodes if n.op == "call_function"]
+        retraced = lib.Tracer().trace(gm)  # a graph: no code is compiled, nothing registered
+        checks = [n for n in retraced.nodes if n.op == "call_function"]
         assert [n.target.__name__ for n in checks] == ["_assert_is_none"]
+    ours = minifx.symbolic_trace(minifx.symbolic_trace(optional_bias, concrete_args={"bias": None}))
+    assert ours.code.startswith('\nwrap("minifx_graph_tracer__assert_is_none")\n')
+    minifx.symbolic_trace(optional_bias)  # tracing still works
+    # torch.fx's retraced module breaks torch.fx's table of wrapped functions: give it a
+    # copy, which monkeypatch puts back afterwards.
+    table = torch.fx._symbolic_trace._wrapped_fns_to_patch
+    monkeypatch.setattr(torch.fx._symbolic_trace, "_wrapped_fns_to_patch", dict(table))
+    theirs = torch.fx.symbolic_trace(torch.fx.symbolic_trace(optional_bias,
+                                                              concrete_args={"bias": None}))
+    assert theirs.code.startswith(
+        '\ntorch.fx._symbolic_trace.wrap("torch.fx._symbolic_trace._assert_is_none")\n')
+    with pytest.raises(KeyError, match="torch.fx._symbolic_trace._assert_is_none"):
+        torch.fx.symbolic_trace(optional_bias)
 
 
 # -- nothing in a graph puts code into the source ------------------------------------------
