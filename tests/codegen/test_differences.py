@@ -35,7 +35,6 @@ import importlib
 import inspect
 import io
 import math
-import operator
 import pickle
 import sys
 import traceback
