@@ -6,10 +6,8 @@ misleading the reader. One test per claim, in the box's order; the first line
 of each docstring quotes it. Chapter 1's tests import only stage 1 of minifx
 (`minifx.proxy`), and torch.fx.
 
-Claims pinned elsewhere, by tests that run torch.fx too:
-
-- the tape's names, opcodes, targets and arguments are torch.fx's:
-  tests/proxy/test_differential.py (the whole corpus).
+Every claim of the box is pinned here. What the tape shares with torch.fx (names,
+opcodes, targets, arguments) is compared in tests/proxy/test_differential.py.
 """
 
 from __future__ import annotations
