@@ -14,6 +14,7 @@ import sys
 from types import FrameType
 
 import torch
+import torch.fx.proxy
 
 # Frames inside these folders are library machinery, never the user's line...
 _LIBRARY_DIRS = (
@@ -27,11 +28,13 @@ _MODULE_CODE_DIR = os.path.join(_LIBRARY_DIRS[1], "nn", "modules") + os.sep
 _MODULE_CALL_FILE = os.path.join(_MODULE_CODE_DIR, "module.py")
 
 
-class TraceError(ValueError):
+class TraceError(torch.fx.proxy.TraceError):
     """Raised when traced code does something a symbolic value cannot support.
 
     Examples: `if proxy:`, `for v in proxy:`, `len(proxy)`, `f(*proxy)`,
-    `int(proxy)`. It subclasses `ValueError`, as torch.fx's `TraceError` does.
+    `int(proxy)`. It subclasses torch.fx's `TraceError` (a `ValueError`), so an
+    `except` clause written for torch.fx catches it. (torch imports torch.fx anyway;
+    minifx uses nothing else of it.)
     """
 
 
