@@ -191,12 +191,66 @@ def error_line(error: BaseException, function: str | None = None, outside: str =
     return graded_line(frames, outside)
 
 
-def describe_error(error: BaseException, function: str | None = None, outside: str = OUTSIDE) -> str:
-    """`<Type>: <first line of its message>`, then the line of graded code that raised it."""
+def summarize_error(error: BaseException) -> str:
+    """`<Type>: <first line of its message>`."""
     first = str(error).splitlines()[0] if str(error) else ""
-    return f"{type(error).__name__}: {first}\n  raised at {error_line(error, function, outside)}"
+    return f"{type(error).__name__}: {first}"
+
+
+def describe_error(error: BaseException, function: str | None = None, outside: str = OUTSIDE) -> str:
+    """`summarize_error(error)`, then the line of graded code that raised it."""
+    return f"{summarize_error(error)}\n  raised at {error_line(error, function, outside)}"
+
+
+def stub_hint(error: BaseException, stub: str = "it",
+              otherwise: str = "your code raised at the line shown.") -> str:
+    """The hint for graded code that raised: finish the stub if it is one, else `otherwise`.
+
+    Args:
+        error: What the graded code raised.
+        stub: What the student has to write, such as `"find_chains"`.
+        otherwise: The hint for any other error.
+    """
+    if isinstance(error, NotImplementedError):
+        return f"write {stub}: the stub still raises NotImplementedError."
+    return otherwise
 
 
 def running_line() -> str:
     """The line of graded code that is running now (for a call a grader intercepts)."""
     return graded_line(traceback.extract_stack())
+
+
+# --- stand-ins for what an exercise reimplements ----------------------------------------
+
+
+class Delegated(Exception):
+    """Raised by a grader's stand-in for a ready-made tool that the exercise asks students to write."""
+
+
+def refusing(what: str):
+    """A stand-in that raises `Delegated(what)` whenever it is called."""
+    def refuse(*args, **kwargs):
+        raise Delegated(what)
+    return refuse
+
+
+def replace_for_student(patch, owner: object, name: str, stand_in, student: ModuleType) -> None:
+    """Set `owner.name` to `stand_in` for one test, in the student's module too.
+
+    `from torch.utils.flop_counter import mm_flop` binds the original in the student's
+    module under a name of its own; each such name is replaced as well, so that no way of
+    importing the original gets around the stand-in.
+
+    Args:
+        patch: The test's `monkeypatch`, which puts everything back when the test ends.
+        owner: The module or class that holds the original.
+        name: The original's attribute name on `owner`.
+        stand_in: What to put in its place.
+        student: The student's module (from `impl.load`).
+    """
+    original = getattr(owner, name)
+    patch.setattr(owner, name, stand_in)
+    for attribute, value in list(vars(student).items()):
+        if value is original:
+            patch.setattr(student, attribute, stand_in)

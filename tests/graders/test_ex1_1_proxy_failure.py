@@ -12,7 +12,7 @@ import torch
 
 from minifx.proxy import TraceError, trace_to_tape
 from minifx.proxy.tape import Tape
-from tests.graders.support import call_graded, describe_error, explain
+from tests.graders.support import call_graded, describe_error, explain, stub_hint
 
 pytestmark = pytest.mark.ch1
 
@@ -22,12 +22,6 @@ SEE = "chapters/01-proxy.md#why-if-proxy-must-fail"
 @pytest.fixture
 def ex(impl):
     return impl.load("ch1_proxy_failure")
-
-
-def _not_written(error: BaseException) -> str:
-    if isinstance(error, NotImplementedError):
-        return "write this function: the stub still raises NotImplementedError."
-    return "your code raised at the line shown."
 
 
 def _capture(ex):
@@ -42,7 +36,7 @@ def _capture(ex):
             "that traces.", SEE), pytrace=False)
     if raised is not None:
         pytest.fail(explain("capture_trace_error() returns the TraceError", describe_error(raised),
-                            _not_written(raised), SEE), pytrace=False)
+                            stub_hint(raised, "this function"), SEE), pytrace=False)
     return error
 
 
@@ -101,7 +95,7 @@ def test_the_traceable_version_traces(ex):
             "compute both results and let a torch function pick one.", SEE), pytrace=False)
     if raised is not None:
         pytest.fail(explain("trace_to_tape(clip_or_negate_traceable) to succeed", describe_error(raised),
-                            _not_written(raised), SEE), pytrace=False)
+                            stub_hint(raised, "this function"), SEE), pytrace=False)
     ops = [record.op for record in tape]
     assert ops[:1] == ["placeholder"] and ops[-1:] == ["output"] and len(ops) > 2, explain(
         "a tape that starts with the input x, computes something, and ends with an output",
@@ -153,7 +147,7 @@ def test_the_traceable_version_matches_the_original(ex, case):
     got, raised = call_graded(ex.clip_or_negate_traceable, x.clone())
     if raised is not None:
         pytest.fail(explain(f"clip_or_negate_traceable(x) for x = {given}", describe_error(raised),
-                            _not_written(raised), SEE), pytrace=False)
+                            stub_hint(raised, "this function"), SEE), pytrace=False)
     same = (isinstance(got, torch.Tensor) and got.shape == want.shape and got.dtype == want.dtype
             and torch.equal(got, want))
     if same:

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from minifx.proxy import TraceError
-from tests.graders.support import call_graded, describe_error, explain, explain_texts
+from tests.graders.support import call_graded, describe_error, explain, explain_texts, stub_hint
 
 pytestmark = pytest.mark.ch1
 
@@ -25,12 +25,6 @@ def ex(impl):
 
 # Where an error that no line of the student's raised comes from.
 TRACED = "(not in your code: in the grader's traced function)"
-
-
-def _not_written(error: BaseException) -> str:
-    if isinstance(error, NotImplementedError):
-        return "write it: the stub still raises NotImplementedError."
-    return "your code raised at the line shown."
 
 
 _RETURN = ("create_proxy returned None: return what super().create_proxy(...) returns, the "
@@ -54,7 +48,7 @@ def test_is_inplace_method(ex, name, want):
     got, raised = call_graded(ex.is_inplace_method, name)
     if raised is not None:
         pytest.fail(explain(f"is_inplace_method({name!r}) is {want}", describe_error(raised, outside=TRACED),
-                            _not_written(raised), SEE), pytrace=False)
+                            stub_hint(raised), SEE), pytrace=False)
     if got is want:
         return
     if got in (True, False) and want:
@@ -130,7 +124,7 @@ def test_ordinary_operations_are_recorded_unchanged(ex, case):
         tape, raised = call_graded(recorder.trace, fn)
     if raised is not None:
         if isinstance(raised, NotImplementedError):
-            hint = _not_written(raised)
+            hint = stub_hint(raised)
         elif not isinstance(raised, TraceError) and _returns_none(ex):
             hint = _RETURN
         pytest.fail(explain(f"the tape TapeRecorder records ({case}):\n{want}", describe_error(raised, outside=TRACED),
@@ -192,7 +186,7 @@ def test_inplace_operations_are_refused(ex, case):
                             hint, SEE), pytrace=False)
     if isinstance(raised, NotImplementedError):
         pytest.fail(explain(f"a TraceError that names {op!r}", describe_error(raised, outside=TRACED),
-                            _not_written(raised), SEE), pytrace=False)
+                            stub_hint(raised), SEE), pytrace=False)
     if not isinstance(raised, TraceError) and _returns_none(ex):
         pytest.fail(explain(f"a TraceError that names {op!r}", describe_error(raised, outside=TRACED), _RETURN, SEE),
                     pytrace=False)

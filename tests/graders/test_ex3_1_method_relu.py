@@ -17,7 +17,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from minifx.codegen import symbolic_trace
-from tests.graders.support import error_line, explain, explain_graphs, explain_texts
+from tests.graders.support import (describe_error, explain, explain_graphs, explain_texts, stub_hint,
+                                   summarize_error)
 
 pytestmark = pytest.mark.ch3
 
@@ -66,11 +67,8 @@ def _call(fn, *args, what: str):
         return fn(*args)
     except Exception as raised:  # student code: any error becomes a message
         error = raised
-    first = str(error).splitlines()[0] if str(error) else ""
-    hint = ("write method_relu_to_gelu: the stub still raises NotImplementedError."
-            if isinstance(error, NotImplementedError) else "your code raised at the line shown.")
-    pytest.fail(explain(f"{what} runs", f"{type(error).__name__}: {first}\n  raised at "
-                        f"{error_line(error)}", hint, SEE), pytrace=False)
+    pytest.fail(explain(f"{what} runs", describe_error(error), stub_hint(error, "method_relu_to_gelu"),
+                        SEE), pytrace=False)
 
 
 # --- models ---------------------------------------------------------------------------
@@ -400,7 +398,7 @@ def test_outputs_are_the_eager_model_with_gelu(ex, case, device):
     try:
         got = gm(x.clone())
     except Exception as error:  # the student's graph, run
-        got = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+        got = summarize_error(error)
     if not (isinstance(got, torch.Tensor) and got.shape == want.shape
             and torch.allclose(got, want, atol=1e-6)):
         hint = _diagnosis(before, GOLDEN[case], gm) or "compare gm.graph with the eager model."
@@ -419,12 +417,9 @@ def test_the_given_relu_to_gelu_returns_gm(ex):
     else:
         error = None
     if error is not None:
-        first = str(error).splitlines()[0] if str(error) else ""
-        hint = ("write method_relu_to_gelu: the stub still raises NotImplementedError."
-                if isinstance(error, NotImplementedError) else
-                _diagnosis(before, GOLDEN["mixed"], gm) or "your code raised at the line shown.")
-        pytest.fail(explain("relu_to_gelu(gm) runs", f"{type(error).__name__}: {first}\n  "
-                            f"raised at {error_line(error)}", hint, SEE), pytrace=False)
+        hint = stub_hint(error, "method_relu_to_gelu", _diagnosis(before, GOLDEN["mixed"], gm)
+                         or "your code raised at the line shown.")
+        pytest.fail(explain("relu_to_gelu(gm) runs", describe_error(error), hint, SEE), pytrace=False)
     assert returned is gm, explain(
         "relu_to_gelu(gm) returns gm itself, edited in place", repr(type(returned)),
         "keep the given relu_to_gelu as it is: it ends with `return gm`.", SEE)

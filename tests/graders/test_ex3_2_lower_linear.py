@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from minifx.codegen import symbolic_trace
-from tests.graders.support import describe_error, explain, explain_graphs, explain_texts
+from tests.graders.support import describe_error, explain, explain_graphs, explain_texts, summarize_error
 
 pytestmark = pytest.mark.ch3
 
@@ -363,7 +363,7 @@ def test_outputs_are_the_eager_model_s(ex, case, device):
         got = gm(x)
     except Exception as error:  # the student's graph, run
         got = None
-        raised = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+        raised = summarize_error(error)
     if got is None or not torch.allclose(got, want, atol=1e-6):
         hint = RECOMPILE if _stale(gm) else _diagnosis(model, gm, case)
         pytest.fail(explain(f"gm(x) equals the eager model's output ({case}): {want}",

@@ -18,15 +18,12 @@ import torch.utils.flop_counter as flop_counter
 from torch import nn
 
 from minifx.codegen import GraphModule, symbolic_trace
-from tests.graders.support import error_line, explain, oracle_uses
+from tests.graders.support import (Delegated, describe_error, error_line, explain, oracle_uses,
+                                   refusing, replace_for_student)
 
 pytestmark = pytest.mark.ch4
 
 SEE = "chapters/04-interpreter.md#exercise-41-flop-counting"
-
-
-class _Delegated(Exception):
-    """Raised by the grader's stand-ins for FlopCounterMode and torch's FLOP formulas."""
 
 
 # torch's FLOP counting: the class, its module, its registry, and its formulas.
@@ -40,19 +37,9 @@ FORMULAS = ("mm_flop", "bmm_flop", "addmm_flop", "baddbmm_flop", "conv_flop", "c
 def ex(impl, monkeypatch):
     """The module under test, with torch's FLOP counting replaced by stand-ins that refuse."""
     module = impl.load("ch4_flop_counting")
-
-    def refusing(name):
-        def refuse(*args, **kwargs):
-            raise _Delegated(name)
-        return refuse
-
     monkeypatch.setattr(flop_counter.FlopCounterMode, "__init__", refusing("FlopCounterMode"))
     for name in FORMULAS:
-        original = getattr(flop_counter, name)
-        monkeypatch.setattr(flop_counter, name, refusing(name))
-        for attribute, value in list(vars(module).items()):
-            if value is original:
-                monkeypatch.setattr(module, attribute, refusing(name))
+        replace_for_student(monkeypatch, flop_counter, name, refusing(name), module)
     return module
 
 
@@ -287,7 +274,7 @@ def _run(ex, case: str, inputs: tuple | None = None, device: str = "cpu", model=
         error = raised
     else:
         return model, counter, output
-    if isinstance(error, _Delegated):
+    if isinstance(error, Delegated):
         where = error_line(error)
         line = where.split(":")[1] if where.count(":") >= 2 else "?"
         pytest.fail(explain(
@@ -306,9 +293,7 @@ def _run(ex, case: str, inputs: tuple | None = None, device: str = "cpu", model=
                 "next node ran on that.")
     else:
         hint = "your code raised at the line shown."
-    first = str(error).splitlines()[0] if str(error) else ""
-    pytest.fail(explain(f"FlopCounter(gm).run(*inputs) runs ({case})",
-                        f"{type(error).__name__}: {first}\n  raised at {error_line(error)}", hint, SEE),
+    pytest.fail(explain(f"FlopCounter(gm).run(*inputs) runs ({case})", describe_error(error), hint, SEE),
                 pytrace=False)
 
 

@@ -15,7 +15,7 @@ from torch import nn
 
 from minifx.codegen import GraphModule
 from minifx.graph import Tracer
-from tests.graders.support import error_line, explain
+from tests.graders.support import describe_error, explain
 
 pytestmark = [pytest.mark.ch4, pytest.mark.filterwarnings("ignore:std_mean")]
 
@@ -219,9 +219,7 @@ def _fail_raised(what: str, error: BaseException, hint: str | None = None):
             hint = "raise NonFiniteError(n), the given error, which first_nonfinite catches."
         else:
             hint = "your code raised at the line shown."
-    first = str(error).splitlines()[0] if str(error) else ""
-    pytest.fail(explain(what, f"{type(error).__name__}: {first}\n  raised at {error_line(error)}",
-                        hint, SEE), pytrace=False)
+    pytest.fail(explain(what, describe_error(error), hint, SEE), pytrace=False)
 
 
 def _first_nonfinite(ex, model: nn.Module, inputs: tuple, what: str) -> str | None:

@@ -21,7 +21,7 @@ from torch.utils import _pytree as pytree
 from minifx.codegen import symbolic_trace
 from minifx.interpreter import Interpreter
 from minifx.passes.shape_prop import ShapeProp, TensorMetadata
-from tests.graders.support import call_graded, describe_error, explain, oracle_uses
+from tests.graders.support import call_graded, describe_error, explain, oracle_uses, stub_hint
 
 pytestmark = pytest.mark.ch5
 
@@ -50,17 +50,11 @@ def ex(impl):
 # --- running student code --------------------------------------------------------
 
 
-def _not_written(error: BaseException) -> str:
-    if isinstance(error, NotImplementedError):
-        return "write it: the stub still raises NotImplementedError."
-    return "your code raised at the line shown."
-
-
 def _run(what: str, fn, *args):
     """`fn(*args)`, or a failed test that names the student's line."""
     got, raised = call_graded(fn, *args)
     if raised is not None:
-        pytest.fail(explain(what, describe_error(raised), _not_written(raised), SEE), pytrace=False)
+        pytest.fail(explain(what, describe_error(raised), stub_hint(raised), SEE), pytrace=False)
     return got
 
 
@@ -482,8 +476,8 @@ def test_missing_metadata_is_a_clear_error(ex, function):
                             "a size of 0 would hide that ShapeProp never ran.", SEE), pytrace=False)
     if isinstance(raised, NotImplementedError) or not isinstance(raised, ValueError):
         pytest.fail(explain(what, describe_error(raised),
-                            _not_written(raised) if isinstance(raised, NotImplementedError) else
-                            "check 'type' in node.meta first, and raise missing_metadata(node).",
+                            stub_hint(raised, otherwise="check 'type' in node.meta first, and "
+                                                        "raise missing_metadata(node)."),
                             SEE), pytrace=False)
     if str(raised).startswith("node %") and "has no shape metadata" in str(raised):
         hint = ("check every node, the inputs (placeholders) included: %x is the first node "

@@ -20,7 +20,7 @@ from minifx.codegen import symbolic_trace
 from minifx.interpreter import Interpreter
 from minifx.passes.draw import to_mermaid
 from minifx.passes.shape_prop import ShapeProp, TensorMetadata
-from tests.graders.support import call_graded, describe_error, explain, explain_texts
+from tests.graders.support import call_graded, describe_error, explain, explain_texts, stub_hint
 from tests.models import MLP, EncoderBlock, MobileNetish, ResNet18
 
 pytestmark = pytest.mark.ch5
@@ -40,9 +40,7 @@ def _run(what: str, fn, *args):
     """`fn(*args)`, or a failed test that names the student's line."""
     got, raised = call_graded(fn, *args)
     if raised is not None:
-        hint = ("write it: the stub still raises NotImplementedError."
-                if isinstance(raised, NotImplementedError) else "your code raised at the line shown.")
-        pytest.fail(explain(what, describe_error(raised), hint, SEE), pytrace=False)
+        pytest.fail(explain(what, describe_error(raised), stub_hint(raised), SEE), pytrace=False)
     return got
 
 
@@ -433,9 +431,9 @@ def _missing_metadata(ex, gm, name: str, hint: str) -> None:
     if raised is None:
         _fail(what, f"a drawing:\n{got}", hint)
     if isinstance(raised, NotImplementedError) or not isinstance(raised, ValueError):
-        _fail(what, describe_error(raised), "write it: the stub still raises NotImplementedError."
-              if isinstance(raised, NotImplementedError) else
-              "check 'type' in node.meta before reading the metadata; raise missing_metadata(node).")
+        _fail(what, describe_error(raised), stub_hint(
+            raised, otherwise="check 'type' in node.meta before reading the metadata; raise "
+                              "missing_metadata(node)."))
     if str(raised) != want:
         _fail(what, repr(str(raised)), f"raise missing_metadata(node) for %{name}, the first node "
               "without metadata.")

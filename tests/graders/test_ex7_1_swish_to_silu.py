@@ -15,7 +15,8 @@ import minifx.passes.subgraph_rewriter as subgraph_rewriter
 from minifx.codegen import symbolic_trace
 from minifx.graph.node import map_arg
 from minifx.proxy.tape import format_target
-from tests.graders.support import error_line, explain, explain_graphs, explain_texts, running_line
+from tests.graders.support import (describe_error, explain, explain_graphs, explain_texts,
+                                   replace_for_student, running_line, stub_hint)
 
 pytestmark = pytest.mark.ch7
 
@@ -130,11 +131,8 @@ return %1"""
 
 
 def _raised(what: str, error: BaseException, stub: str):
-    first = str(error).splitlines()[0] if str(error) else ""
-    hint = (f"write {stub}: the stub still raises NotImplementedError."
-            if isinstance(error, NotImplementedError) else "your code raised at the line shown.")
-    pytest.fail(explain(f"{what} runs", f"{type(error).__name__}: {first}\n  raised at "
-                        f"{error_line(error)}", hint, SEE), pytrace=False)
+    pytest.fail(explain(f"{what} runs", describe_error(error), stub_hint(error, stub), SEE),
+                pytrace=False)
 
 
 # --- the pattern and the replacement, traced -----------------------------------------
@@ -230,10 +228,7 @@ def _rewrite(ex, name: str, monkeypatch, device: str = "cpu"):
         calls.append((pattern, replacement, running_line()))
         return original(gm, pattern, replacement, *args, **kwargs)
 
-    monkeypatch.setattr(subgraph_rewriter, "replace_pattern", recording)
-    for attribute, value in list(vars(ex).items()):
-        if value is original:
-            monkeypatch.setattr(ex, attribute, recording)
+    replace_for_student(monkeypatch, subgraph_rewriter, "replace_pattern", recording, ex)
     torch.manual_seed(1)
     args = tuple(a.to(device) for a in inputs())
     try:

@@ -16,7 +16,8 @@ import torch.fx.passes.utils.matcher_utils as fx_matcher
 import minifx.passes.matcher as minifx_matcher
 from minifx.codegen import symbolic_trace
 from minifx.graph import Node
-from tests.graders.support import error_line, explain, oracle_lines
+from tests.graders.support import (Delegated, describe_error, error_line, explain, oracle_lines,
+                                   refusing, stub_hint)
 
 pytestmark = pytest.mark.ch7
 
@@ -132,10 +133,6 @@ ORACLE = ("SubgraphMatcher", "replace_pattern", "replace_pattern_with_filters",
           "subgraph_rewriter", "matcher_utils", "InternalMatch")
 
 
-class _Delegated(Exception):
-    """Raised by the grader's stand-ins for the ready-made matchers."""
-
-
 def _by_hand(uses: str):
     pytest.fail(explain("find_chains walking the graph itself, node by node",
                         f"your code uses {uses}",
@@ -148,11 +145,8 @@ def _by_hand(uses: str):
 @pytest.fixture
 def find(ex, monkeypatch):
     """The student's find_chains, with the ready-made matchers replaced by stand-ins that refuse."""
-    def refuse(*args, **kwargs):
-        raise _Delegated("SubgraphMatcher.match")
-
-    monkeypatch.setattr(minifx_matcher.SubgraphMatcher, "match", refuse)
-    monkeypatch.setattr(fx_matcher.SubgraphMatcher, "match", refuse)
+    monkeypatch.setattr(minifx_matcher.SubgraphMatcher, "match", refusing("SubgraphMatcher.match"))
+    monkeypatch.setattr(fx_matcher.SubgraphMatcher, "match", refusing("SubgraphMatcher.match"))
 
     def run(graph, targets):
         uses = oracle_lines(ex, ORACLE)
@@ -160,16 +154,12 @@ def find(ex, monkeypatch):
             _by_hand(uses)
         try:
             return ex.find_chains(graph, targets)
-        except _Delegated as error:
+        except Delegated as error:
             _by_hand(f"{error} at {error_line(error)}")
         except Exception as error:  # student code: any error becomes a message
-            first = str(error).splitlines()[0] if str(error) else ""
-            hint = ("write find_chains: the stub still raises NotImplementedError."
-                    if isinstance(error, NotImplementedError) else "your code raised at the line shown.")
             names = [getattr(t, "__name__", t) for t in targets]
-            pytest.fail(explain(f"find_chains(graph, {names}) runs",
-                                f"{type(error).__name__}: {first}\n  raised at {error_line(error)}", hint,
-                                SEE), pytrace=False)
+            pytest.fail(explain(f"find_chains(graph, {names}) runs", describe_error(error),
+                                stub_hint(error, "find_chains"), SEE), pytrace=False)
     return run
 
 

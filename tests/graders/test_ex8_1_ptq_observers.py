@@ -20,7 +20,9 @@ import minifx.passes.quantize as quantize
 from minifx.codegen import GraphModule, symbolic_trace
 from minifx.graph import Graph, Node
 from minifx.passes.quantize import MinMaxObserver
-from tests.graders.support import error_line, explain, explain_graphs, oracle_lines, running_line
+from tests.graders.support import (Delegated, describe_error, error_line, explain, explain_graphs,
+                                   oracle_lines, refusing, replace_for_student, running_line,
+                                   stub_hint, summarize_error)
 
 pytestmark = pytest.mark.ch8
 
@@ -150,10 +152,6 @@ ORACLE = ("_fused_relu", "_FUSED_RELUS", "prepare_fx", "quantize_fx")
 HELPERS = ("_fused_relu", "_observe", "prepare")
 
 
-class _Delegated(Exception):
-    """Raised by the grader's stand-ins for minifx's quantization helpers."""
-
-
 def _yourself(uses: str):
     pytest.fail(explain("is_relu and insert_relu_observers written in the exercise itself",
                         f"your code uses {uses}",
@@ -169,29 +167,18 @@ def _guard(ex, monkeypatch) -> None:
     if uses:
         _yourself(uses)
     for name in HELPERS:
-        original = getattr(quantize, name)
-
-        def refuse(*args, name=name, **kwargs):
-            raise _Delegated(name)
-        monkeypatch.setattr(quantize, name, refuse)
-        for attribute, value in list(vars(ex).items()):
-            if value is original:
-                monkeypatch.setattr(ex, attribute, refuse)
+        replace_for_student(monkeypatch, quantize, name, refusing(name), ex)
 
 
 def _call(fn, *args, what: str, stub: str):
     """`fn(*args)`; if it raises, a failed test that names the student's line."""
     try:
         return fn(*args)
-    except _Delegated as error:
+    except Delegated as error:
         _yourself(f"minifx's {error} at {error_line(error)}")
     except Exception as raised:  # student code: any error becomes a message
         error = raised
-    first = str(error).splitlines()[0] if str(error) else ""
-    hint = (f"write {stub}: the stub still raises NotImplementedError."
-            if isinstance(error, NotImplementedError) else "your code raised at the line shown.")
-    pytest.fail(explain(f"{what} runs", f"{type(error).__name__}: {first}\n  raised at {error_line(error)}",
-                        hint, SEE), pytrace=False)
+    pytest.fail(explain(f"{what} runs", describe_error(error), stub_hint(error, stub), SEE), pytrace=False)
 
 
 # --- is_relu --------------------------------------------------------------------------
@@ -323,8 +310,7 @@ def _run(run, what: str):
         with torch.no_grad():
             return run()
     except Exception as error:  # generated from the student's graph
-        first = str(error).splitlines()[0] if str(error) else ""
-        pytest.fail(explain(f"{what} runs", f"{type(error).__name__}: {first}",
+        pytest.fail(explain(f"{what} runs", summarize_error(error),
                             "print(gm.graph) and gm.code: every node must read values computed "
                             "before it, and every call_module target must be a submodule of gm.",
                             SEE_PREPARE), pytrace=False)

@@ -15,7 +15,8 @@ import torch
 import torch.ao.quantization.observer as ao_observer
 
 import minifx.passes.quantize as quantize
-from tests.graders.support import error_line, explain, oracle_lines
+from tests.graders.support import (Delegated, describe_error, error_line, explain, oracle_lines,
+                                   refusing, replace_for_student, stub_hint)
 
 pytestmark = [pytest.mark.ch8,
               pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor:UserWarning")]
@@ -87,10 +88,6 @@ ORACLE = ("PerChannelMinMaxObserver", "MovingAveragePerChannelMinMaxObserver", "
           "default_weight_observer", "_choose_qparams_per_tensor")
 
 
-class _Delegated(Exception):
-    """Raised by the grader's stand-ins for the ready-made observers."""
-
-
 def _yourself(uses: str):
     pytest.fail(explain("scales computed in the exercise itself, from each channel's entries",
                         f"your code uses {uses}",
@@ -105,32 +102,20 @@ def _call(ex, function: str, weight: torch.Tensor):
     if uses:
         _yourself(uses)
 
-    def refusing(name):
-        def refuse(*args, **kwargs):
-            raise _Delegated(name)
-        return refuse
-
     with pytest.MonkeyPatch.context() as patch, warnings.catch_warnings():
         warnings.filterwarnings("ignore", "torch.quantize_per_tensor", UserWarning)
         patch.setattr(ao_observer.UniformQuantizationObserverBase, "_calculate_qparams",
                       refusing("torch.ao.quantization's observers"))
         patch.setattr(quantize.MinMaxObserver, "calculate_qparams", refusing("minifx's MinMaxObserver"))
         for name in ("quantize_weight", "prepare", "convert"):
-            original = getattr(quantize, name)
-            patch.setattr(quantize, name, refusing(f"minifx's {name}"))
-            for attribute, value in list(vars(ex).items()):
-                if value is original:
-                    patch.setattr(ex, attribute, refusing(f"minifx's {name}"))
+            replace_for_student(patch, quantize, name, refusing(f"minifx's {name}"), ex)
         try:
             return getattr(ex, function)(weight)
-        except _Delegated as error:
+        except Delegated as error:
             _yourself(f"{error} at {error_line(error)}")
         except Exception as error:  # student code: any error becomes a message
-            first = str(error).splitlines()[0] if str(error) else ""
-            hint = (f"write {function}: the stub still raises NotImplementedError."
-                    if isinstance(error, NotImplementedError) else "your code raised at the line shown.")
-            pytest.fail(explain(f"{function}(weight) runs", f"{type(error).__name__}: {first}\n"
-                                f"  raised at {error_line(error)}", hint, SEE), pytrace=False)
+            pytest.fail(explain(f"{function}(weight) runs", describe_error(error),
+                                stub_hint(error, function), SEE), pytrace=False)
 
 
 # --- what went wrong --------------------------------------------------------------------
