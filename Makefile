@@ -66,7 +66,7 @@ book-build: $(STAMP) $(MERMAID_JS)
 	$(BIN)/mkdocs build --strict --site-dir site
 
 clean:
-	rm -rf $(VENV) $(dir $(MERMAID_JS)) site build dist *.egg-info .pytest_cache .hypothesis .coverage .coverage.* htmlcov results.json
+	rm -rf $(VENV) $(dir $(MERMAID_JS)) site build dist *.egg-info .pytest_cache .ruff_cache .hypothesis .coverage .coverage.* htmlcov results.json
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
 $(STAMP): pyproject.toml Makefile

@@ -60,8 +60,14 @@ import torch.fx
 
 import minifx.codegen
 import minifx.graph
-from benchmarks.graph_scale import (_ms, _size, _timed, build_chain, format_markdown,
-                                    machine_description)
+from benchmarks.graph_scale import (
+    _ms,
+    _size,
+    _timed,
+    build_chain,
+    format_markdown,
+    machine_description,
+)
 from tests.models import MLP, ResNet50
 
 DEFAULT_SIZES = (1_000, 10_000, 100_000)

@@ -64,8 +64,16 @@ import torch.hub
 
 import minifx.codegen
 import minifx.interpreter
-from benchmarks.codegen import (Chain, ForwardCase, Tiny, _calls_per_round, _ratio, _synchronizer,
-                                _time_calls, _us)
+from benchmarks.codegen import (
+    Chain,
+    ForwardCase,
+    Tiny,
+    _calls_per_round,
+    _ratio,
+    _synchronizer,
+    _time_calls,
+    _us,
+)
 from benchmarks.graph_scale import _timed, format_markdown, machine_description
 from tests.models import ResNet50
 
