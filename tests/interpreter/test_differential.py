@@ -36,12 +36,9 @@ from tests.codegen.test_differential import (
     TORCH_FX_CANNOT_COMPILE,
     assert_runs_like_eager,
     minifx_code,
-    minifx_module,
     minifx_printout,
     run,
     torch_code,
-    torch_module,
-    trace_torch,
 )
 from tests.graph.corpus import CASES, Case
 from tests.interpreter.support import (
@@ -52,6 +49,7 @@ from tests.interpreter.support import (
     plain,
     run_args,
 )
+from tests.oracle import minifx_module, torch_module, trace_torch
 
 pytestmark = pytest.mark.ch4
 
