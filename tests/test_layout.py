@@ -1,5 +1,5 @@
 """Each source module's tests are found by name: `minifx/<stage>/<module>.py` is tested in
-`tests/<stage>/test_<module>.py` (DESIGN.md and the issue-17 brief ask for it).
+`tests/<stage>/test_<module>.py`, as issue 17 asks.
 
 Tests of several modules at once (differential runs against torch.fx, properties, models)
 keep their own names beside these. `GAPS` lists the modules that have no such file yet,

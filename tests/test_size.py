@@ -1,9 +1,9 @@
 """Size limits a reader can count on: modules of at most 400 lines, function bodies of at
 most 40, and a teaching path per stage short enough to read in a sitting.
 
-Issue 17 set these limits; DESIGN.md's style rules state them. An exception is allowed
-only with a reason, and an exception that is no longer needed fails too, so the lists
-only shrink.
+Issue 17 set these limits (DESIGN.md section 6 asks for small files and functions). An
+exception is allowed only with a reason, and one that is no longer needed fails too, so the
+lists only shrink.
 """
 
 from __future__ import annotations
