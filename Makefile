@@ -15,7 +15,9 @@
 # TORCH_SPEC pins the CPU build by default; for a CUDA build, for example:
 #   make test TORCH_SPEC="torch==2.13.0" TORCH_INDEX_URL=https://download.pytorch.org/whl/cu126
 
-PYTHON ?= python3
+# The Python the venv is made with: 3.11, the one pyproject.toml allows (see the README's
+# "Tested versions"); python3 where no python3.11 is on the PATH.
+PYTHON ?= $(shell command -v python3.11 2>/dev/null || echo python3)
 TORCH_SPEC ?= torch==2.13.0
 TORCH_INDEX_URL ?=
 BOOK_ADDR ?= 127.0.0.1:8000
@@ -66,7 +68,7 @@ book-build: $(STAMP) $(MERMAID_JS)
 	$(BIN)/mkdocs build --strict --site-dir site
 
 clean:
-	rm -rf $(VENV) $(dir $(MERMAID_JS)) site build dist *.egg-info .pytest_cache .hypothesis .coverage .coverage.* htmlcov results.json
+	rm -rf $(VENV) $(dir $(MERMAID_JS)) site build dist *.egg-info .pytest_cache .ruff_cache .hypothesis .coverage .coverage.* htmlcov results.json
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
 $(STAMP): pyproject.toml Makefile

@@ -60,8 +60,22 @@ import torch.fx
 
 import minifx.codegen
 import minifx.graph
-from benchmarks.graph_scale import (_ms, _size, _timed, build_chain, format_markdown,
-                                    machine_description)
+from benchmarks.common import (
+    Chain,
+    ForwardCase,
+    Tiny,
+    build_chain,
+    format_markdown,
+    machine_description,
+)
+from benchmarks.common import calls_per_round as _calls_per_round
+from benchmarks.common import ms as _ms
+from benchmarks.common import ratio as _ratio
+from benchmarks.common import size_label as _size
+from benchmarks.common import synchronizer as _synchronizer
+from benchmarks.common import time_calls as _time_calls
+from benchmarks.common import timed as _timed
+from benchmarks.common import us as _us
 from tests.models import MLP, ResNet50
 
 DEFAULT_SIZES = (1_000, 10_000, 100_000)
@@ -103,33 +117,6 @@ LIBRARIES: dict[str, Library] = {
 
 
 # --- the work, written once for both libraries -------------------------------------
-
-class Chain(torch.nn.Module):
-    """A forward of `n` simple ops, `x + 1` and `torch.relu(x)` in turn.
-
-    Traced, it gives the same graph as graph_scale's `build_chain(fx, n)`.
-    """
-
-    def __init__(self, n: int) -> None:
-        super().__init__()
-        self.n = n
-
-    def forward(self, x):  # no annotations: they would become the placeholder's type
-        for i in range(self.n):  # a Python int: the loop unrolls while tracing
-            x = x + 1 if i % 2 == 0 else torch.relu(x)
-        return x
-
-
-class Tiny(torch.nn.Module):
-    """The smallest model worth a GraphModule: one Linear(4, 4) and a relu."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.linear = torch.nn.Linear(4, 4)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.relu(self.linear(x))
-
 
 def _call(name: str, thunk: Callable[[], Any]) -> Any:
     return thunk()
@@ -186,15 +173,6 @@ def best_of(pipeline: Callable[[Timer], Any], repeat: int, budget_s: float = flo
 
 # --- forward timing -----------------------------------------------------------------
 
-@dataclass(frozen=True)
-class ForwardCase:
-    """A model and the input shape its forward is timed on."""
-
-    name: str
-    make_model: Callable[[], torch.nn.Module]
-    input_shape: tuple[int, ...]
-
-
 def forward_cases(image_size: int = 64) -> list[ForwardCase]:
     """The tiny model, the MLP, and ResNet-50 on a batch of one `image_size`^2 image."""
     return [
@@ -202,30 +180,6 @@ def forward_cases(image_size: int = 64) -> list[ForwardCase]:
         ForwardCase("MLP (32-64-64-10)", MLP, (64, 32)),
         ForwardCase("ResNet-50", ResNet50, (1, 3, image_size, image_size)),
     ]
-
-
-def _synchronizer(device: torch.device) -> Callable[[], None]:
-    """Waits for queued GPU work, so a timer stops when the work is done."""
-    return torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-
-
-def _time_calls(function: Callable, x: torch.Tensor, number: int, sync: Callable[[], None]) -> float:
-    """Seconds for `number` calls of `function(x)`."""
-    sync()
-    start = time.perf_counter()
-    for _ in range(number):
-        function(x)
-    sync()
-    return time.perf_counter() - start
-
-
-def _calls_per_round(function: Callable, x: torch.Tensor, min_time: float,
-                     sync: Callable[[], None]) -> int:
-    """How many calls last at least `min_time` seconds (doubling, as timeit's autorange)."""
-    number = 1
-    while _time_calls(function, x, number, sync) < min_time:
-        number *= 2
-    return number
 
 
 def forward_callables(case: ForwardCase, device: torch.device) -> tuple[dict[str, Callable], torch.Tensor]:
@@ -349,15 +303,6 @@ def not_linear(results: Results, slack: float, library: str = "minifx") -> list[
 
 
 # --- reporting ----------------------------------------------------------------------
-
-def _us(seconds: float) -> str:
-    microseconds = seconds * 1e6
-    return f"{microseconds:.3g}" if microseconds < 100 else f"{microseconds:,.0f}"
-
-
-def _ratio(a: float, b: float) -> str:
-    return f"{a / b:.2f}"
-
 
 def tables(results: Results, slack: float) -> list[tuple[str, list[str], list[list[str]]]]:
     """The report's tables, as (title, header, rows)."""

@@ -22,7 +22,7 @@ input through three runners (`runners()`):
 Before timing, both fused graphs must print the same and hold no BatchNorm,
 and both fused outputs must equal the eager output within float tolerance
 (`check_outputs`); otherwise the benchmark raises. Timing is
-`benchmarks.interpreter.time_runners`: rounds of enough calls to last
+`benchmarks.common.time_runners`: rounds of enough calls to last
 `min_time`, the runners taking turns (forwards, then backwards), each
 keeping its fastest round, under `torch.no_grad()`, garbage collection off.
 The report gives each fused model's speedup over eager (eager time / fused
@@ -42,8 +42,7 @@ import torch
 from torch import nn
 from torch.fx.experimental.optimization import fuse as torch_fx_fuse
 
-from benchmarks.graph_scale import format_markdown, machine_description
-from benchmarks.interpreter import time_runners
+from benchmarks.common import format_markdown, machine_description, time_runners
 from benchmarks.plots import speedup_bars
 from minifx.passes.fuse_conv_bn import fuse_conv_bn
 from tests.models import ResNet50

@@ -44,8 +44,6 @@ import argparse
 import datetime
 import gc
 import operator
-import os
-import platform
 import sys
 import time
 from dataclasses import dataclass, field
@@ -57,27 +55,16 @@ import torch
 import torch.fx
 
 import minifx.graph
+from benchmarks.common import build_chain, format_markdown, machine_description
+from benchmarks.common import ms as _ms
+from benchmarks.common import size_label as _size
+from benchmarks.common import timed as _timed
 
 LIBRARIES: dict[str, ModuleType] = {"minifx": minifx.graph, "torch.fx": torch.fx}
 DEFAULT_SIZES = (1_000, 10_000, 100_000)
-# The chain alternates these, so names and targets vary as in a real model.
-CHAIN_FUNCTIONS = (operator.add, torch.relu)
 
 
 # --- the operations, written once for both libraries -------------------------------
-
-def build_chain(fx: ModuleType, n: int) -> Any:
-    """A graph `x -> add -> relu -> add -> ... -> output` with `n` call_function nodes."""
-    graph = fx.Graph()
-    value = graph.placeholder("x")
-    for i in range(n):
-        if CHAIN_FUNCTIONS[i % 2] is operator.add:
-            value = graph.call_function(operator.add, (value, 1))
-        else:
-            value = graph.call_function(torch.relu, (value,))
-    graph.output(value)
-    return graph
-
 
 def erase_every_other(fx: ModuleType, graph: Any) -> None:
     """Erase every other call_function node, rewiring its users to its first input.
@@ -161,17 +148,6 @@ def run_pipeline(fx: ModuleType, n: int,
 
 # --- timing -------------------------------------------------------------------------
 
-def _timed(thunk: Callable[[], Any]) -> tuple[float, Any]:
-    """Run `thunk` with the garbage collector off (as timeit does); seconds and result."""
-    gc.disable()
-    try:
-        start = time.perf_counter()
-        result = thunk()
-        return time.perf_counter() - start, result
-    finally:
-        gc.enable()
-
-
 def measure(fx: ModuleType, n: int, repeat: int, budget_s: float = 60.0) -> tuple[dict[str, float], int]:
     """Best-of-`repeat` seconds for each operation on a chain of `n` nodes.
 
@@ -245,14 +221,6 @@ def not_linear(results: Results, slack: float, library: str = "minifx") -> list[
 
 # --- reporting ----------------------------------------------------------------------
 
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.3g}" if seconds < 0.1 else f"{seconds * 1e3:,.0f}"
-
-
-def _size(n: int) -> str:
-    return f"{n // 1000}k" if n % 1000 == 0 else str(n)
-
-
 def table_rows(results: Results, slack: float) -> tuple[list[str], list[list[str]], list[str], list[list[str]]]:
     """The two tables, as header and rows: times and ratios, then growth."""
     time_header = ["operation", "nodes", "minifx (ms)", "torch.fx (ms)", "minifx / torch.fx"]
@@ -279,23 +247,6 @@ def format_text(header: list[str], rows: list[list[str]]) -> str:
                        in enumerate(zip(row, widths))) for row in [header, *rows]]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
-
-
-def format_markdown(header: list[str], rows: list[list[str]]) -> str:
-    align = ["---"] + ["---:"] * (len(header) - 1)
-    return "\n".join("| " + " | ".join(row) + " |" for row in [header, align, *rows])
-
-
-def machine_description() -> str:
-    """CPU, core count, Python and torch versions, for the report's header."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return (f"{cpu}, {os.cpu_count()} logical cores, {platform.system()} {platform.release()}; "
-            f"Python {platform.python_version()}, torch {torch.__version__}")
 
 
 def markdown_report(results: Results, slack: float, repeat: int, note: str) -> str:

@@ -17,8 +17,8 @@ the same input through every runner (`runners()`):
 | minifx / torch.fx interpreter | `interpreter.run(x)`, `Interpreter(gm)` built once     |
 | ..., keep values              | the same with `garbage_collect_values=False`           |
 
-The models: the tiny one of `benchmarks.codegen` (Linear(4, 4) + relu, 1x4),
-a chain of N cheap nodes (`codegen.Chain`: `x + 1`, `torch.relu(x)`, ...,
+The models: the tiny one (`common.Tiny`: Linear(4, 4) + relu, 1x4),
+a chain of N cheap nodes (`common.Chain`: `x + 1`, `torch.relu(x)`, ...,
 1x4), where the per-node cost of interpreting stands out, and ResNet-50
 (`tests.models.ResNet50`, 1x3x64x64 as in `benchmarks.codegen`), where the
 kernels take most of the time.
@@ -48,14 +48,11 @@ that cost, measured alone (`progress_bar_seconds`).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime
-import gc
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import torch
 import torch.fx
@@ -64,9 +61,18 @@ import torch.hub
 
 import minifx.codegen
 import minifx.interpreter
-from benchmarks.codegen import (Chain, ForwardCase, Tiny, _calls_per_round, _ratio, _synchronizer,
-                                _time_calls, _us)
-from benchmarks.graph_scale import _timed, format_markdown, machine_description
+from benchmarks.common import (
+    Chain,
+    ForwardCase,
+    Tiny,
+    format_markdown,
+    machine_description,
+    quiet_torch_fx_progress,
+    ratio,
+    time_runners,
+    timed,
+    us,
+)
 from tests.models import ResNet50
 
 LIBRARY_NAMES = ("minifx", "torch.fx")
@@ -113,17 +119,6 @@ def cases(image_size: int = 64, chain_size: int = 1000) -> list[ForwardCase]:
 
 # --- torch.fx's progress bar ----------------------------------------------------------
 
-@contextlib.contextmanager
-def quiet_torch_fx_progress() -> Iterator[None]:
-    """Disable torch.fx's progress bar and its node-list description; restore after."""
-    saved = torch.fx.config.disable_progress, torch.fx.config.verbose_progress
-    torch.fx.config.disable_progress, torch.fx.config.verbose_progress = True, False
-    try:
-        yield
-    finally:
-        torch.fx.config.disable_progress, torch.fx.config.verbose_progress = saved
-
-
 def progress_bar_kind() -> str:
     """Which bar torch.fx's Interpreter opens: real tqdm, or torch.hub's stand-in."""
     if torch.hub.tqdm.__module__ == "torch.hub":
@@ -139,7 +134,7 @@ def progress_bar_seconds(nodes: int, repeat: int = 20) -> float:
                              leave=True, disable=True, delay=0)
         for _ in range(nodes):
             bar.update(1)
-    return min(_timed(one_run)[0] for _ in range(repeat))
+    return min(timed(one_run)[0] for _ in range(repeat))
 
 
 # --- the runners, checked before they are timed ---------------------------------------
@@ -189,42 +184,9 @@ def node_count(case: str, gms: dict[str, Any]) -> int:
     return counts["minifx"]
 
 
-def time_runners(functions: dict[str, Callable], x: torch.Tensor, repeat: int, min_time: float,
-                 budget_s: float = float("inf")) -> tuple[dict[str, float], int]:
-    """Best seconds per call of each function, in up to `repeat` rounds of turns.
-
-    `benchmarks.codegen.time_forward`, but the turns run backwards in every
-    other round, so that each runner is timed after both of its neighbours:
-    what one runner leaves in the allocator (a keep-values Interpreter frees
-    its previous run's values only when it runs again) is not always charged
-    to the same next runner. Rounds stop early (after at least one) once
-    `budget_s` seconds are spent.
-
-    Returns:
-        `{name: seconds per call}` and the number of rounds run.
-    """
-    sync = _synchronizer(x.device)
-    best = dict.fromkeys(functions, float("inf"))
-    with torch.no_grad(), quiet_torch_fx_progress():
-        numbers = {name: _calls_per_round(f, x, min_time, sync) for name, f in functions.items()}
-        turns = list(functions.items())
-        gc.collect()
-        gc.disable()
-        started, rounds = time.perf_counter(), 0
-        try:
-            while rounds < repeat and (rounds == 0 or time.perf_counter() - started < budget_s):
-                for name, function in (reversed(turns) if rounds % 2 else turns):
-                    seconds = _time_calls(function, x, numbers[name], sync) / numbers[name]
-                    best[name] = min(best[name], seconds)
-                rounds += 1
-        finally:
-            gc.enable()
-    return best, rounds
-
-
 def construction_seconds(library: Library, gm: Any, repeat: int) -> float:
     """Best seconds for `Interpreter(gm)`: collecting submodules and last uses."""
-    return min(_timed(lambda: library.interpreter(gm))[0] for _ in range(repeat))
+    return min(timed(lambda: library.interpreter(gm))[0] for _ in range(repeat))
 
 
 # --- all of it ----------------------------------------------------------------------
@@ -306,7 +268,7 @@ def _times_table(results: Results) -> tuple[str, list[str], list[list[str]]]:
                          for library in LIBRARY_NAMES]
     header = ["model", "input", "nodes", "rounds", *(f"{name} (us)" for name in names)]
     rows = [[case, shape, str(results.nodes[case]), str(results.rounds[case]),
-             *(_us(results.seconds[case, name]) for name in names)]
+             *(us(results.seconds[case, name]) for name in names)]
             for case, shape in results.inputs.items()]
     return "Time per call", header, rows
 
@@ -319,9 +281,9 @@ def _overhead_table(results: Results) -> tuple[str, list[str], list[list[str]]]:
         for variant in results.variants:
             mine, theirs = (results.time(case, library, variant) for library in LIBRARY_NAMES)
             rows.append([case, "keep values" if variant != "interpreter" else "default",
-                         _ratio(mine, theirs),
-                         _ratio(mine, results.time(case, "minifx", "gm")),
-                         _ratio(theirs, results.time(case, "torch.fx", "gm")),
+                         ratio(mine, theirs),
+                         ratio(mine, results.time(case, "minifx", "gm")),
+                         ratio(theirs, results.time(case, "torch.fx", "gm")),
                          _per_node(results.per_node(case, "minifx", variant)),
                          _per_node(results.per_node(case, "torch.fx", variant))])
     return "Interpreter overhead", header, rows
@@ -332,7 +294,7 @@ def _construction_table(results: Results) -> tuple[str, list[str], list[list[str
     rows = []
     for case in results.inputs:
         mine, theirs = (results.construction[case, library] for library in LIBRARY_NAMES)
-        rows.append([case, str(results.nodes[case]), _us(mine), _us(theirs), _ratio(mine, theirs)])
+        rows.append([case, str(results.nodes[case]), us(mine), us(theirs), ratio(mine, theirs)])
     return "Building an Interpreter: `Interpreter(gm)`, not in the times above", header, rows
 
 
@@ -347,7 +309,7 @@ def _progress_bar_line(results: Results) -> str:
     cost = progress_bar_seconds(largest)
     return (f"- torch.fx's progress bar: {progress_bar_kind()}, disabled "
             "(`torch.fx.config.disable_progress = True`, `verbose_progress = False`). Disabled, "
-            f"it still costs {_us(cost)} us per run at {largest} nodes "
+            f"it still costs {us(cost)} us per run at {largest} nodes "
             f"({cost / largest * 1e6:.3f} us per node), measured alone; that is part of "
             "torch.fx's Interpreter times.")
 

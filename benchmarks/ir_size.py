@@ -51,7 +51,7 @@ import torch.fx
 from torch import nn
 
 import minifx
-from benchmarks.graph_scale import format_markdown, machine_description
+from benchmarks.common import format_markdown, machine_description
 from benchmarks.plots import png_figure
 from tests.models import ResNet50
 

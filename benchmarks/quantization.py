@@ -42,8 +42,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-from benchmarks.graph_scale import format_markdown, machine_description
-from benchmarks.interpreter import time_runners
+from benchmarks.common import format_markdown, machine_description, time_runners
 from benchmarks.plots import speedup_bars
 from examples.ch8_quantization import AutoEncoder, quantize, relative_error
 from minifx.passes.quantize import ACTIVATION, WEIGHT

@@ -15,7 +15,6 @@ import torch.nn.functional as F
 from minifx.codegen import GraphModule
 from minifx.graph import Node
 
-
 # --8<-- [start:given]
 # The functions the chapter's transform rewrites: `torch.relu(x)` and `F.relu(x)`.
 RELU_FUNCTIONS = (torch.relu, F.relu)

@@ -22,7 +22,6 @@ from torch import nn
 from minifx.graph import Node
 from minifx.interpreter import Interpreter
 
-
 # --8<-- [start:given]
 # The operations counted, as the graph records them. `x @ w` is operator.matmul;
 # `x.mm(w)` and `x.matmul(w)` are call_method nodes, whose target is a string.

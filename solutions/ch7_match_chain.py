@@ -26,7 +26,7 @@ def find_chains(graph: Graph, targets: Sequence[Callable]) -> list[list[Node]]:
 def chain_ending_at(last: Node, targets: Sequence[Callable]) -> list[Node] | None:
     """The chain whose last node is `last`, or None if there is none."""
     chain = [last]
-    for target in reversed(targets[:-1]):
+    for _ in targets[:-1]:  # one step back for each target before the last
         first = chain[0].args[0] if chain[0].args else None
         if not isinstance(first, Node) or list(first.users) != [chain[0]]:
             return None  # not computed by a node, or it escapes: used by someone else too

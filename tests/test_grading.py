@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.graders.support import explain
 from tests.grading import GradingError, Limits, grade, load_manifest, main
 from tests.grading.judge import submitted_modules
-from tests.graders.support import explain
 
 pytestmark = [pytest.mark.meta, pytest.mark.needs_solutions]
 

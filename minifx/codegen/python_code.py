@@ -39,12 +39,25 @@ from ..graph.wrapping import wrap
 from ..proxy.names import Namespace
 from ..proxy.tape import type_repr
 from .codegen import CodeGen, codegen_of
-from .syntax import (CUSTOM_BUILTINS, INPLACE_OPERATORS, LITERAL_TYPES, OPERATOR_SYNTAX,
-                     TORCH_MODULE, TYPING_ORIGINS, attribute_chain, check_node, global_hint,
-                     is_name, parameter_name, plain, qualified_name, refers_to_builtin,
-                     resolve_torch_path, shape_annotation, stack_summary)
-
-
+from .syntax import (
+    CUSTOM_BUILTINS,
+    INPLACE_OPERATORS,
+    LITERAL_TYPES,
+    OPERATOR_SYNTAX,
+    TORCH_MODULE,
+    TYPING_ORIGINS,
+    attribute_chain,
+    check_node,
+    global_hint,
+    is_name,
+    parameter_name,
+    plain,
+    qualified_name,
+    refers_to_builtin,
+    resolve_torch_path,
+    shape_annotation,
+    stack_summary,
+)
 
 # The marker before a node's lines while a body transformer works on them.
 _COUNTER = re.compile(r"# COUNTER: (\d+)")

@@ -24,8 +24,8 @@ This module is not on chapter 2's teaching path; the chapter points to it.
 """
 
 from __future__ import annotations
-
 import __future__
+
 import ast
 import contextlib
 import inspect

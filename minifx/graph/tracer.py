@@ -438,7 +438,7 @@ class Tracer(TracerBase):
                 torch._assert(proxy == part, f"{name} has been specialized to have value {part} "
                               "but got another value")
             else:
-                warnings.warn(f"Was not able to add assertion to guarantee correct input {name} "
+                warnings.warn(f"Was not able to add assertion to guarantee correct input {name} "  # noqa: B028 (as torch.fx: default stacklevel)
                               "to specialized function. It is up to the user to make sure that "
                               "your inputs match the inputs you specialized the function with.")
             return part

@@ -30,7 +30,6 @@ import torch
 from ..proxy.errors import is_library_code
 from ..proxy.proxy import Proxy
 
-
 # -- where a node came from -----------------------------------------------------------
 
 @contextlib.contextmanager

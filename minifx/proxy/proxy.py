@@ -202,7 +202,7 @@ class Proxy:
         for name, value in self.__dict__.items():
             try:
                 copied.__dict__[name] = copy.deepcopy(value, memo)
-            except Exception:  # noqa: BLE001 (anything a value's __deepcopy__ may raise)
+            except Exception:  # anything a value's __deepcopy__ may raise
                 copied.__dict__[name] = value
         return copied
 

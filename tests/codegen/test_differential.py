@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import textwrap
 import warnings
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -29,7 +28,8 @@ import minifx.codegen
 import minifx.graph
 from tests.codegen.compare import assert_same
 from tests.codegen.inputs import INPUTS, NOT_RUNNABLE, SEED, Example, example
-from tests.graph.corpus import CASES, Case, resolve_ph
+from tests.graph.corpus import CASES, Case
+from tests.oracle import Traced, minifx_module, torch_module, trace_minifx
 
 pytestmark = pytest.mark.ch3
 
@@ -64,59 +64,6 @@ RETRACE_FLATTENS_INPUTS = {"concrete_ph_in_structure", "concrete_dict_with_ph", 
 # Cases that show a minifx bug, as strict xfails (none at the moment).
 MINIFX_BUGS: dict[str, str] = {}
 
-
-# -- tracing one case with each library --------------------------------------------
-
-@dataclass
-class Traced:
-    """One case traced by one library.
-
-    Attributes:
-        root: the program as written, run in eager mode.
-        tracer: the tracer that traced it (`tracer.root` holds the state the graph names).
-        graph: the traced graph.
-    """
-
-    root: Any
-    tracer: Any
-    graph: Any
-
-    def eager(self) -> Any:
-        """The callable that was traced: `forward`, or the tracer's `traced_func_name`."""
-        if isinstance(self.root, torch.nn.Module):
-            return getattr(self.root, self.tracer.traced_func_name)
-        return self.root
-
-
-def trace_case(c: Case, base: type, ph: Any) -> Traced:
-    """Trace a fresh root of case `c` with a tracer built on `base`."""
-    root, concrete_args = c.make()
-    tracer = c.tracer(base)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # both libraries warn alike about some concrete values
-        graph = tracer.trace(root, resolve_ph(concrete_args, ph))
-    return Traced(root, tracer, graph)
-
-
-def trace_minifx(c: Case) -> Traced:
-    return trace_case(c, minifx.graph.Tracer, minifx.graph.PH)
-
-
-def trace_torch(c: Case) -> Traced:
-    return trace_case(c, torch.fx.Tracer, torch.fx._symbolic_trace.PH)
-
-
-def minifx_module(c: Case) -> tuple[Traced, minifx.codegen.GraphModule]:
-    traced = trace_minifx(c)
-    return traced, minifx.codegen.GraphModule(traced.tracer.root, traced.graph)
-
-
-def torch_module(c: Case) -> torch.fx.GraphModule:
-    traced = trace_torch(c)
-    return torch.fx.GraphModule(traced.tracer.root, traced.graph)
-
-
-# -- the documented normalisations -----------------------------------------------------
 
 def torch_code(code: str) -> str:
     """torch.fx's code with its qualified `wrap` written as minifx writes it."""

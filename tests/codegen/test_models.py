@@ -17,10 +17,9 @@ import torch.fx
 
 import minifx.codegen
 from tests.models import MLP, EncoderBlock, MobileNetish, ResNet18, ResNet50, WithTransformerEncoder
+from tests.oracle import SEED, model_and_input
 
 pytestmark = pytest.mark.ch3
-
-SEED = 0
 
 # name -> (a fresh model, the shape of its input)
 MODELS: dict[str, tuple[Callable[[], torch.nn.Module], tuple[int, ...]]] = {
@@ -32,14 +31,6 @@ MODELS: dict[str, tuple[Callable[[], torch.nn.Module], tuple[int, ...]]] = {
     "transformer_encoder_leaf": (WithTransformerEncoder, (2, 5, 32)),
 }
 WITH_DROPOUT = ["mlp", "encoder_block", "transformer_encoder_leaf"]
-
-
-def model_and_input(name: str, device: str, training: bool = False) -> tuple[torch.nn.Module, torch.Tensor]:
-    """A fresh model of `MODELS[name]` and an input, both on `device`, seeded."""
-    factory, shape = MODELS[name]
-    torch.manual_seed(SEED)
-    model = factory().to(device).train(training)
-    return model, torch.randn(*shape, device=device)
 
 
 def seeded(fn: Callable, x: torch.Tensor) -> torch.Tensor:
@@ -57,14 +48,14 @@ def test_code_is_torch_fx_code(name: str):
 
 @pytest.mark.parametrize("name", MODELS)
 def test_eval_outputs_equal_eager(name: str, device: str):
-    model, x = model_and_input(name, device)
+    model, x = model_and_input(MODELS, name, device)
     gm = minifx.codegen.symbolic_trace(model)
     torch.testing.assert_close(seeded(gm, x), seeded(model, x))
 
 
 @pytest.mark.parametrize("name", MODELS)
 def test_retraced_graph_module_equals_graph_module_and_eager(name: str, device: str):
-    model, x = model_and_input(name, device)
+    model, x = model_and_input(MODELS, name, device)
     gm = minifx.codegen.symbolic_trace(model)
     retraced = minifx.codegen.symbolic_trace(gm)
     retraced.graph.lint()
@@ -77,7 +68,7 @@ def test_retraced_graph_module_equals_graph_module_and_eager(name: str, device: 
 
 @pytest.mark.parametrize("name", WITH_DROPOUT)
 def test_training_outputs_with_dropout_equal_eager_under_one_seed(name: str, device: str):
-    model, x = model_and_input(name, device, training=True)
+    model, x = model_and_input(MODELS, name, device, training=True)
     gm = minifx.codegen.symbolic_trace(model)
     assert gm.training
     torch.testing.assert_close(seeded(gm, x), seeded(model, x))

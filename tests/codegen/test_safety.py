@@ -139,7 +139,7 @@ def test_a_hostile_node_name_becomes_a_valid_variable_as_in_torch_fx(name):
         relu.name = name
         # Uses after the renamed node need torch, getattr, inf and device as globals.
         inf = g.call_function(torch.add, (relu, math.inf))
-        first = g.call_function(getattr(torch.Tensor, "__getitem__"), (inf, 0))
+        first = g.call_function(torch.Tensor.__getitem__, (inf, 0))
         g.output((first, g.call_function(torch.zeros, (1,), {"device": torch.device("cpu")})))
 
     gm = minifx_module(build)
@@ -545,7 +545,7 @@ def test_type_annotations_with_hostile_names_are_bound_as_globals(marker):
     def build(g):
         x = g.placeholder("x", type_expr=hostile)
         y = g.call_function(operator.add, (x, 1))
-        y.type = typing.List[hostile]  # noqa: UP006
+        y.type = typing.List[hostile]
         g.output(y, type_expr=typing.Optional[hostile])
     gm = minifx_module(build)
     assert gm(1) == 2

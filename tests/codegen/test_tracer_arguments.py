@@ -12,7 +12,12 @@ import pytest
 import torch
 
 from tests.graph.test_tracer_arguments import (
-    LIBRARIES, MODULES, PROXYABLE, LeafTracers, PassesCustomArg)
+    LIBRARIES,
+    MODULES,
+    PROXYABLE,
+    LeafTracers,
+    PassesCustomArg,
+)
 
 pytestmark = pytest.mark.ch3
 

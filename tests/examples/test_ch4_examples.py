@@ -32,7 +32,8 @@ from examples.ch4_transforms import (
 from minifx.codegen import symbolic_trace
 from minifx.graph import PH
 from minifx.interpreter import Interpreter, Transformer, decompose
-from tests.codegen.test_models import MODELS, SEED, model_and_input
+from tests.codegen.test_models import MODELS
+from tests.oracle import SEED, model_and_input
 
 pytestmark = pytest.mark.ch4
 
@@ -91,7 +92,7 @@ def test_the_two_shape_props_record_the_same_meta():
 
 def test_shape_prop_records_nothing_for_values_that_are_not_tensors():
     # EncoderBlock unpacks x.shape (a torch.Size, then ints) and chunk's tuple.
-    model, x = model_and_input("encoder_block", "cpu")
+    model, x = model_and_input(MODELS, "encoder_block", "cpu")
     gm = symbolic_trace(model)
     ShapeProp(gm).propagate(x)
     kinds = {n.name: "shape" in n.meta for n in gm.graph.nodes}

@@ -15,7 +15,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from minifx.codegen import symbolic_trace
-from tests.graders.support import describe_error, explain, explain_graphs, explain_texts, summarize_error
+from tests.graders.support import (
+    describe_error,
+    explain,
+    explain_graphs,
+    explain_texts,
+    summarize_error,
+)
 
 pytestmark = pytest.mark.ch3
 

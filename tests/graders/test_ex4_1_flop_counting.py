@@ -18,8 +18,15 @@ import torch.utils.flop_counter as flop_counter
 from torch import nn
 
 from minifx.codegen import GraphModule, symbolic_trace
-from tests.graders.support import (Delegated, describe_error, error_line, explain, oracle_uses,
-                                   refusing, replace_for_student)
+from tests.graders.support import (
+    Delegated,
+    describe_error,
+    error_line,
+    explain,
+    oracle_uses,
+    refusing,
+    replace_for_student,
+)
 
 pytestmark = pytest.mark.ch4
 

@@ -30,7 +30,14 @@ from torch import nn
 
 import minifx.passes.fuse_conv_bn
 from minifx.codegen import symbolic_trace
-from tests.graders.support import call_graded, describe_error, explain, explain_graphs, graded_line, oracle_uses
+from tests.graders.support import (
+    call_graded,
+    describe_error,
+    explain,
+    explain_graphs,
+    graded_line,
+    oracle_uses,
+)
 
 pytestmark = pytest.mark.ch6
 

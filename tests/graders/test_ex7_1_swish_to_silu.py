@@ -15,8 +15,15 @@ import minifx.passes.subgraph_rewriter as subgraph_rewriter
 from minifx.codegen import symbolic_trace
 from minifx.graph.node import map_arg
 from minifx.proxy.tape import format_target
-from tests.graders.support import (describe_error, explain, explain_graphs, explain_texts,
-                                   replace_for_student, running_line, stub_hint)
+from tests.graders.support import (
+    describe_error,
+    explain,
+    explain_graphs,
+    explain_texts,
+    replace_for_student,
+    running_line,
+    stub_hint,
+)
 
 pytestmark = pytest.mark.ch7
 

@@ -16,8 +16,15 @@ import torch.fx.passes.utils.matcher_utils as fx_matcher
 import minifx.passes.matcher as minifx_matcher
 from minifx.codegen import symbolic_trace
 from minifx.graph import Node
-from tests.graders.support import (Delegated, describe_error, error_line, explain, oracle_lines,
-                                   refusing, stub_hint)
+from tests.graders.support import (
+    Delegated,
+    describe_error,
+    error_line,
+    explain,
+    oracle_lines,
+    refusing,
+    stub_hint,
+)
 
 pytestmark = pytest.mark.ch7
 

@@ -20,9 +20,19 @@ import minifx.passes.quantize as quantize
 from minifx.codegen import GraphModule, symbolic_trace
 from minifx.graph import Graph, Node
 from minifx.passes.quantize import MinMaxObserver
-from tests.graders.support import (Delegated, describe_error, error_line, explain, explain_graphs,
-                                   oracle_lines, refusing, replace_for_student, running_line,
-                                   stub_hint, summarize_error)
+from tests.graders.support import (
+    Delegated,
+    describe_error,
+    error_line,
+    explain,
+    explain_graphs,
+    oracle_lines,
+    refusing,
+    replace_for_student,
+    running_line,
+    stub_hint,
+    summarize_error,
+)
 
 pytestmark = pytest.mark.ch8
 

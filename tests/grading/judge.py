@@ -228,7 +228,7 @@ def run_worker(folder: Path, grader: str, limits: Limits, env: dict[str, str],
     memory limit."""
     key = secrets.token_bytes(32)
     read_end, write_end = os.pipe()
-    log = open(folder / "worker-output.txt", "w+b")  # noqa: SIM115 (closed below)
+    log = open(folder / "worker-output.txt", "w+b")  # not `with`: read and closed below, after the worker ends
     started = time.monotonic()
     try:
         group, returncode = _start(folder, grader, env, server, key, write_end, log)

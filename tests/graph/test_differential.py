@@ -10,8 +10,6 @@ the book shows, so a change in torch.fx cannot silently change them.
 from __future__ import annotations
 
 import difflib
-import warnings
-from typing import Any
 
 import pytest
 import torch
@@ -20,7 +18,8 @@ import torch.fx
 import minifx
 import minifx.graph
 from tests.graph import wrapped_helpers as wh
-from tests.graph.corpus import CASES, Case, resolve_ph
+from tests.graph.corpus import CASES, Case
+from tests.oracle import trace_minifx, trace_torch
 
 pytestmark = pytest.mark.ch2
 
@@ -28,23 +27,6 @@ CASES_BY_NAME = {c.name: c for c in CASES}
 
 
 # -- tracing one case with each library --------------------------------------------
-
-def trace_with(base: type, ph: Any, c: Case) -> Any:
-    """Trace a fresh root of case `c` with a tracer built on `base`."""
-    root, concrete_args = c.make()
-    with warnings.catch_warnings():
-        # Both libraries warn alike for concrete values they cannot assert on.
-        warnings.simplefilter("ignore")
-        return c.tracer(base).trace(root, resolve_ph(concrete_args, ph))
-
-
-def trace_torch(c: Case) -> torch.fx.Graph:
-    return trace_with(torch.fx.Tracer, torch.fx._symbolic_trace.PH, c)
-
-
-def trace_minifx(c: Case) -> minifx.graph.Graph:
-    return trace_with(minifx.graph.Tracer, minifx.graph.PH, c)
-
 
 def minifx_printout(c: Case, graph: minifx.graph.Graph) -> str:
     """minifx's printout, with the case's documented target-name differences mapped back."""
@@ -73,22 +55,22 @@ def test_case_names_are_unique():
 
 @pytest.mark.parametrize("c", CASES, ids=[c.name for c in CASES])
 def test_graph_prints_like_torch_fx(c: Case):
-    expected = str(trace_torch(c))
-    actual = minifx_printout(c, trace_minifx(c))
+    expected = str(trace_torch(c).graph)
+    actual = minifx_printout(c, trace_minifx(c).graph)
     assert actual == expected, f"printouts differ:\n{diff(expected, actual)}"
 
 
 @pytest.mark.parametrize("c", CASES, ids=[c.name for c in CASES])
 def test_node_names_and_opcodes_match(c: Case):
-    expected = [(n.name, n.op) for n in trace_torch(c).nodes]
-    actual = [(n.name, n.op) for n in trace_minifx(c).nodes]
+    expected = [(n.name, n.op) for n in trace_torch(c).graph.nodes]
+    actual = [(n.name, n.op) for n in trace_minifx(c).graph.nodes]
     assert actual == expected, "nodes differ:\n" + diff(
         "\n".join(map(str, expected)), "\n".join(map(str, actual)))
 
 
 @pytest.mark.parametrize("c", CASES, ids=[c.name for c in CASES])
 def test_traced_graph_lints(c: Case):
-    trace_minifx(c).lint()
+    trace_minifx(c).graph.lint()
 
 
 # -- keeping the wrap comparisons honest ----------------------------------------------
@@ -124,7 +106,7 @@ def test_wrapped_helper_body_cannot_be_traced_through(tracer: type):
 def test_wrapped_call_is_marked_in_meta():
     """Both libraries mark the node of a wrapped call with meta["is_wrapped"]."""
     c = CASES_BY_NAME["minifx_wrapped_by_name"]
-    for graph in (trace_torch(c), trace_minifx(c)):
+    for graph in (trace_torch(c).graph, trace_minifx(c).graph):
         wrapped = [n for n in graph.nodes if n.meta.get("is_wrapped")]
         assert [n.name for n in wrapped] == ["mini_rows_prefix"]
 
@@ -213,5 +195,5 @@ def test_minifx_wrapped_builtin_golden():
     ("minifx_wrapped_by_name", MINIFX_WRAP_GRAPH),
 ], ids=["mlp", "indexing", "resnet_basic_block", "minifx_wrap"])
 def test_golden_printout(name: str, golden: str):
-    actual = str(trace_minifx(CASES_BY_NAME[name]))
+    actual = str(trace_minifx(CASES_BY_NAME[name]).graph)
     assert actual == golden, f"printout changed:\n{diff(golden, actual)}"

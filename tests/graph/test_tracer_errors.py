@@ -18,7 +18,6 @@ import torch.nn as nn
 import minifx
 import minifx.graph
 from minifx.graph import PH, Tracer
-
 from tests import markers
 
 pytestmark = pytest.mark.ch2
@@ -247,7 +246,7 @@ def test_an_unknown_traced_func_name_is_torch_fx_s_assertion_error():
 
 
 class SelfInArgs(nn.Module):
-    def forward(*args):  # noqa: N805 (the mistake under test)
+    def forward(*args):  # no `self`: the mistake under test
         return torch.relu(args[1])
 
 

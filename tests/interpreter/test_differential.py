@@ -32,11 +32,24 @@ from minifx.interpreter import Interpreter, Transformer
 from tests.codegen.compare import assert_same
 from tests.codegen.inputs import INPUTS, NOT_RUNNABLE, SEED, example
 from tests.codegen.test_differential import (
-    CASES_BY_NAME, TORCH_FX_CANNOT_COMPILE, assert_runs_like_eager, minifx_code, minifx_module,
-    minifx_printout, run, torch_code, torch_module, trace_torch)
+    CASES_BY_NAME,
+    TORCH_FX_CANNOT_COMPILE,
+    assert_runs_like_eager,
+    minifx_code,
+    minifx_printout,
+    run,
+    torch_code,
+)
 from tests.graph.corpus import CASES, Case
 from tests.interpreter.support import (
-    AS_POSITIONAL, INTERPRETABLE, NOT_INTERPRETABLE, ids, plain, run_args)
+    AS_POSITIONAL,
+    INTERPRETABLE,
+    NOT_INTERPRETABLE,
+    ids,
+    plain,
+    run_args,
+)
+from tests.oracle import minifx_module, torch_module, trace_torch
 
 pytestmark = pytest.mark.ch4
 

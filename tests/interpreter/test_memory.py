@@ -20,10 +20,10 @@ import torch.fx
 import minifx
 from minifx.interpreter import Interpreter
 from tests.codegen.inputs import SEED, example
-from tests.codegen.test_differential import trace_minifx, trace_torch
 from tests.graph.corpus import CASES, Case
 from tests.interpreter.support import INTERPRETABLE, ids, run_args
 from tests.models import ResNet18
+from tests.oracle import trace_minifx, trace_torch
 
 pytestmark = pytest.mark.ch4
 

@@ -17,10 +17,9 @@ import torch.fx
 import minifx
 from minifx.interpreter import Interpreter, Transformer
 from tests.models import MLP, EncoderBlock, MobileNetish, ResNet18, ResNet50
+from tests.oracle import model_and_input
 
 pytestmark = pytest.mark.ch4
-
-SEED = 0
 
 # name -> (a fresh model, the shape of its input)
 MODELS: dict[str, tuple[Callable[[], torch.nn.Module], tuple[int, ...]]] = {
@@ -32,17 +31,9 @@ MODELS: dict[str, tuple[Callable[[], torch.nn.Module], tuple[int, ...]]] = {
 }
 
 
-def model_and_input(name: str, device: str) -> tuple[torch.nn.Module, torch.Tensor]:
-    """A fresh model of `MODELS[name]` in eval mode and an input, both on `device`, seeded."""
-    factory, shape = MODELS[name]
-    torch.manual_seed(SEED)
-    model = factory().to(device).eval()
-    return model, torch.randn(*shape, device=device)
-
-
 @pytest.mark.parametrize("name", MODELS)
 def test_interpreter_equals_eager_and_graph_module(name: str, device: str):
-    model, x = model_and_input(name, device)
+    model, x = model_and_input(MODELS, name, device)
     gm = minifx.symbolic_trace(model)
     with torch.no_grad():
         expected = model(x)
@@ -57,7 +48,7 @@ def test_interpreter_equals_eager_and_graph_module(name: str, device: str):
 
 @pytest.mark.parametrize("name", MODELS)
 def test_interpreter_equals_torch_fx_interpreter(name: str, device: str):
-    model, x = model_and_input(name, device)
+    model, x = model_and_input(MODELS, name, device)
     with torch.no_grad():
         ours = Interpreter(minifx.symbolic_trace(model)).run(x)
         theirs = torch.fx.Interpreter(torch.fx.symbolic_trace(model)).run(x)
@@ -66,7 +57,7 @@ def test_interpreter_equals_torch_fx_interpreter(name: str, device: str):
 
 @pytest.mark.parametrize("name", MODELS)
 def test_transformer_copy_is_torch_fx_copy_and_runs_like_eager(name: str, device: str):
-    model, x = model_and_input(name, device)
+    model, x = model_and_input(MODELS, name, device)
     gm = minifx.symbolic_trace(model)
     new = Transformer(gm).transform()
     theirs = torch.fx.Transformer(torch.fx.symbolic_trace(model)).transform()

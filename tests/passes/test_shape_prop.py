@@ -17,8 +17,12 @@ from torch._prims_common import is_contiguous_for_memory_format_or_false
 from torch.fx.passes import shape_prop as fx_shape_prop
 
 import minifx
-from minifx.passes.shape_prop import (ShapeProp, TensorMetadata, extract_tensor_metadata,
-                                      memory_format_of)
+from minifx.passes.shape_prop import (
+    ShapeProp,
+    TensorMetadata,
+    extract_tensor_metadata,
+    memory_format_of,
+)
 from tests.models import MLP, EncoderBlock, MobileNetish, ResNet18, ResNet50, WithTransformerEncoder
 
 pytestmark = pytest.mark.ch5

@@ -21,8 +21,15 @@ import torch
 import torch.fx
 from torch import nn
 
-from minifx.proxy import GraphAppendingTracer, Proxy, Tape, TapeRecorder, TraceError, TracerBase
-from minifx.proxy import trace_to_tape
+from minifx.proxy import (
+    GraphAppendingTracer,
+    Proxy,
+    Tape,
+    TapeRecorder,
+    TraceError,
+    TracerBase,
+    trace_to_tape,
+)
 
 pytestmark = pytest.mark.ch1
 

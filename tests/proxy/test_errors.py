@@ -7,12 +7,10 @@ break them.
 
 from __future__ import annotations
 
+import pytest
 import torch
 
-import pytest
-
 from minifx.proxy import TraceError, trace_to_tape
-
 from tests import markers
 
 pytestmark = pytest.mark.ch1

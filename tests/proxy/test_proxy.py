@@ -13,8 +13,16 @@ import torch.nn.functional as F
 from torch import nn
 
 from minifx.proxy import (
-    OPCODES, Attribute, GraphAppendingTracer, Proxy, Record, Tape, TapeRecorder,
-    TraceError, TracerBase, trace_to_tape,
+    OPCODES,
+    Attribute,
+    GraphAppendingTracer,
+    Proxy,
+    Record,
+    Tape,
+    TapeRecorder,
+    TraceError,
+    TracerBase,
+    trace_to_tape,
 )
 
 pytestmark = pytest.mark.ch1

@@ -1,0 +1,71 @@
+"""Each source module's tests are found by name: `minifx/<stage>/<module>.py` is tested in
+`tests/<stage>/test_<module>.py`, as issue 17 asks.
+
+Tests of several modules at once (differential runs against torch.fx, properties, models)
+keep their own names beside these. `GAPS` lists the modules that have no such file yet,
+each with where its tests are today; a gap that is filled fails until it is removed here,
+so the list only shrinks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.meta
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# minifx/<stage>/<module>.py -> why it has no tests/<stage>/test_<module>.py yet.
+GAPS: dict[str, str] = {
+    "minifx/codegen/codegen.py": "not yet: tests/codegen/test_codegen_hooks.py",
+    "minifx/codegen/python_code.py": "not yet: tests/codegen/test_source.py, test_safety.py, "
+                                     "test_differential.py",
+    "minifx/codegen/pytree.py": "not yet: tests/codegen/test_codegen_hooks.py, "
+                                "tests/interpreter/test_codegen_io.py",
+    "minifx/codegen/symbolic_trace.py": "one function that every test of tests/codegen/ calls",
+    "minifx/codegen/syntax.py": "not yet: tests/codegen/test_safety.py",
+    "minifx/graph/annotation.py": "not yet: tests/graph/test_rewriting_tracer.py",
+    "minifx/graph/codegen_hooks.py": "not yet: tests/codegen/test_codegen_hooks.py",
+    "minifx/graph/immutable_collections.py": "not yet: tests/graph/test_node_arguments.py",
+    "minifx/graph/invariants.py": "not yet: tests/graph/test_lint.py",
+    "minifx/graph/node.py": "not yet: tests/graph/test_node_arguments.py, "
+                            "test_mutable_operations.py",
+    "minifx/graph/placeholders.py": "not yet: tests/graph/test_tracer_options.py",
+    "minifx/graph/proxyable.py": "not yet: tests/graph/test_tracer_arguments.py",
+    "minifx/graph/rewriter.py": "not yet: tests/graph/test_rewriting_tracer.py",
+    "minifx/graph/side_effects.py": "not yet: tests/graph/test_dead_code.py",
+    "minifx/graph/tracer.py": "not yet: tests/graph/test_tracer_*.py",
+    "minifx/graph/wrapping.py": "not yet: tests/graph/test_differential.py",
+    "minifx/interpreter/decompose.py": "not yet: tests/interpreter/test_overrides.py",
+    "minifx/interpreter/interpreter.py": "not yet: tests/interpreter/test_differential.py, "
+                                         "test_errors.py",
+    "minifx/interpreter/transformer.py": "not yet: tests/interpreter/test_differential.py, "
+                                         "test_overrides.py",
+    "minifx/proxy/mutation.py": "not yet",
+    "minifx/proxy/tape.py": "not yet: tests/proxy/test_proxy.py",
+    "minifx/proxy/tracer.py": "not yet: tests/proxy/test_proxy.py",
+}
+
+
+def expected_test_files() -> dict[str, Path]:
+    """Each stage module (not `__init__.py`) -> the test file named after it."""
+    return {module.relative_to(ROOT).as_posix(): ROOT / "tests" / module.parent.name / f"test_{module.name}"
+            for module in sorted((ROOT / "minifx").glob("*/*.py")) if module.name != "__init__.py"}
+
+
+def test_each_module_has_a_test_file_named_after_it():
+    missing = [f"{module} -> {test.relative_to(ROOT)}" for module, test in expected_test_files().items()
+               if not test.is_file() and module not in GAPS]
+    assert not missing, ("modules without a test file named after them (write it, or list the "
+                         "module in GAPS with the reason):\n" + "\n".join(missing))
+
+
+def test_each_gap_is_still_a_gap():
+    expected = expected_test_files()
+    for module, reason in GAPS.items():
+        assert reason.strip(), f"{module}: say why it has no test file"
+        assert module in expected, f"GAPS names {module}, which is not a stage module"
+        assert not expected[module].is_file(), (
+            f"{expected[module].relative_to(ROOT)} exists now: remove {module} from GAPS")
