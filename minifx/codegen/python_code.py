@@ -37,7 +37,7 @@ import torch
 from ..graph.node import Node, immutable_dict, immutable_list
 from ..graph.wrapping import wrap
 from ..proxy.names import Namespace
-from ..proxy.tape import type_repr
+from ..proxy.ir import type_repr
 from .codegen import CodeGen, codegen_of
 from .syntax import (CUSTOM_BUILTINS, INPLACE_OPERATORS, LITERAL_TYPES, OPERATOR_SYNTAX,
                      TORCH_MODULE, TYPING_ORIGINS, attribute_chain, check_node, global_hint,

@@ -7,9 +7,9 @@ Constructs a Proxy cannot record raise `TraceError`.
 """
 
 from .errors import TraceError
-from .proxy import Attribute, Proxy
-from .tape import OPCODES, Record, Tape, TapeRecorder, trace_to_tape
-from .tracer import GraphAppendingTracer, TracerBase
+from .ir import OPCODES
+from .proxy import Attribute, GraphAppendingTracer, Proxy, TracerBase
+from .tape import Record, Tape, TapeRecorder, trace_to_tape
 
 __all__ = [
     "Proxy",

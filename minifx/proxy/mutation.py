@@ -18,7 +18,7 @@ import torch
 from torch.jit._builtins import _find_builtin
 
 from .errors import user_location
-from .names import qualified_name
+from .ir import format_target
 
 
 def check_for_mutable_operation(target: Any, args: tuple, kwargs: dict) -> None:
@@ -59,7 +59,7 @@ def accepts(schema: Any, args: tuple, kwargs: dict) -> bool:
 
 def _message(target: Any, schema: Any) -> str:
     where = user_location()
-    lines = [f"{qualified_name(target)} was called as the mutable operation {schema}, which "
+    lines = [f"{format_target(target)} was called as the mutable operation {schema}, which "
              "changes one of its arguments in place (check_mutable_operations is on)."]
     if where:
         lines.append(where)
