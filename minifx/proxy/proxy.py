@@ -22,13 +22,12 @@ Proxy for its result), `to_bool` and `iter` (called by `if proxy:` and
 `for v in proxy:`; they raise) and `keys` (called by `**proxy`).
 `TracerBase` implements them on top of `self.graph.create_node(...)`, so the
 same Proxy records into stage 1's flat `Tape` or stage 2's `Graph`. The two
-classes need each other (a tracer makes Proxies, `Proxy(node)` makes a
+classes need each other (a tracer makes Proxies; `Proxy(node)` makes a
 tracer), so they share this module, as in torch.fx.
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import dis
 import enum
@@ -40,6 +39,7 @@ from typing import Any, Callable, Iterator
 
 import torch
 
+from .copying import CopyableProxy
 from .errors import (converted_to_number, item_assigned, iterated, len_called, not_recordable,
                      proxy_as_dict_key, several_tracers, used_as_bool)
 from .ir import IRGraph, IRNode
@@ -88,7 +88,7 @@ def _with_operators(cls: type) -> type:
 
 
 @_with_operators
-class Proxy:
+class Proxy(CopyableProxy):
     """A symbolic value: every operation on it is recorded, not computed.
 
     A Proxy wraps one recorded operation (`node`: a tape `Record` in stage 1,
@@ -184,26 +184,6 @@ class Proxy:
     def __float__(self) -> float:
         raise converted_to_number(self.node.name, "a float (float() or a math function)")
     # --8<-- [end:untraceable]
-
-    # -- copying -------------------------------------------------------------------
-    def __deepcopy__(self, memo: dict) -> Proxy:
-        # Without this, deepcopy would find `__deepcopy__` through __getattr__ and
-        # record a call to it. The copy holds copies of the record and the tracer, as
-        # torch.fx's does; what cannot be copied (a tracer holding a module, say) is shared.
-        copied = object.__new__(type(self))
-        memo[id(self)] = copied
-        for name, value in self.__dict__.items():
-            try:
-                copied.__dict__[name] = copy.deepcopy(value, memo)
-            except Exception:  # noqa: BLE001 (anything a value's __deepcopy__ may raise)
-                copied.__dict__[name] = value
-        return copied
-
-    def __getstate__(self) -> dict:
-        return self.__dict__
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__ = state
 
 
 # --8<-- [start:attribute]
