@@ -93,8 +93,11 @@ def format_line(node: IRNode, leaf: Callable[[Any], str],
         return f"return {node.args[0]}"  # Python's str; a node's repr is its name
     # torch.fx tests a placeholder's type for truth and the others' for None.
     typed = node.type if node.op == "placeholder" else node.type is not None
-    notes = ([type_repr(node.type)] if typed else []) + (
-        [] if num_users is None else [f"[num_users={num_users}]"])
+    notes = []
+    if typed:
+        notes.append(type_repr(node.type))
+    if num_users is not None:
+        notes.append(f"[num_users={num_users}]")
     annotation = f" : {' '.join(notes)}" if notes else ""
     head = f"%{node.name}{annotation} = {node.op}[target={format_target(node.target)}]"
     if node.op == "placeholder":
