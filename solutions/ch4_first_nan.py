@@ -14,7 +14,7 @@ from torch import nn
 
 from minifx.graph import Node
 from minifx.interpreter import Interpreter
-from minifx.proxy.tape import format_target
+from minifx.proxy.ir import format_target
 
 
 # --8<-- [start:given]

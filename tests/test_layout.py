@@ -45,7 +45,6 @@ GAPS: dict[str, str] = {
                                          "test_overrides.py",
     "minifx/proxy/mutation.py": "not yet",
     "minifx/proxy/tape.py": "not yet: tests/proxy/test_proxy.py",
-    "minifx/proxy/tracer.py": "not yet: tests/proxy/test_proxy.py",
 }
 
 

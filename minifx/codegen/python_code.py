@@ -36,8 +36,8 @@ import torch
 
 from ..graph.node import Node, immutable_dict, immutable_list
 from ..graph.wrapping import wrap
+from ..proxy.ir import type_repr
 from ..proxy.names import Namespace
-from ..proxy.tape import type_repr
 from .codegen import CodeGen, codegen_of
 from .syntax import (
     CUSTOM_BUILTINS,

@@ -24,7 +24,7 @@ import torch
 import torch.fx.graph_module
 
 from ..graph.tracer import Tracer
-from ..proxy.tape import format_target
+from ..proxy.ir import format_target
 from .python_code import CUSTOM_BUILTINS, PythonCode
 
 # Hash of a source and its origin -> the start of its file name (`<eval_with_key>.N`).

@@ -11,31 +11,19 @@ import builtins
 import keyword
 import math
 import re
-import types
 import typing
 import unicodedata
 from typing import Any
 
 import torch
 
-from . import pytree as fx_pytree_helpers
+from ..proxy.ir import qualified_name
 
-# Operators written as Python syntax, as torch.fx writes them.
-BINARY_OPERATORS = {
-    "add": "{} + {}", "sub": "{} - {}", "mul": "{} * {}", "truediv": "{} / {}",
-    "floordiv": "{} // {}", "mod": "{} % {}", "pow": "{} ** {}", "matmul": "{} @ {}",
-    "lshift": "{} << {}", "rshift": "{} >> {}", "and_": "{} & {}", "or_": "{} | {}",
-    "xor": "{} ^ {}", "eq": "{} == {}", "ne": "{} != {}", "lt": "{} < {}",
-    "gt": "{} > {}", "le": "{} <= {}", "ge": "{} >= {}", "getitem": "{}[{}]",
-}
-UNARY_OPERATORS = {"neg": "-{}", "pos": "+{}", "invert": "~{}"}
-OPERATOR_SYNTAX = {**BINARY_OPERATORS, **UNARY_OPERATORS}
-INPLACE_OPERATORS = {
-    "iadd": "{} += {}", "isub": "{} -= {}", "imul": "{} *= {}", "itruediv": "{} /= {}",
-    "ifloordiv": "{} //= {}", "imod": "{} %= {}", "ipow": "{} **= {}", "imatmul": "{} @= {}",
-    "ilshift": "{} <<= {}", "irshift": "{} >>= {}", "iand": "{} &= {}", "ior": "{} |= {}",
-    "ixor": "{} ^= {}", "setitem": "{}[{}] = {}",
-}
+# Python's operator syntax is the Proxy's table (stage 1), re-exported with the rest
+# of Python's spelling that the code generator imports from here.
+from ..proxy.operators import INPLACE_OPERATORS as INPLACE_OPERATORS
+from ..proxy.operators import OPERATOR_SYNTAX as OPERATOR_SYNTAX
+from . import pytree as fx_pytree_helpers
 
 # Globals every generated function gets, under these names when they are free.
 CUSTOM_BUILTINS = {
@@ -104,24 +92,6 @@ def refers_to_builtin(name: str, value: Any) -> bool:
     if name in CUSTOM_BUILTINS:
         return CUSTOM_BUILTINS[name][0] is value
     return getattr(builtins, name, None) is value
-
-
-def qualified_name(value: Any) -> str:
-    """torch.fx's qualified name: `getattr`, `torch.Tensor.add`, `math.sqrt`, `_operator.not_`.
-
-    This is the name generated code refers to, so unlike stage 1's
-    `names.qualified_name` (which prints targets, `operator.not_`), it keeps
-    the real module of a function and leaves builtins bare.
-    """
-    name = getattr(value, "__name__", type(value).__name__)
-    if getattr(builtins, name, None) is value:
-        return name
-    if getattr(torch.Tensor, name, None) is value and isinstance(
-            value, (types.MethodDescriptorType, types.WrapperDescriptorType, types.FunctionType)):
-        return f"torch.Tensor.{name}"
-    module = getattr(value, "__module__", None) or ""
-    module = module.replace("torch._ops", "torch.ops")
-    return f"{module}.{name}" if module else name
 
 
 def global_hint(value: Any) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from ..proxy.tape import OPCODES
+from ..proxy.ir import OPCODES
 from .node import Node, get_path
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..proxy.tape import OPCODES, format_arg, format_target, type_repr
+from ..proxy.ir import OPCODES, format_arg, format_line
 from .immutable_collections import immutable_dict, immutable_list
 from .side_effects import has_side_effect, is_impure_call, is_in_place
 
@@ -325,24 +325,18 @@ class Node:
         """This node as one line of `str(graph)`, exactly as torch.fx prints it.
 
         Example: `%add : [num_users=1] = call_function[target=operator.add](args = (%x, 1), kwargs = {})`.
+        The one printer of the line, shared with chapter 1's tape, is `minifx.proxy.ir.format_line`.
         """
-        if self.op == "output":
-            return f"return {self.args[0]}"  # Python's str; a Node's repr is its name
-        # torch.fx tests a placeholder's type for truth and the others' for None.
-        typed = self.type if self.op == "placeholder" else self.type is not None
-        annotation = f"{type_repr(self.type)} " if typed else ""
-        head = (f"%{self.name} : {annotation}[num_users={len(self.users)}] = "
-                f"{self.op}[target={format_target(self.target)}]")
-        if self.op == "placeholder":
-            return head + (f"(default={self.args[0]})" if self.args else "")
-        if self.op == "get_attr":
-            return head
-        return f"{head}(args = {_format(self._args)}, kwargs = {_format(self._kwargs)})"
+        return format_line(self, leaf=_format_leaf, num_users=len(self.users))
     # --8<-- [end:format_node]
 
 
+def _format_leaf(arg: Any) -> str:
+    return f"%{arg.name}" if isinstance(arg, Node) else str(arg)
+
+
 def _format(arg: Any) -> str:
-    return format_arg(arg, leaf=lambda a: f"%{a.name}" if isinstance(a, Node) else str(a))
+    return format_arg(arg, leaf=_format_leaf)
 
 
 def _format_arg(arg: Any, max_list_len: float = float("inf")) -> str:

@@ -30,8 +30,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from ..proxy.errors import untraceable
-from ..proxy.proxy import Proxy
-from ..proxy.tracer import BASE_TYPES, TracerBase
+from ..proxy.proxy import BASE_TYPES, Proxy, TracerBase
 from .graph import Graph
 from .node import Node
 from .placeholders import PH, PHBase, copy_metadata

@@ -21,7 +21,7 @@ import torch
 
 from ..codegen.python_code import last_uses
 from ..graph import Graph, Node
-from ..proxy.tape import format_target
+from ..proxy.ir import format_target
 
 
 # --8<-- [start:init]

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..graph import Graph, Node
-from ..proxy.tape import format_target
+from ..proxy.ir import format_target
 
 NodeLabel = Callable[[Node], str]
 EdgeLabel = Callable[[Node, Node], "str | None"]

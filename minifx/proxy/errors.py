@@ -103,3 +103,105 @@ def is_library_code(filename: str) -> bool:
     if filename == _MODULE_CALL_FILE:
         return True
     return filename.startswith(_LIBRARY_DIRS) and not filename.startswith(_MODULE_CODE_DIR)
+
+
+# -- The message for each construct a Proxy cannot record -----------------------------
+# Each names the value (`%x`), says why a Proxy cannot support it and what to write
+# instead; `untraceable` adds the user's line.
+
+def used_as_bool(name: str) -> TraceError:
+    """`if p:`, `while p:`, `p and q`, `not p`, `assert p`, `0 < p < 1`, `max(p, 1)`."""
+    return untraceable(
+        f"%{name} was used as a Python bool (in `if`, `while`, `and`, `or`, `not`, "
+        "`assert`, a chained comparison like `0 < x < 1`, or `min()` / `max()`).",
+        "symbolically traced variables cannot be used as inputs to control flow: "
+        f"%{name} stands for a value that is only computed when the program runs, "
+        "so the tracer cannot know which branch to record.",
+        "compute both branches and choose with torch.where(condition, a, b); or, "
+        "if the condition depends only on settings or shapes, decide it with plain "
+        "Python values before tracing.",
+    )
+
+
+def iterated(name: str) -> TraceError:
+    """`for v in p:`, `f(*p)`, `list(p)`, `f(**p)`."""
+    return untraceable(
+        f"%{name} was iterated over (a `for` loop, `*{name}`, `list({name})`, "
+        "a starred assignment, or `**` unpacking, which iterates over `keys()`).",
+        f"Proxy object cannot be iterated: the number of elements of %{name} is not "
+        "known while tracing.",
+        "loop over a range of known length and index (`for i in range(n): "
+        f"{name}[i]`), unpack a fixed number of names (`a, b = {name}.chunk(2)`), "
+        "or pass keyword arguments by name instead of `**`.",
+    )
+
+
+def len_called(name: str) -> TraceError:
+    """`len(p)`: a `RuntimeError` too, as torch.fx raises."""
+    return untraceable(
+        f"len() was called on %{name}.",
+        "'len' is not supported in symbolic tracing by default: len() must return a "
+        f"Python int now, but the size of %{name} is not known while tracing.",
+        "use x.size(0) or x.shape[0], which are recorded like any other operation "
+        "(or record the call itself with minifx.wrap('len') at module scope).",
+        TraceRuntimeError,
+    )
+
+
+def item_assigned(name: str) -> TraceError:
+    """`p[i] = v`: torch.fx raises Python's bare `TypeError`; this one says what to do."""
+    return untraceable(
+        f"%{name} was assigned to by index (`{name}[...] = value`).",
+        "item assignment changes a tensor in place, and a Proxy records only "
+        "operations that return new values.",
+        f"build the new value instead, for example with torch.where(mask, value, {name}) "
+        f"or {name}.index_put(...), or write into a real tensor outside the traced code.",
+        TraceTypeError,
+    )
+
+
+def converted_to_number(name: str, kind: str) -> TraceError:
+    """`int(p)`, `float(p)`, `range(p)`: `kind` says which number was asked for."""
+    return untraceable(
+        f"%{name} was converted to {kind}.",
+        f"a Python number must be known now, but %{name} is only known when the program runs.",
+        "keep the value a tensor (torch functions accept tensors), or pass plain numbers "
+        "into the traced function as arguments.",
+        TraceTypeError,
+    )
+
+
+def several_tracers(function_name: str, count: int) -> TraceError:
+    """One call received Proxies of `count` tracers (0 or 2 and more)."""
+    return untraceable(
+        f"{function_name}() received Proxies from {count} tracers.",
+        "each trace records into one graph, so one call cannot belong to two traces "
+        "(or to none, when the Proxy sits in a container minifx does not look into).",
+        "use values from one trace per call; pass Proxies directly or in lists, "
+        "tuples, dicts or slices.",
+        TraceRuntimeError,
+    )
+
+
+def proxy_as_dict_key(name: str) -> TraceError:
+    """A Proxy inside a key of a dict argument."""
+    return untraceable(
+        f"%{name} was used as a dict key.",
+        "keys for dictionaries used as an argument cannot contain a Node: keys are "
+        "hashed now, but a Proxy's value is only known later.",
+        "use plain Python values (strings, numbers) as keys.",
+        TraceRuntimeError,
+    )
+
+
+def not_recordable(value: object) -> TraceError:
+    """An argument of a type that a record could not reproduce."""
+    return untraceable(
+        f"an argument of type {type(value).__qualname__} cannot be recorded: {value!r}",
+        "a record holds only Proxies, Python numbers and strings, tensors, dtypes, "
+        "devices, None, Ellipsis and lists, tuples, dicts, slices and dataclasses of those.",
+        "pass the value in another form (for example a tensor or a number), "
+        "compute it outside the traced code, or give its class a method "
+        "__fx_create_arg__(self, tracer) that records it.",
+        TraceNotImplementedError,
+    )

@@ -18,7 +18,7 @@ import torch
 from torch.jit._builtins import _find_builtin
 
 from .errors import user_location
-from .names import qualified_name
+from .ir import format_target
 
 
 def check_for_mutable_operation(target: Any, args: tuple, kwargs: dict) -> None:
@@ -32,7 +32,7 @@ def check_for_mutable_operation(target: Any, args: tuple, kwargs: dict) -> None:
         raise RuntimeError(_message(target, matching[0]))
 
 
-def schemas_of(target: Any) -> list:
+def schemas_of(target: Any) -> list[torch.FunctionSchema]:
     """torch's schemas for an operator: an `OpOverload`'s own, a packet's overloads',
     or those of the `aten` operator behind a function such as `torch.sigmoid`."""
     if isinstance(target, torch._ops.OpOverload):
@@ -43,7 +43,7 @@ def schemas_of(target: Any) -> list:
     return list(torch._C._jit_get_schemas_for_operator(name)) if name else []
 
 
-def accepts(schema: Any, args: tuple, kwargs: dict) -> bool:
+def accepts(schema: torch.FunctionSchema, args: tuple, kwargs: dict) -> bool:
     """Whether the schema's parameters can be bound to `args` and `kwargs` (by count
     and name only, as Python binds a call; the types are not checked)."""
     names = ["input" if p.name == "self" else p.name for p in schema.arguments]
@@ -57,9 +57,9 @@ def accepts(schema: Any, args: tuple, kwargs: dict) -> bool:
     return all(name in given or p.has_default_value() for name, p in zip(names, schema.arguments))
 
 
-def _message(target: Any, schema: Any) -> str:
+def _message(target: Any, schema: torch.FunctionSchema) -> str:
     where = user_location()
-    lines = [f"{qualified_name(target)} was called as the mutable operation {schema}, which "
+    lines = [f"{format_target(target)} was called as the mutable operation {schema}, which "
              "changes one of its arguments in place (check_mutable_operations is on)."]
     if where:
         lines.append(where)

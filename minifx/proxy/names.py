@@ -107,27 +107,3 @@ def _make_identifier(candidate: str) -> str:
 def _split_suffix(name: str) -> tuple[str, int | None]:
     base, suffix = _NAME_WITH_SUFFIX.match(name).group(1, 2)
     return base, None if suffix is None else int(suffix)
-
-
-def qualified_name(function: Any) -> str:
-    """How a target function is printed: `operator.add`, `torch.relu`, `builtins.getattr`.
-
-    The module is the function's `__module__`, with the private `_operator`
-    shown as `operator` and `torch._ops` as `torch.ops`; tensor methods
-    print as `torch.Tensor.<name>`.
-    """
-    name = getattr(function, "__name__", repr(function))
-    module = getattr(function, "__module__", None)
-    if module is None and getattr(_tensor_type(), name, None) is function:
-        return f"torch.Tensor.{name}"
-    if module == "_operator":
-        module = "operator"
-    elif module and module.startswith("torch._ops"):  # operators live at torch.ops.*
-        module = "torch.ops" + module.removeprefix("torch._ops")
-    return f"{module}.{name}" if module else name
-
-
-def _tensor_type() -> type:
-    import torch  # imported here so that naming needs no torch at import time
-
-    return torch.Tensor

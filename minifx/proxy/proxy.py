@@ -1,4 +1,5 @@
-"""`Proxy`: a stand-in for a tensor that records what is done to it.
+"""`Proxy`, a stand-in for a tensor that records what is done to it, and
+`TracerBase`, the tracer it records through.
 
 Python lets a class decide what every operator, method call and attribute
 access means for its objects. A `Proxy` uses that to turn each of them into a
@@ -13,22 +14,52 @@ result, so the rest of the program keeps running on stand-ins:
 | `x.relu()`            | `__getattr__`, then the call | `call_method relu`                         |
 | `x.shape`             | `__getattr__`                | `call_function builtins.getattr` (lazily)  |
 | `if x:`, `len(x)`     | `__bool__`, `__len__`        | nothing: a `TraceError`                    |
+
+The Proxy knows nothing about where records go. It calls five methods of its
+tracer, named as in torch.fx: `create_proxy(kind, target, args, kwargs)`
+(record one operation, through `create_arg` and `create_node`, and return a
+Proxy for its result), `to_bool` and `iter` (called by `if proxy:` and
+`for v in proxy:`; they raise) and `keys` (called by `**proxy`).
+`TracerBase` implements them on top of `self.graph.create_node(...)`, so the
+same Proxy records into stage 1's flat `Tape` or stage 2's `Graph`. The two
+classes need each other (a tracer makes Proxies; `Proxy(node)` makes a
+tracer), so they share this module, as in torch.fx.
 """
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import dis
+import enum
 import operator
 import sys
 from bisect import bisect_left
 from types import FrameType
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 
-from .errors import TraceError, TraceRuntimeError, TraceTypeError, untraceable
+from .copying import CopyableProxy
+from .errors import (
+    converted_to_number,
+    item_assigned,
+    iterated,
+    len_called,
+    not_recordable,
+    proxy_as_dict_key,
+    several_tracers,
+    used_as_bool,
+)
+from .ir import IRGraph, IRNode
+from .mutation import check_for_mutable_operation
 from .names import target_to_name
+from .operators import OPERATOR_SYNTAX, REFLECTABLE_OPERATORS
+
+# Values stored in a record as they are.
+BASE_TYPES = (
+    str, int, float, bool, complex, torch.dtype, torch.Tensor, torch.device,
+    torch.memory_format, torch.layout, enum.Enum, type(None), type(Ellipsis),
+)
 
 
 # --8<-- [start:records]
@@ -50,10 +81,22 @@ def _records_reflected(function: Callable) -> Callable:
 
     method.__name__ = f"__r{function.__name__.strip('_')}__"
     return method
+
+
+def _with_operators(cls: type) -> type:
+    """Give `cls` a recording dunder for every operator of the table (`operators.py`):
+    `__add__` and `__radd__`, `__eq__`, `__getitem__`, `__neg__`, ..."""
+    for name in OPERATOR_SYNTAX:
+        function = getattr(operator, name)
+        setattr(cls, f"__{name.strip('_')}__", _records(function))
+        if name in REFLECTABLE_OPERATORS:
+            setattr(cls, f"__r{name.strip('_')}__", _records_reflected(function))
+    return cls
 # --8<-- [end:records]
 
 
-class Proxy:
+@_with_operators
+class Proxy(CopyableProxy):
     """A symbolic value: every operation on it is recorded, not computed.
 
     A Proxy wraps one recorded operation (`node`: a tape `Record` in stage 1,
@@ -68,10 +111,8 @@ class Proxy:
             `Proxy(node)` appends to the graph (or tape) that holds `node`.
     """
 
-    def __init__(self, node: Any, tracer: Any = None) -> None:
+    def __init__(self, node: IRNode, tracer: TracerBase | None = None) -> None:
         if tracer is None:
-            from .tracer import GraphAppendingTracer  # tracer.py imports this module
-
             tracer = GraphAppendingTracer(node.graph)
         self.tracer = tracer
         self.node = node
@@ -80,34 +121,10 @@ class Proxy:
         return f"Proxy({self.node.name})"
 
     # --8<-- [start:operators]
-    # -- Python operators, recorded as functions of the `operator` module ---------
-    __add__, __radd__ = _records(operator.add), _records_reflected(operator.add)
-    __sub__, __rsub__ = _records(operator.sub), _records_reflected(operator.sub)
-    __mul__, __rmul__ = _records(operator.mul), _records_reflected(operator.mul)
-    __truediv__ = _records(operator.truediv)
-    __rtruediv__ = _records_reflected(operator.truediv)
-    __floordiv__ = _records(operator.floordiv)
-    __rfloordiv__ = _records_reflected(operator.floordiv)
-    __mod__, __rmod__ = _records(operator.mod), _records_reflected(operator.mod)
-    __pow__, __rpow__ = _records(operator.pow), _records_reflected(operator.pow)
-    __matmul__ = _records(operator.matmul)
-    __rmatmul__ = _records_reflected(operator.matmul)
-    __lshift__ = _records(operator.lshift)
-    __rlshift__ = _records_reflected(operator.lshift)
-    __rshift__ = _records(operator.rshift)
-    __rrshift__ = _records_reflected(operator.rshift)
-    __and__, __rand__ = _records(operator.and_), _records_reflected(operator.and_)
-    __or__, __ror__ = _records(operator.or_), _records_reflected(operator.or_)
-    __xor__, __rxor__ = _records(operator.xor), _records_reflected(operator.xor)
-    # Comparisons need no reflected form: Python turns `1 < x` into `x > 1` itself.
-    __eq__, __ne__ = _records(operator.eq), _records(operator.ne)
-    __lt__, __le__ = _records(operator.lt), _records(operator.le)
-    __gt__, __ge__ = _records(operator.gt), _records(operator.ge)
-    __neg__, __pos__ = _records(operator.neg), _records(operator.pos)
-    __invert__, __abs__ = _records(operator.invert), _records(operator.abs)
-    __getitem__ = _records(operator.getitem)
-    # Defining __eq__ would make the class unhashable; Proxies must still work as
-    # dict keys and set members, by identity.
+    # -- Python operators: `_with_operators` adds the table's; abs(x) is not syntax -
+    __abs__ = _records(operator.abs)
+    # The table's __eq__ records a comparison instead of comparing; Proxies still
+    # hash by identity, so they work as dict keys and set members.
     __hash__ = object.__hash__
     # --8<-- [end:operators]
 
@@ -162,55 +179,19 @@ class Proxy:
         return self.tracer.iter(self)
 
     def __len__(self) -> int:
-        raise untraceable(
-            f"len() was called on %{self.node.name}.",
-            "'len' is not supported in symbolic tracing by default: len() must return a "
-            f"Python int now, but the size of %{self.node.name} is not known while tracing.",
-            "use x.size(0) or x.shape[0], which are recorded like any other operation "
-            "(or record the call itself with minifx.wrap('len') at module scope).",
-            TraceRuntimeError,
-        )
+        raise len_called(self.node.name)
 
     def __setitem__(self, index: Any, value: Any) -> None:
-        # torch.fx raises Python's bare TypeError here; a TraceError with a fix is clearer.
-        name = self.node.name
-        raise untraceable(
-            f"%{name} was assigned to by index (`{name}[...] = value`).",
-            "item assignment changes a tensor in place, and a Proxy records only "
-            "operations that return new values.",
-            f"build the new value instead, for example with torch.where(mask, value, {name}) "
-            f"or {name}.index_put(...), or write into a real tensor outside the traced code.",
-            TraceTypeError,
-        )
+        raise item_assigned(self.node.name)
 
     def __index__(self) -> int:
-        raise _needs_a_number(self, "an int (int(), range() or a list index)")
+        raise converted_to_number(self.node.name, "an int (int(), range() or a list index)")
 
     __int__ = __index__
 
     def __float__(self) -> float:
-        raise _needs_a_number(self, "a float (float() or a math function)")
+        raise converted_to_number(self.node.name, "a float (float() or a math function)")
     # --8<-- [end:untraceable]
-
-    # -- copying -------------------------------------------------------------------
-    def __deepcopy__(self, memo: dict) -> Proxy:
-        # Without this, deepcopy would find `__deepcopy__` through __getattr__ and
-        # record a call to it. The copy holds copies of the record and the tracer, as
-        # torch.fx's does; what cannot be copied (a tracer holding a module, say) is shared.
-        copied = object.__new__(type(self))
-        memo[id(self)] = copied
-        for name, value in self.__dict__.items():
-            try:
-                copied.__dict__[name] = copy.deepcopy(value, memo)
-            except Exception:  # anything a value's __deepcopy__ may raise
-                copied.__dict__[name] = value
-        return copied
-
-    def __getstate__(self) -> dict:
-        return self.__dict__
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__ = state
 
 
 # --8<-- [start:attribute]
@@ -229,7 +210,7 @@ class Attribute(Proxy):
         self._node = None
 
     @property
-    def node(self) -> Any:
+    def node(self) -> IRNode:
         """The `getattr` record, created on first use."""
         if self._node is None:
             proxy = self.tracer.create_proxy("call_function", getattr, (self.root, self.attr), {})
@@ -241,33 +222,14 @@ class Attribute(Proxy):
 # --8<-- [end:attribute]
 
 
-def _needs_a_number(proxy: Proxy, kind: str) -> TraceError:
-    name = proxy.node.name
-    return untraceable(
-        f"%{name} was converted to {kind}.",
-        f"a Python number must be known now, but %{name} is only known when the program runs.",
-        "keep the value a tensor (torch functions accept tensors), or pass plain numbers "
-        "into the traced function as arguments.",
-        TraceTypeError,
-    )
-
-
-def _the_one_tracer(function: Callable, arguments: Any) -> Any:
+def _the_one_tracer(function: Callable, arguments: Any) -> TracerBase:
     tracers = {proxy.tracer for proxy in _proxies_in(arguments)}
     if len(tracers) != 1:
-        raise untraceable(
-            f"{getattr(function, '__name__', function)}() received Proxies from "
-            f"{len(tracers)} tracers.",
-            "each trace records into one graph, so one call cannot belong to two traces "
-            "(or to none, when the Proxy sits in a container minifx does not look into).",
-            "use values from one trace per call; pass Proxies directly or in lists, "
-            "tuples, dicts or slices.",
-            TraceRuntimeError,
-        )
+        raise several_tracers(getattr(function, "__name__", str(function)), len(tracers))
     return tracers.pop()
 
 
-def _proxies_in(value: Any):
+def _proxies_in(value: Any) -> Iterator[Proxy]:
     """Every Proxy inside `value`, looking through lists, tuples, dicts and slices."""
     if isinstance(value, Proxy):
         yield value
@@ -285,3 +247,140 @@ def _current_instruction(frame: FrameType) -> dis.Instruction:
     """The bytecode instruction that `frame` is executing."""
     instructions = list(dis.get_instructions(frame.f_code))
     return instructions[bisect_left(instructions, frame.f_lasti, key=lambda i: i.offset)]
+
+
+class TracerBase:
+    """Records operations on Proxies into `self.graph`.
+
+    Subclasses set `graph` (anything with a `create_node` method, such as a
+    `Tape` or a `Graph`) and may override any method to change what gets
+    recorded; a check that refuses some operations belongs in `create_proxy`
+    or `create_node`.
+    """
+
+    graph: IRGraph
+    # Refuse torch operators that change an argument in place (see mutation.py);
+    # off by default, as in torch.fx.
+    check_mutable_operations: bool = False
+    # Store the user's frames in node.meta["stack_trace"]: chapter 2's Tracer does.
+    record_stack_traces: bool = False
+
+    def create_node(
+        self, kind: str, target: Any, args: tuple, kwargs: dict,
+        name: str | None = None, type_expr: Any = None,
+    ) -> IRNode:
+        """Append one record to `self.graph` and return it.
+
+        Raises:
+            RuntimeError: with `check_mutable_operations`, for a mutating operator.
+        """
+        if kind == "call_function" and self.check_mutable_operations:
+            check_for_mutable_operation(target, args, kwargs)
+        return self.graph.create_node(kind, target, args, kwargs, name, type_expr)
+
+    def proxy(self, node: IRNode) -> Proxy:
+        """Wrap a record in a Proxy that records through this tracer."""
+        return Proxy(node, self)
+
+    # --8<-- [start:create_proxy]
+    def create_proxy(
+        self, kind: str, target: Any, args: tuple, kwargs: dict,
+        name: str | None = None, type_expr: Any = None,
+        proxy_factory_fn: Callable[[IRNode], Proxy] | None = None,
+    ) -> Proxy:
+        """Record `kind` `target(*args, **kwargs)` and return a Proxy for its result.
+
+        Args:
+            kind: the opcode, such as `call_function` or `call_method`.
+            target: the function, or the method's or placeholder's name.
+            args: positional arguments; Proxies among them become their records.
+            kwargs: keyword arguments, converted the same way.
+            name: a name for the record; by default one is made from `target`.
+            type_expr: an optional type annotation, kept on the record.
+            proxy_factory_fn: makes the Proxy from the record instead of `proxy()`.
+        """
+        node = self.create_node(
+            kind, target, self.create_arg(tuple(args)), self.create_arg(dict(kwargs)),
+            name, type_expr,
+        )
+        return proxy_factory_fn(node) if proxy_factory_fn else self.proxy(node)
+    # --8<-- [end:create_proxy]
+
+    def create_arg(self, a: Any) -> Any:
+        """Convert an argument into a value a record can hold.
+
+        Proxies become their records; tuples (named ones too), lists, dicts,
+        slices and ranges are converted element by element; numbers, strings,
+        tensors, dtypes, devices, `None` and `...` are kept as they are. As in
+        torch.fx, an object with a method `__fx_create_arg__(tracer)` converts
+        itself, and a dataclass instance becomes a record that builds it
+        again from its fields.
+
+        Raises:
+            TraceError: for any other type, which a record could not reproduce.
+        """
+        if isinstance(a, Proxy):
+            return a.node
+        if hasattr(a, "__fx_create_arg__"):  # the object knows how to be recorded
+            return a.__fx_create_arg__(self)
+        if isinstance(a, tuple):
+            items = [self.create_arg(item) for item in a]
+            return type(a)(*items) if hasattr(a, "_fields") else type(a)(items)
+        if isinstance(a, list):
+            return [self.create_arg(item) for item in a]
+        if isinstance(a, dict):
+            return {self._dict_key(key): self.create_arg(value) for key, value in a.items()}
+        if isinstance(a, (slice, range)):
+            return type(a)(self.create_arg(a.start), self.create_arg(a.stop),
+                           self.create_arg(a.step))
+        if dataclasses.is_dataclass(a) and not isinstance(a, type):
+            fields = {f.name: self.create_arg(getattr(a, f.name)) for f in dataclasses.fields(a)}
+            return self.create_node("call_function", type(a), (), fields)
+        if isinstance(a, BASE_TYPES):
+            return a
+        raise not_recordable(a)
+
+    def _dict_key(self, key: Any) -> Any:
+        proxy = next(_proxies_in(key), None)
+        if proxy is not None:
+            raise proxy_as_dict_key(proxy.node.name)
+        # Keys go through the same conversion as values, as in torch.fx, so an
+        # unsupported key is refused with the same message as an unsupported value.
+        return self.create_arg(key)
+
+    # --8<-- [start:to_bool]
+    def to_bool(self, obj: Proxy) -> bool:
+        """Called by `bool(proxy)`: `if`, `while`, `and`, `or`, `not`, `assert`.
+
+        Raises:
+            TraceError: always; a subclass may return a value instead.
+        """
+        raise used_as_bool(obj.node.name)
+    # --8<-- [end:to_bool]
+
+    def iter(self, obj: Proxy) -> Iterator:
+        """Called by `iter(proxy)`: `for` loops, `*proxy`, `list(proxy)`, and `**proxy`
+        (which first records `proxy.keys()`, then iterates over the keys).
+
+        Raises:
+            TraceError: always; a subclass may return an iterator instead.
+        """
+        raise iterated(obj.node.name)
+
+    def keys(self, obj: Proxy) -> Proxy:
+        """Called by `**proxy`: records `obj.keys()`."""
+        return Attribute(obj, "keys")()
+
+
+class GraphAppendingTracer(TracerBase):
+    """A tracer that appends to an existing graph (or tape).
+
+    `Proxy(node)` uses one, so operations on that Proxy are appended to the
+    graph that holds `node`: a rewrite can be written as ordinary Python.
+
+    Args:
+        graph: anything with `create_node`, such as a `Tape` or a `Graph`.
+    """
+
+    def __init__(self, graph: IRGraph) -> None:
+        self.graph = graph

@@ -17,16 +17,14 @@ this list into torch.fx's Graph; the Proxy stays exactly the same.
 from __future__ import annotations
 
 import inspect
-import types
 from typing import Any, Callable, Iterator
 
 import torch
 
 from .errors import untraceable
-from .names import Namespace, qualified_name, target_to_name
-from .tracer import TracerBase
-
-OPCODES = ("placeholder", "get_attr", "call_function", "call_method", "call_module", "output")
+from .ir import OPCODES, format_line
+from .names import Namespace, target_to_name
+from .proxy import Proxy, TracerBase
 
 
 class Record:
@@ -52,14 +50,8 @@ class Record:
         return self.name
 
     def format(self) -> str:
-        """This record as one line of the tape's printout."""
-        if self.op == "output":
-            return f"return {self.args[0]}"  # Python's repr; a Record's repr is its name
-        annotation = f" : {type_repr(self.type)}" if self.type is not None else ""
-        head = f"%{self.name}{annotation} = {self.op}[target={format_target(self.target)}]"
-        if self.op == "placeholder":
-            return head + (f"(default={self.args[0]})" if self.args else "")
-        return f"{head}(args = {format_arg(self.args)}, kwargs = {format_arg(self.kwargs)})"
+        """This record as one line of the tape's printout (the graph's line, less `[num_users=N]`)."""
+        return format_line(self, leaf=_format_leaf)
 
 
 class Tape:
@@ -127,7 +119,7 @@ class TapeRecorder(TracerBase):
         return self.graph
     # --8<-- [end:trace]
 
-    def _placeholder(self, fn: Callable, parameter: inspect.Parameter) -> Any:
+    def _placeholder(self, fn: Callable, parameter: inspect.Parameter) -> Proxy:
         if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
             raise untraceable(
                 f"{getattr(fn, '__qualname__', type(fn).__name__)}() takes {parameter}, "
@@ -152,29 +144,7 @@ def trace_to_tape(fn: Callable) -> Tape:
     return TapeRecorder().trace(fn)
 
 
-def format_arg(arg: Any, leaf: Callable[[Any], str] | None = None) -> str:
-    """Print an argument as torch.fx does: records as `%name`, containers recursively.
-
-    Args:
-        arg: the argument; lists, tuples and dicts are printed element by element.
-        leaf: prints everything else; by default records as `%name`, tensors
-            as a short summary and other values with `str`. Stage 2 passes its
-            own, which prints graph nodes.
-    """
-    leaf = leaf or _format_tape_leaf
-    if hasattr(arg, "_custom_fx_repr_fn"):  # torch.fx's hook: a value that prints itself
-        return arg._custom_fx_repr_fn()
-    if isinstance(arg, list):
-        return "[" + ", ".join(format_arg(a, leaf) for a in arg) + "]"
-    if isinstance(arg, tuple):
-        items = ", ".join(format_arg(a, leaf) for a in arg)
-        return f"({items},)" if len(arg) == 1 else f"({items})"
-    if isinstance(arg, dict):
-        return "{" + ", ".join(f"{k}: {format_arg(v, leaf)}" for k, v in arg.items()) + "}"
-    return leaf(arg)
-
-
-def _format_tape_leaf(arg: Any) -> str:
+def _format_leaf(arg: Any) -> str:
     if isinstance(arg, Record):
         return f"%{arg.name}"
     if isinstance(arg, torch.Tensor):
@@ -182,20 +152,3 @@ def _format_tape_leaf(arg: Any) -> str:
         shape = "x".join(map(str, arg.shape)) or "scalar"
         return f"<{type(arg).__name__} {shape} {str(arg.dtype).removeprefix('torch.')}>"
     return str(arg)
-
-
-def type_repr(annotation: Any) -> str:
-    """Print a type annotation as torch.fx does: `int`, `torch.Tensor`, `list[int]`."""
-    if isinstance(annotation, type) and not isinstance(annotation, types.GenericAlias):
-        module = annotation.__module__
-        return annotation.__qualname__ if module == "builtins" else f"{module}.{annotation.__qualname__}"
-    if annotation is ...:
-        return "..."
-    if isinstance(annotation, types.FunctionType):
-        return annotation.__name__
-    return repr(annotation)
-
-
-def format_target(target: Any) -> str:
-    """Print a target as torch.fx does: strings as they are, functions by qualified name."""
-    return target if isinstance(target, str) else qualified_name(target)

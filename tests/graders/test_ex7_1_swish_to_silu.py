@@ -14,7 +14,7 @@ from torch import nn
 import minifx.passes.subgraph_rewriter as subgraph_rewriter
 from minifx.codegen import symbolic_trace
 from minifx.graph.node import map_arg
-from minifx.proxy.tape import format_target
+from minifx.proxy.ir import format_target
 from tests.graders.support import (
     describe_error,
     explain,

@@ -17,6 +17,7 @@ import torch.fx
 
 import minifx
 import minifx.graph
+from minifx.proxy.ir import NODE_LINE
 from tests.graph import wrapped_helpers as wh
 from tests.graph.corpus import CASES, Case
 from tests.oracle import trace_minifx, trace_torch
@@ -74,6 +75,25 @@ def test_traced_graph_lints(c: Case):
 
 
 # -- keeping the wrap comparisons honest ----------------------------------------------
+
+@pytest.mark.parametrize("c", CASES, ids=[c.name for c in CASES])
+def test_every_printed_line_follows_the_grammar(c: Case):
+    """The grammar in `minifx/proxy/ir.py` describes torch.fx's printout and minifx's."""
+    for graph in (trace_torch(c), trace_minifx(c)):
+        header, *lines = str(graph).split("\n")
+        assert header == "graph():"
+        for line in lines:
+            assert line.startswith("    "), line
+            line = line[4:]
+            if line.startswith("return "):
+                continue
+            match = NODE_LINE.fullmatch(line)
+            assert match and match["num_users"] is not None, f"{type(graph)}: {line!r}"
+            tail = match["tail"] or ""
+            expected = {"get_attr": ("",), "placeholder": ("", "(default=")}.get(
+                match["op"], ("(args = (",))
+            assert any(tail.startswith(t) if t else tail == "" for t in expected), line
+
 
 def test_minifx_wrapped_helpers_are_unknown_to_torch_fx():
     """The minifx.wrap cases would prove nothing if torch.fx.wrap registered them too,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import operator
 
 import pytest
@@ -12,7 +11,7 @@ import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 
-from minifx.proxy.names import Namespace, qualified_name, snake_case, target_to_name
+from minifx.proxy.names import Namespace, snake_case, target_to_name
 
 pytestmark = pytest.mark.ch1
 
@@ -108,36 +107,3 @@ def test_snake_case():
     assert snake_case("batchNorm") == "batch_norm"
     assert snake_case("ALL_CAPS") == "all_caps"
     assert snake_case("mod.pascalCase") == "mod.pascal_case"
-
-
-@pytest.mark.parametrize(
-    "function, expected",
-    [
-        (operator.add, "operator.add"),
-        (operator.getitem, "operator.getitem"),
-        (getattr, "builtins.getattr"),
-        (torch.relu, "torch.relu"),
-        (F.relu, "torch.nn.functional.relu"),
-        (torch.Tensor.add, "torch.Tensor.add"),
-    ],
-    ids=lambda value: value if isinstance(value, str) else None,
-)
-def test_qualified_name(function, expected):
-    assert qualified_name(function) == expected == torch.fx.Node._pretty_print_target(function)
-
-
-@pytest.mark.parametrize(
-    "function",
-    [operator.truediv, len, math.sqrt, torch.Tensor.__getitem__, torch.Tensor.relu,
-     F.batch_norm, torch.special.erf, torch.nn.init.normal_],
-    ids=lambda function: function.__name__,
-)
-def test_qualified_name_matches_torch_fx_printing(function):
-    assert qualified_name(function) == torch.fx.Node._pretty_print_target(function)
-
-
-def test_qualified_name_of_a_plain_function():
-    def helper():
-        pass
-
-    assert qualified_name(helper) == f"{__name__}.helper"

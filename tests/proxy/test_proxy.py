@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import collections
-import copy
 import operator
 
 import pytest
@@ -135,22 +134,6 @@ def test_proxies_are_hashable_by_identity(tracer, x):
     assert len({x, y, x}) == 2
     assert hash(x) == object.__hash__(x)
     assert [r.name for r in tracer.graph] == ["x", "y"]
-
-
-def test_deepcopy_records_nothing_and_copies_the_record(tracer, x):
-    copied = copy.deepcopy(x)
-    assert isinstance(copied, Proxy) and copied is not x
-    # As torch.fx's: the copy holds copies of the record and of the tracer.
-    assert copied.node is not x.node and copied.node.name == x.node.name
-    assert copied.tracer is not x.tracer
-    assert [r.name for r in tracer.graph] == ["x"]
-
-
-def test_pickle_state_round_trips(x):
-    state = x.__getstate__()
-    clone = Proxy.__new__(Proxy)
-    clone.__setstate__(dict(state))
-    assert clone.node is x.node and clone.tracer is x.tracer
 
 
 def test_calling_a_proxy_records_call_method(tracer, x):

@@ -1,0 +1,172 @@
+# --8<-- [start:grammar]
+"""The IR's vocabulary: its six opcodes and the one printer of its lines.
+
+Chapter 1's tape and chapter 2's graph hold the same kind of line,
+`name = op[target](*args, **kwargs)`, and print it the same way, with this
+module. `str(graph)` prints exactly what torch.fx prints:
+
+    graph():
+        %x : [num_users=1] = placeholder[target=x]
+        %w : [num_users=1] = get_attr[target=linear.weight]
+        %add : [num_users=1] = call_function[target=operator.add](args = (%x, %w), kwargs = {})
+        return add
+
+The printed form's grammar (`"..."` is literal text, `[...]` optional,
+`(...)*` repeated, `str(v)` is Python's `str` of a value):
+
+    printout  = "graph():" ("\n    " line)*         the tape's header is "tape():"
+    line      = "return " str(args[0])               the output node
+              | "%" name " : " [type " "] "[num_users=" count "]"
+                " = " opcode "[target=" target "]" tail
+    opcode    = "placeholder" | "get_attr" | "call_function" | "call_method" | "call_module"
+    tail      = ""                                   get_attr; a placeholder without default
+              | "(default=" str(args[0]) ")"        a placeholder with a default
+              | "(args = " tuple ", kwargs = " dict ")"    the three call_* opcodes
+    arg       = "%" name | tuple | list | dict | str(value)
+    tuple     = "()" | "(" arg ",)" | "(" arg (", " arg)+ ")"
+    list      = "[" [arg (", " arg)*] "]"
+    dict      = "{" [str(key) ": " arg (", " str(key) ": " arg)*] "}"
+    target    = the string itself                     placeholder, get_attr, call_method, call_module
+              | module "." name                       call_function: operator.add, torch.relu,
+                                                      builtins.getattr, torch.Tensor.add
+    type      = int | torch.Tensor | typing.List[int] | ...   (`type_repr` of the annotation)
+
+A tape line is the same less `[num_users=N]`: `%x = placeholder[target=x]`,
+and `%x : int = placeholder[target=x]` when the parameter is annotated.
+`NODE_LINE` is the grammar of a node's line as a regular expression.
+"""
+# --8<-- [end:grammar]
+
+from __future__ import annotations
+
+import builtins
+import re
+import types
+from typing import Any, Callable, Protocol
+
+import torch
+
+OPCODES = ("placeholder", "get_attr", "call_function", "call_method", "call_module", "output")
+
+# A node's line (not `return ...`), for `fullmatch`; `[num_users=N]` is optional for the tape.
+NODE_LINE = re.compile(
+    r"%(?P<name>[A-Za-z_]\w*)"
+    r"(?: : (?:(?P<type>[^\[].*?) ?)?(?:\[num_users=(?P<num_users>\d+)\])?)?"
+    r" = (?P<op>placeholder|get_attr|call_function|call_method|call_module)"
+    r"\[target=(?P<target>[^\]]*)\]"
+    r"(?P<tail>\(default=.*\)|\(args = \(.*\), kwargs = \{.*\}\))?"
+)
+
+
+class IRNode(Protocol):
+    """One line of the IR: chapter 1's `Record` and chapter 2's `Node` are both one."""
+
+    graph: IRGraph
+    name: str
+    op: str
+    target: Any
+    args: tuple
+    kwargs: dict
+    type: Any
+
+
+class IRGraph(Protocol):
+    """What a tracer records into: chapter 1's `Tape` and chapter 2's `Graph` are both one."""
+
+    def create_node(self, op: str, target: Any, args: tuple = (), kwargs: dict | None = None,
+                    name: str | None = None, type_expr: Any = None) -> IRNode: ...
+
+
+# --8<-- [start:format_line]
+def format_line(node: IRNode, leaf: Callable[[Any], str],
+                num_users: int | None = None) -> str:
+    """`node` as one line of the printout, in torch.fx's format (see the grammar above).
+
+    Args:
+        node: a tape `Record` or a graph `Node`.
+        leaf: prints one argument that is not a list, tuple or dict; it prints
+            a recorded value as `%name`.
+        num_users: printed as `[num_users=N]` when given (the graph counts
+            users; the tape does not).
+    """
+    if node.op == "output":
+        return f"return {node.args[0]}"  # Python's str; a node's repr is its name
+    # torch.fx tests a placeholder's type for truth and the others' for None.
+    typed = node.type if node.op == "placeholder" else node.type is not None
+    notes = []
+    if typed:
+        notes.append(type_repr(node.type))
+    if num_users is not None:
+        notes.append(f"[num_users={num_users}]")
+    annotation = f" : {' '.join(notes)}" if notes else ""
+    head = f"%{node.name}{annotation} = {node.op}[target={format_target(node.target)}]"
+    if node.op == "placeholder":
+        return head + (f"(default={node.args[0]})" if node.args else "")
+    if node.op == "get_attr":
+        return head
+    return f"{head}(args = {format_arg(node.args, leaf)}, kwargs = {format_arg(node.kwargs, leaf)})"
+# --8<-- [end:format_line]
+
+
+def format_arg(arg: Any, leaf: Callable[[Any], str]) -> str:
+    """Print an argument as torch.fx does: containers element by element, the rest with `leaf`.
+
+    Args:
+        arg: the argument; lists, tuples and dicts are printed recursively.
+        leaf: prints everything else (a recorded value as `%name`).
+    """
+    if hasattr(arg, "_custom_fx_repr_fn"):  # torch.fx's hook: a value that prints itself
+        return arg._custom_fx_repr_fn()
+    if isinstance(arg, list):
+        return "[" + ", ".join(format_arg(a, leaf) for a in arg) + "]"
+    if isinstance(arg, tuple):
+        items = ", ".join(format_arg(a, leaf) for a in arg)
+        return f"({items},)" if len(arg) == 1 else f"({items})"
+    if isinstance(arg, dict):
+        return "{" + ", ".join(f"{k}: {format_arg(v, leaf)}" for k, v in arg.items()) + "}"
+    return leaf(arg)
+
+
+def format_target(target: Any) -> str:
+    """Print a target as torch.fx does: a string as it is, a function by its qualified
+    name, except that builtins and the `operator` module's functions say where they
+    come from (`builtins.getattr`, `operator.add`; code calls them `getattr`, `_operator.add`)."""
+    if isinstance(target, str):
+        return target
+    module, name = getattr(target, "__module__", None), getattr(target, "__name__", None)
+    if name is not None and module == "builtins":
+        return f"builtins.{name}"
+    if name is not None and module == "_operator":
+        return f"operator.{name}"
+    return qualified_name(target)
+
+
+def qualified_name(value: Any) -> str:
+    """The dotted path where Python finds `value`, as torch.fx names it: `getattr`,
+    `torch.relu`, `torch.Tensor.add`, `torch.ops.aten.add.Tensor`, `math.sqrt`, `_operator.add`.
+
+    Builtins are bare (generated code calls them by name); a tensor method is
+    `torch.Tensor.<name>`, also when it is written in Python; an object with no
+    `__name__` (a callable instance) is named after its class.
+    """
+    name = getattr(value, "__name__", type(value).__name__)
+    if getattr(builtins, name, None) is value:
+        return name
+    if getattr(torch.Tensor, name, None) is value and isinstance(
+            value, (types.MethodDescriptorType, types.WrapperDescriptorType, types.FunctionType)):
+        return f"torch.Tensor.{name}"
+    module = getattr(value, "__module__", None) or ""
+    module = module.replace("torch._ops", "torch.ops")  # operators live at torch.ops.*
+    return f"{module}.{name}" if module else name
+
+
+def type_repr(annotation: Any) -> str:
+    """Print a type annotation as torch.fx does: `int`, `torch.Tensor`, `list[int]`."""
+    if isinstance(annotation, type) and not isinstance(annotation, types.GenericAlias):
+        module = annotation.__module__
+        return annotation.__qualname__ if module == "builtins" else f"{module}.{annotation.__qualname__}"
+    if annotation is ...:
+        return "..."
+    if isinstance(annotation, types.FunctionType):
+        return annotation.__name__
+    return repr(annotation)
