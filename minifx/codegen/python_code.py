@@ -34,6 +34,7 @@ from typing import Any
 
 import torch
 
+from ..graph.liveness import last_uses
 from ..graph.node import Node, immutable_dict, immutable_list
 from ..graph.wrapping import wrap
 from ..proxy.names import Namespace
@@ -436,18 +437,6 @@ class _SourceWriter:
             after_default = after_default or has_default
             parameters.append(text)
         return parameters
-
-
-def last_uses(graph: Any) -> dict[Node, list[Node]]:
-    """node -> the values whose last use is at that node (torch.fx's order)."""
-    seen: set[Node] = set()
-    freed_at: dict[Node, list[Node]] = {}
-    for node in reversed(graph.nodes):
-        for used in node._input_nodes:
-            if used not in seen:
-                seen.add(used)
-                freed_at.setdefault(node, []).append(used)
-    return freed_at
 
 
 def _call_hook(method: Any, *args: Any, **optional: Any) -> Any:

@@ -19,8 +19,8 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from ..codegen.python_code import last_uses
 from ..graph import Graph, Node
+from ..graph.liveness import last_uses
 from ..proxy.tape import format_target
 
 
