@@ -24,6 +24,7 @@ import torch
 from ..graph.graph import Graph
 from ..graph.node import get_path
 from .python_code import PythonCode, python_code
+from .readable import readable_text
 from .source import StateOf, compile_forward, explain_error, import_block, module_source, retrace
 
 
@@ -181,7 +182,7 @@ class GraphModule(torch.nn.Module):
         Each group of nodes is preceded by a comment saying where it came from
         (its stack trace, when the tracer recorded one).
         """
-        text = _readable(self, self._get_name())
+        text = readable_text(self, self._get_name())
         if print_output:
             print(text)
         return text
@@ -304,17 +305,6 @@ def _targets(graph: Graph) -> list[tuple[str, Any]]:
                                 f"{node.target!r}; it must be a dotted attribute name (a str).")
             found.append((node.target, node))
     return found
-
-
-def _readable(gm: GraphModule, name: str) -> str:
-    """`print_readable`'s text: a class with the verbose forward, then nested GraphModules."""
-    code = python_code(gm.graph, root_module="self", verbose=True).src.strip("\n").rstrip()
-    lines = [f"class {name}(torch.nn.Module):", *code.split("\n")]
-    for child_name, child in gm.named_children():
-        if isinstance(child, GraphModule):
-            lines += ["", *_readable(child, child_name).rstrip("\n").split("\n")]
-    indented = [f"    {line}" if line.strip() else "" for line in lines[1:]]
-    return "\n".join([lines[0], *indented]) + "\n"
 
 
 def _rebuild(state: dict, source: str, class_name: str) -> GraphModule:
