@@ -14,11 +14,14 @@ import re
 import types
 import typing
 import unicodedata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from . import pytree as fx_pytree_helpers
+
+if TYPE_CHECKING:
+    from ..graph.node import Node
 
 # Operators written as Python syntax, as torch.fx writes them.
 BINARY_OPERATORS = {
@@ -146,7 +149,7 @@ def resolve_torch_path(path: str) -> Any:
     return value
 
 
-def shape_annotation(node: Any) -> str | None:
+def shape_annotation(node: Node) -> str | None:
     """`f32[2, 3]` from a tensor (or tensor metadata) in `node.meta`, as print_readable shows."""
     value = node.meta.get("val", node.meta.get("tensor_meta"))
     dtype, shape = getattr(value, "dtype", None), getattr(value, "shape", None)
@@ -173,7 +176,7 @@ def stack_summary(stack_trace: str | None) -> str | None:
 _PARAMETER = re.compile(r"^\*{0,2}[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def parameter_name(node: Any) -> str:
+def parameter_name(node: Node) -> str:
     """The placeholder's parameter name without `*`; it must be a valid parameter."""
     target = node.target
     if not isinstance(target, str) or not _PARAMETER.match(target) or \
