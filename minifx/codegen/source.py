@@ -55,6 +55,12 @@ def compile_forward(code: PythonCode, co_fields: dict | None = None) -> tuple[Ca
     return namespace["forward"], filename
 
 
+def forget_compiled() -> None:
+    """Drop the compiled code kept for reuse: the next compile of any source
+    starts afresh (`benchmarks.codegen` uses it to time compiling new code)."""
+    _COMPILED.clear()
+
+
 def register_source(src: str, co_fields: dict | None = None) -> str:
     """Store `src` in `linecache` under a file name of its own, and return that name.
 
