@@ -62,7 +62,7 @@ import torch
 import torch.fx
 
 import minifx.codegen
-import minifx.codegen.source
+import minifx.codegen.code_cache
 import minifx.graph
 from benchmarks.graph_scale import (_ms, _size, _timed, build_chain, format_markdown,
                                     machine_description)
@@ -106,7 +106,7 @@ LIBRARIES: dict[str, Library] = {
     "minifx": Library("minifx", minifx.graph, minifx.codegen.GraphModule,
                       minifx.codegen.symbolic_trace,
                       lambda graph: minifx.codegen.python_code(graph, "self").src,
-                      minifx.codegen.source.forget_compiled),
+                      minifx.codegen.code_cache.forget_compiled),
     "torch.fx": Library("torch.fx", torch.fx, torch.fx.GraphModule, torch.fx.symbolic_trace,
                         lambda graph: graph.python_code("self").src, lambda: None),
 }

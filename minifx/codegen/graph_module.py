@@ -14,7 +14,8 @@ and two GraphModules have different code.
 
 Parity features live beside this file: `copying.py` (deepcopy, copy,
 pickling and the retracing it needs) and `submodules.py` (adding and
-deleting submodules) as classes GraphModule inherits from; `readable.py`
+deleting submodules; a dict as the root) as classes GraphModule inherits
+from; `readable.py`
 (`print_readable`) and `to_folder.py` (`to_folder`) as functions its methods
 call.
 """
@@ -33,7 +34,7 @@ from .copying import CopyingMixin, StateOf
 from .python_code import PythonCode, python_code
 from .readable import readable_text
 from .source import compile_forward, explain_error
-from .submodules import SubmodulesMixin, state_targets
+from .submodules import SubmodulesMixin, install, install_from_dict, state_targets
 from .to_folder import write_folder
 
 
@@ -53,7 +54,7 @@ def _copy_attr(root: torch.nn.Module, gm: torch.nn.Module, target: str,
             existing = torch.nn.Module()
             setattr(destination, part, existing)
         destination = existing
-    _install(destination, leaf, _child(source, leaf, target, node))
+    install(destination, leaf, _child(source, leaf, target, node))
 # --8<-- [end:copy_attr]
 
 
@@ -67,24 +68,6 @@ def _child(module: Any, part: str, target: str, node: Node | None) -> Any:
             "gm.add_submodule), or correct the node's target."
         )
     return getattr(module, part)
-
-
-def _install(module: torch.nn.Module, name: str, value: Any) -> None:
-    """Set an attribute; a plain tensor becomes a buffer, so it moves with `.to()`."""
-    if isinstance(value, torch.Tensor) and not isinstance(value, torch.nn.Parameter):
-        module.register_buffer(name, value)
-    else:
-        setattr(module, name, value)
-
-
-def _assign_attr(value: Any, gm: torch.nn.Module, target: str) -> None:
-    """`gm.<target> = value`, adding empty parent modules as needed."""
-    *parents, leaf = target.split(".")
-    for part in parents:
-        if getattr(gm, part, None) is None:
-            setattr(gm, part, torch.nn.Module())
-        gm = getattr(gm, part)
-    _install(gm, leaf, value)
 
 
 class GraphModule(CopyingMixin, SubmodulesMixin, torch.nn.Module):
@@ -122,14 +105,7 @@ class GraphModule(CopyingMixin, SubmodulesMixin, torch.nn.Module):
             for target, node in targets:
                 _copy_attr(root, self, target, node)
         elif isinstance(root, dict):
-            for target, node in sorted(state_targets(graph), key=lambda t: t[0].count(".")):
-                if target not in root:
-                    raise RuntimeError(
-                        f"GraphModule: node %{node.name} ({node.op}) refers to {target!r}, but "
-                        f"the root dict has no such key (it has {sorted(root)}). How to fix: "
-                        "add the object under that exact dotted name."
-                    )
-                _assign_attr(root[target], self, target)
+            install_from_dict(self, root, state_targets(graph))
         else:
             raise TypeError(
                 f"GraphModule(root, graph): root must be an nn.Module or a dict from target "

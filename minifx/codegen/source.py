@@ -12,12 +12,12 @@ from __future__ import annotations
 import hashlib
 import itertools
 import linecache
-import types
 from typing import TYPE_CHECKING, Callable
 
 import torch.fx.graph_module
 
 from ..proxy.tape import format_target
+from .code_cache import compile_once
 from .python_code import PythonCode
 
 if TYPE_CHECKING:
@@ -26,10 +26,6 @@ if TYPE_CHECKING:
 # Hash of a source and its origin -> the start of its file name (`<eval_with_key>.N`).
 _SOURCE_KEYS: dict[str, str] = {}
 _own_numbers = itertools.count()
-
-# File name -> compiled code, for the last few sources compiled, least recent first.
-_COMPILED: dict[str, types.CodeType] = {}
-_COMPILED_KEPT = 16
 
 
 # --8<-- [start:compile_forward]
@@ -45,7 +41,7 @@ def compile_forward(code: PythonCode, co_fields: dict | None = None) -> tuple[Ca
     filename = register_source(code.src, co_fields)
     namespace = dict(code.globals)
     try:
-        compiled = _compile(code.src, filename)
+        compiled = compile_once(code.src, filename)
     except SyntaxError as error:  # a graph python_code could not check: say which line
         error.add_note(f"The generated code of this graph does not compile; line {error.lineno} "
                        f"is:\n    {(error.text or '').strip()}\nprint the code with "
@@ -53,12 +49,6 @@ def compile_forward(code: PythonCode, co_fields: dict | None = None) -> tuple[Ca
         raise
     exec(compiled, namespace)
     return namespace["forward"], filename
-
-
-def forget_compiled() -> None:
-    """Drop the compiled code kept for reuse: the next compile of any source
-    starts afresh (`benchmarks.codegen` uses it to time compiling new code)."""
-    _COMPILED.clear()
 
 
 def register_source(src: str, co_fields: dict | None = None) -> str:
@@ -77,26 +67,6 @@ def register_source(src: str, co_fields: dict | None = None) -> str:
     linecache.cache[filename] = (len(src), None, src.splitlines(keepends=True), filename)
     return filename
 # --8<-- [end:compile_forward]
-
-
-def _compile(src: str, filename: str) -> types.CodeType:
-    """`compile(src)`, reusing the code compiled last time for the same source.
-
-    Compiling is most of `recompile`'s time, and the same source comes back
-    often: recompiling after a pass that changed nothing, `copy.deepcopy`,
-    `copy.copy`, unpickling. The file name stands for the source (it is made
-    from the source's hash). Code objects are immutable: each `exec` of one
-    still makes a new `forward`, with its own globals.
-    """
-    compiled = _COMPILED.pop(filename, None)
-    if compiled is None:
-        # dont_inherit: this module's `from __future__ import annotations` must not
-        # turn the generated code's annotations into strings.
-        compiled = compile(src, filename, "exec", dont_inherit=True)
-    _COMPILED[filename] = compiled  # now the most recent
-    if len(_COMPILED) > _COMPILED_KEPT:
-        del _COMPILED[next(iter(_COMPILED))]  # the least recently used
-    return compiled
 
 
 def _fresh_key() -> str:

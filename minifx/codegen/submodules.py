@@ -1,12 +1,16 @@
-"""Adding and deleting a GraphModule's submodules, as torch.fx's GraphModule does.
+"""Installing, adding and deleting a GraphModule's state, as torch.fx's GraphModule does.
 
 A pass that adds a `call_module` node installs the module it calls with
 `add_submodule`; after a pass that removes nodes,
 `delete_all_unused_submodules` drops what no node needs any more.
-`GraphModule` inherits these methods from `SubmodulesMixin`.
+`GraphModule` inherits these methods from `SubmodulesMixin`. This module
+also installs the state of a GraphModule built from a dict of objects
+instead of a root module (`GraphModule({"layer.weight": w}, graph)`).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import torch
 
@@ -77,3 +81,38 @@ def state_targets(graph: Graph) -> list[tuple[str, Node]]:
                                 f"{node.target!r}; it must be a dotted attribute name (a str).")
             found.append((node.target, node))
     return found
+
+
+def install(module: torch.nn.Module, name: str, value: Any) -> None:
+    """Set an attribute; a plain tensor becomes a buffer, so it moves with `.to()`."""
+    if isinstance(value, torch.Tensor) and not isinstance(value, torch.nn.Parameter):
+        module.register_buffer(name, value)
+    else:
+        setattr(module, name, value)
+
+
+def install_from_dict(gm: torch.nn.Module, root: dict[str, Any], targets: list[tuple[str, Node]]
+                      ) -> None:
+    """Install `root[target]` at each target's dotted path in `gm`, parents first.
+
+    Raises:
+        RuntimeError: if `root` has no key for a target (torch.fx's type).
+    """
+    for target, node in sorted(targets, key=lambda t: t[0].count(".")):
+        if target not in root:
+            raise RuntimeError(
+                f"GraphModule: node %{node.name} ({node.op}) refers to {target!r}, but "
+                f"the root dict has no such key (it has {sorted(root)}). How to fix: "
+                "add the object under that exact dotted name."
+            )
+        _assign_attr(root[target], gm, target)
+
+
+def _assign_attr(value: Any, gm: torch.nn.Module, target: str) -> None:
+    """`gm.<target> = value`, adding empty parent modules as needed."""
+    *parents, leaf = target.split(".")
+    for part in parents:
+        if getattr(gm, part, None) is None:
+            setattr(gm, part, torch.nn.Module())
+        gm = getattr(gm, part)
+    install(gm, leaf, value)

@@ -102,7 +102,7 @@ class Interpreter:
         self.env = initial_env if initial_env is not None else {}
         # No arguments means the inputs are in `initial_env` already (as in
         # `boxed_run`): there is no structure to flatten.
-        if enable_io_processing and args:  # structured inputs: as the generated forward
+        if enable_io_processing and args:
             args = tuple(self.graph.process_inputs(*args))
         check_argument_count(self, args)
         self.args_iter: Iterator[Any] = iter(args)

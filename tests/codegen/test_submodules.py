@@ -11,7 +11,7 @@ import torch
 
 import minifx.codegen
 import minifx.graph
-from minifx.codegen.submodules import SubmodulesMixin, state_targets
+from minifx.codegen.submodules import SubmodulesMixin, install, install_from_dict, state_targets
 
 pytestmark = pytest.mark.ch3
 
@@ -63,3 +63,27 @@ def test_delete_all_unused_submodules_keeps_what_the_graph_needs() -> None:
     gm.add_submodule("unused", torch.nn.ReLU())
     gm.delete_all_unused_submodules()
     assert [name for name, _ in gm.named_modules()] == ["", "block", "block.0"]
+
+
+def test_install_makes_a_plain_tensor_a_buffer_and_keeps_a_parameter_one() -> None:
+    module = torch.nn.Module()
+    install(module, "table", torch.ones(2))
+    install(module, "weight", torch.nn.Parameter(torch.ones(2)))
+    assert [name for name, _ in module.named_buffers()] == ["table"]
+    assert [name for name, _ in module.named_parameters()] == ["weight"]
+
+
+def test_install_from_dict_installs_each_target_at_its_path() -> None:
+    gm = minifx.codegen.symbolic_trace(Model())
+    linear, scale = getattr(gm.block, "0"), gm.scale
+    rebuilt = minifx.codegen.GraphModule({"block.0": linear, "scale": scale}, gm.graph)
+    assert getattr(rebuilt.block, "0") is linear and rebuilt.scale is scale
+    fresh = torch.nn.Module()
+    install_from_dict(fresh, {"block.0": linear, "scale": scale}, state_targets(gm.graph))
+    assert getattr(fresh.block, "0") is linear
+
+
+def test_install_from_dict_names_the_missing_key() -> None:
+    gm = minifx.codegen.symbolic_trace(Model())
+    with pytest.raises(RuntimeError, match="refers to 'scale', but the root dict has no such key"):
+        install_from_dict(torch.nn.Module(), {"block.0": getattr(gm.block, "0")}, state_targets(gm.graph))
