@@ -229,7 +229,8 @@ class _SourceWriter:
                 self._assign(node, syntax.format(*self._operator_operands(operator_name, args)))
                 return
         function = self.global_name(target, global_hint(target))
-        if (target is builtins.getattr and len(args) == 2 and not node.kwargs and isinstance(args[1], str) and args[1].isidentifier()):
+        if (target is builtins.getattr and len(args) == 2 and not node.kwargs
+                and isinstance(args[1], str) and args[1].isidentifier()):
             self._assign(node, self._chain(self._operand(args[0]), args[1]))
             return
         self._assign(node, f"{function}({self.arguments(args, node.kwargs)})")

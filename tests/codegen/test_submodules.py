@@ -85,5 +85,7 @@ def test_install_from_dict_installs_each_target_at_its_path() -> None:
 
 def test_install_from_dict_names_the_missing_key() -> None:
     gm = minifx.codegen.symbolic_trace(Model())
-    with pytest.raises(RuntimeError, match="refers to 'scale', but the root dict has no such key"):
-        install_from_dict(torch.nn.Module(), {"block.0": getattr(gm.block, "0")}, state_targets(gm.graph))
+    missing = "refers to 'scale', but the root dict has no such key"
+    with pytest.raises(RuntimeError, match=missing):
+        install_from_dict(torch.nn.Module(), {"block.0": getattr(gm.block, "0")},
+                          state_targets(gm.graph))
