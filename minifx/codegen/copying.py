@@ -38,6 +38,9 @@ if TYPE_CHECKING:
 class CopyingMixin(torch.nn.Module):
     """`copy.deepcopy`, `copy.copy` and `pickle` for a GraphModule, which inherits them."""
 
+    graph: Graph
+    meta: dict[str, Any]
+
     def __deepcopy__(self, memo: dict) -> GraphModule:
         """A copy with its own graph, submodules, parameters and buffers."""
         from .graph_module import GraphModule  # see the module docstring
