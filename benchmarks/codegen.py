@@ -14,7 +14,10 @@ Three parts, each running both libraries in one process on the same work:
    | operation      | what it times                                                    |
    |----------------|------------------------------------------------------------------|
    | symbolic_trace | `symbolic_trace(model)`: tracing, GraphModule, codegen, compile  |
-   | recompile      | `gm.recompile()`: codegen and compile alone                      |
+   | recompile      | `gm.recompile()` of an unchanged graph: codegen, and compile,    |
+   |                | which minifx skips when it compiled the same source before       |
+   | recompile_new  | `gm.recompile()` with no compiled code to reuse, as after an     |
+   |                | edit: codegen and compile                                        |
 
 2. **Chains** of N call_function nodes (graph_scale's `build_chain`: add, relu, ...):
 
@@ -59,6 +62,7 @@ import torch
 import torch.fx
 
 import minifx.codegen
+import minifx.codegen.code_cache
 import minifx.graph
 from benchmarks.common import (
     Chain,
@@ -79,7 +83,7 @@ from benchmarks.common import us as _us
 from tests.models import MLP, ResNet50
 
 DEFAULT_SIZES = (1_000, 10_000, 100_000)
-MODEL_OPERATIONS = ("symbolic_trace", "recompile")
+MODEL_OPERATIONS = ("symbolic_trace", "recompile", "recompile_new")
 CHAIN_OPERATIONS = ("graphmodule", "python_code", "symbolic_trace")
 RUNNERS = ("eager", "minifx", "torch.fx")  # the callables the forward part compares
 
@@ -98,6 +102,10 @@ class Library:
         symbolic_trace: the library's `symbolic_trace`.
         python_code: graph -> generated source. torch.fx has it as the method
             `Graph.python_code`, minifx as the free function `python_code`.
+        forget_compiled: drop the compiled code the library keeps to reuse for
+            the same source (minifx keeps some; torch.fx none), so that the
+            next operation compiles afresh. Called untimed before every
+            operation except `recompile`, whose point is the reuse.
     """
 
     name: str
@@ -105,14 +113,16 @@ class Library:
     graph_module: type
     symbolic_trace: Callable[[torch.nn.Module], Any]
     python_code: Callable[[Any], str]
+    forget_compiled: Callable[[], None]
 
 
 LIBRARIES: dict[str, Library] = {
     "minifx": Library("minifx", minifx.graph, minifx.codegen.GraphModule,
                       minifx.codegen.symbolic_trace,
-                      lambda graph: minifx.codegen.python_code(graph, "self").src),
+                      lambda graph: minifx.codegen.python_code(graph, "self").src,
+                      minifx.codegen.code_cache.forget_compiled),
     "torch.fx": Library("torch.fx", torch.fx, torch.fx.GraphModule, torch.fx.symbolic_trace,
-                        lambda graph: graph.python_code("self").src),
+                        lambda graph: graph.python_code("self").src, lambda: None),
 }
 
 
@@ -124,8 +134,11 @@ def _call(name: str, thunk: Callable[[], Any]) -> Any:
 
 def model_pipeline(library: Library, model: torch.nn.Module, timer: Timer = _call) -> Any:
     """Trace `model` into a GraphModule, then regenerate its code; returns the GraphModule."""
+    library.forget_compiled()
     gm = timer("symbolic_trace", lambda: library.symbolic_trace(model))
-    timer("recompile", gm.recompile)
+    timer("recompile", gm.recompile)  # the code compiled just before: minifx reuses it
+    library.forget_compiled()
+    timer("recompile_new", gm.recompile)
     return gm
 
 
@@ -136,9 +149,11 @@ def chain_pipeline(library: Library, n: int, timer: Timer = _call) -> tuple[Any,
         The GraphModule made from `build_chain`'s graph, and the one traced from `Chain(n)`.
     """
     graph = build_chain(library.fx, n)
+    library.forget_compiled()  # an earlier run compiled the same source
     gm = timer("graphmodule", lambda: library.graph_module(torch.nn.Module(), graph))
     timer("python_code", lambda: library.python_code(graph))
     module = Chain(n)
+    library.forget_compiled()
     traced = timer("symbolic_trace", lambda: library.symbolic_trace(module))
     return gm, traced
 

@@ -20,12 +20,18 @@ takes the structures and flattens them, and returns the structured output.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import inspect
+import re
+from typing import TYPE_CHECKING, Any, Callable
 
 from torch.utils import _pytree as pytree
 
 from . import pytree as fx_pytree_helpers
 from .syntax import is_name, plain
+
+if TYPE_CHECKING:
+    from ..graph.graph import Graph
+    from ..graph.tracer import PytreeInfo
 
 
 class CodeGen:
@@ -100,7 +106,7 @@ class _PyTreeCodeGen(CodeGen):
         pytree_info: the graph's `pytree_info`, which the Tracer recorded.
     """
 
-    def __init__(self, pytree_info: Any) -> None:
+    def __init__(self, pytree_info: PytreeInfo) -> None:
         super().__init__()
         self.pytree_info = pytree_info
 
@@ -157,7 +163,7 @@ class _PyTreeCodeGen(CodeGen):
         return list(self.pytree_info.arg_names)
 
 
-def codegen_of(graph: Any) -> CodeGen:
+def codegen_of(graph: Graph) -> CodeGen:
     """The `CodeGen` that writes `graph`'s code: the one set with `graph.set_codegen`,
     else `_PyTreeCodeGen` for a graph traced with structured inputs, else `CodeGen()`."""
     if graph._codegen is not None:
@@ -165,3 +171,62 @@ def codegen_of(graph: Any) -> CodeGen:
     if graph.pytree_info is not None:
         return _PyTreeCodeGen(graph.pytree_info)
     return CodeGen()
+
+
+# --- how python_code calls the hooks ------------------------------------------------
+
+def call_hook(method: Callable[..., Any], *args: Any, **optional: Any) -> Any:
+    """Call a CodeGen hook with the optional keywords it accepts, as torch.fx does:
+    a subclass may leave out `repr_fn` or minifx's `root_module`."""
+    accepted = inspect.signature(method).parameters
+    return method(*args, **{key: value for key, value in optional.items() if key in accepted})
+
+
+def mark_keyword_only(parameters: list[tuple[str, bool]]) -> list[str]:
+    """The parameters' texts, given `(text, has a default)` for each, with a `*` before
+    one that has no default but follows one that has: it was keyword-only
+    (`def f(x, *, a=1, b)`), and without the `*` Python would refuse the signature
+    (torch.fx writes it without)."""
+    texts, keyword_only, after_default = [], False, False
+    for text, has_default in parameters:
+        keyword_only = keyword_only or text.startswith("*")
+        if after_default and not has_default and not keyword_only:
+            texts.append("*")
+            keyword_only = True
+        after_default = after_default or has_default
+        texts.append(text)
+    return texts
+
+
+# The marker before a node's lines while a body transformer works on them.
+_COUNTER = re.compile(r"# COUNTER: (\d+)")
+
+
+def transformed_body(codegen: CodeGen, lines: list[str], nodes: list[int | None]
+                     ) -> tuple[list[str], list[int | None]]:
+    """The body's lines and the index of the node each line runs, after the
+    CodeGen's body transformer (`graph.on_generate_code`), if it has one.
+
+    As torch.fx does, the transformer gets the lines with a `# COUNTER: i`
+    marker before the lines of node i, so that the lines it adds or moves
+    still map to their nodes; the markers are taken out after.
+    """
+    # getattr: a CodeGen-like object need not have the attribute until a transformer is set.
+    transform = getattr(codegen, "_body_transformer", None)
+    if transform is None:
+        return lines, nodes
+    marked, previous = [], None
+    for line, node in zip(lines, nodes):
+        if node is not None and node != previous:
+            marked.append(f"# COUNTER: {node}\n")
+            previous = node
+        marked.append(f"{line}\n")
+    lines, nodes, current = [], [], None
+    for line in "".join(transform(marked)).split("\n")[:-1]:
+        counter = _COUNTER.fullmatch(line)
+        if counter:
+            current = int(counter.group(1))
+        else:
+            lines.append(line)
+            nodes.append(current)
+    return lines, nodes

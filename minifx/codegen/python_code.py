@@ -18,34 +18,36 @@ rules keep the generated code safe and correct whatever the graph holds:
   only after checking that it leads to the very same object.
 - A value is set to `None` right after its last use (`x = None`), so that
   memory is freed as early as in eager mode.
+
+What is not this idea lives beside it: `constants.py` writes the constants
+that have no plain literal, `annotations.py` the type annotations,
+`readable.py` `print_readable`'s comments, and `codegen.py` the `def` line,
+the `return` and the other calling-convention hooks.
 """
 
 from __future__ import annotations
 
 import builtins
-import enum
-import inspect
-import math
-import re
-import types
-import typing
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
+from ..graph.graph import Graph
+from ..graph.liveness import last_uses
 from ..graph.node import Node, immutable_dict, immutable_list
 from ..graph.wrapping import wrap
-from ..proxy.ir import type_repr
 from ..proxy.names import Namespace
-from .codegen import CodeGen, codegen_of
+from .annotations import node_annotation, type_annotation
+from .codegen import CodeGen, call_hook, codegen_of, mark_keyword_only, transformed_body
+from .constants import constant_expression
+from .readable import verbose_comment
 from .syntax import (
     CUSTOM_BUILTINS,
     INPLACE_OPERATORS,
     LITERAL_TYPES,
     OPERATOR_SYNTAX,
     TORCH_MODULE,
-    TYPING_ORIGINS,
     attribute_chain,
     check_node,
     global_hint,
@@ -55,12 +57,7 @@ from .syntax import (
     qualified_name,
     refers_to_builtin,
     resolve_torch_path,
-    shape_annotation,
-    stack_summary,
 )
-
-# The marker before a node's lines while a body transformer works on them.
-_COUNTER = re.compile(r"# COUNTER: (\d+)")
 
 
 @dataclass
@@ -84,7 +81,7 @@ class PythonCode:
     prologue_start: int = 0
 
 
-def python_code(graph: Any, root_module: str = "self", *, verbose: bool = False) -> PythonCode:
+def python_code(graph: Graph, root_module: str = "self", *, verbose: bool = False) -> PythonCode:
     """Generate the Python source of `graph` as a `forward` method.
 
     `graph.python_code(root_module)` calls this. The graph's `CodeGen` (see
@@ -111,7 +108,7 @@ def python_code(graph: Any, root_module: str = "self", *, verbose: bool = False)
 class _SourceWriter:
     """Writes one graph's source; one method per opcode emits that opcode's line."""
 
-    def __init__(self, graph: Any, root_module: str, verbose: bool, codegen: CodeGen) -> None:
+    def __init__(self, graph: Graph, root_module: str, verbose: bool, codegen: CodeGen) -> None:
         self.graph, self.root_module, self.verbose = graph, root_module, verbose
         self.codegen = codegen
         self.names = Namespace()
@@ -198,8 +195,8 @@ class _SourceWriter:
         freed_at = last_uses(self.graph)
         for index, node in enumerate(self.graph.nodes):
             start = len(self.body)
-            if self.verbose:
-                self._comment(node)
+            if self.verbose:  # print_readable: where the nodes came from
+                verbose_comment(self, node)
             check_node(node)
             getattr(self, node.op)(node)
             if node.op not in ("placeholder", "output"):
@@ -214,7 +211,7 @@ class _SourceWriter:
     def placeholder(self, node: Node) -> None:
         parameter = parameter_name(node)
         default = f" = {self.expression(node.args[0])}" if node.args else ""
-        self.parameters.append((f"{plain(node.target)}{self._annotation(node)}{default}",
+        self.parameters.append((f"{plain(node.target)}{node_annotation(self, node)}{default}",
                                 bool(node.args)))
         if self.local[node] != parameter:
             self.body.append(f"{self.local[node]} = {parameter}")
@@ -244,7 +241,8 @@ class _SourceWriter:
                 self._assign(node, syntax.format(*self._operator_operands(operator_name, args)))
                 return
         function = self.global_name(target, global_hint(target))
-        if (target is builtins.getattr and len(args) == 2 and not node.kwargs and isinstance(args[1], str) and args[1].isidentifier()):
+        if (target is builtins.getattr and len(args) == 2 and not node.kwargs
+                and isinstance(args[1], str) and args[1].isidentifier()):
             self._assign(node, self._chain(self._operand(args[0]), args[1]))
             return
         self._assign(node, f"{function}({self.arguments(args, node.kwargs)})")
@@ -253,10 +251,10 @@ class _SourceWriter:
 
     def output(self, node: Node) -> None:
         if node.type is not None:
-            self.return_annotation = f" -> {self.annotation(node.type)}"
+            self.return_annotation = f" -> {type_annotation(self, node.type)}"
         # The graph's CodeGen writes the return (by default `return <value>`).
         generate_output = self.codegen.generate_output
-        self.body.append(_call_hook(generate_output, node.args[0], repr_fn=self.expression))
+        self.body.append(call_hook(generate_output, node.args[0], repr_fn=self.expression))
     # --8<-- [end:opcodes]
 
     def _chain(self, base: str, target: str) -> str:
@@ -264,14 +262,7 @@ class _SourceWriter:
         return attribute_chain(base, target, self.global_name(builtins.getattr, "getattr"))
 
     def _assign(self, node: Node, expression: str) -> None:
-        self.body.append(f"{self.local[node]}{self._annotation(node)} = {expression}")
-
-    def _annotation(self, node: Node) -> str:
-        if self.verbose:
-            shape = shape_annotation(node)
-            if shape is not None:
-                return f': "{shape}"'
-        return "" if node.type is None else f" : {self.annotation(node.type)}"
+        self.body.append(f"{self.local[node]}{node_annotation(self, node)} = {expression}")
 
     def _operator_operands(self, operator_name: str, args: tuple) -> list[str]:
         """Operands of an operator; a negative literal before `**` needs brackets."""
@@ -302,35 +293,19 @@ class _SourceWriter:
         """Python source that evaluates to `arg` (a node, a constant or a container)."""
         if isinstance(arg, Node):
             return self._node_variable(arg)
-        if type(arg) is float:
-            return self._float(arg)
         if type(arg) in LITERAL_TYPES:
             return repr(arg)
-        if isinstance(arg, tuple) and hasattr(type(arg), "_fields"):
-            cls = self.global_name(type(arg), global_hint(type(arg)))
-            return f"{cls}({', '.join(self.expression(a) for a in arg)})"
-        if isinstance(arg, tuple):
+        if isinstance(arg, tuple) and not hasattr(type(arg), "_fields"):
             items = ", ".join(self.expression(a) for a in arg)
             return f"({items},)" if len(arg) == 1 else f"({items})"
-        if isinstance(arg, list):
-            return self._of_type(arg, "[" + ", ".join(self.expression(a) for a in arg) + "]")
-        if isinstance(arg, dict):
+        if type(arg) in (list, immutable_list):
+            return "[" + ", ".join(self.expression(a) for a in arg) + "]"
+        if type(arg) in (dict, immutable_dict):
             items = ", ".join(f"{self.expression(k)}: {self.expression(v)}" for k, v in arg.items())
-            return self._of_type(arg, "{" + items + "}")
-        if type(arg) is slice:
-            return f"slice({self.expression(arg.start)}, {self.expression(arg.stop)}, " \
-                   f"{self.expression(arg.step)})"
-        return self._special_constant(arg)
+            return "{" + items + "}"
+        # Floats, slices, dtypes, named tuples, ...: see constants.py.
+        return constant_expression(self, arg)
     # --8<-- [end:expression]
-
-    def _of_type(self, container: list | dict, literal: str) -> str:
-        """A list or dict literal; a subclass (say `OrderedDict`) is rebuilt from it.
-
-        The graph's own read-only list and dict types print as plain literals.
-        """
-        if type(container) in (list, dict, immutable_list, immutable_dict):
-            return literal
-        return f"{self.global_name(type(container), global_hint(type(container)))}({literal})"
 
     def _node_variable(self, node: Node) -> str:
         if node not in self.local:
@@ -342,64 +317,17 @@ class _SourceWriter:
             )
         return self.local[node]
 
-    def _float(self, value: float) -> str:
-        if math.isnan(value):
-            return self.global_name(math.nan, "nan")
-        if math.isinf(value):
-            return ("-" if value < 0 else "") + self.global_name(math.inf, "inf")
-        return repr(value)
-
-    def _special_constant(self, arg: Any) -> str:
-        """dtypes, devices, enums and other objects: by a checked path, or as a global."""
-        if isinstance(arg, (torch.dtype, torch.layout, torch.memory_format)):
-            torch_name = self.global_name(torch, "torch")
-            attribute = str(arg).removeprefix("torch.")
-            if getattr(torch, attribute, None) is arg:
-                return f"{torch_name}.{attribute}"
-        if type(arg) is torch.device:
-            index = "" if arg.index is None else f", index={arg.index}"
-            return f"{self.global_name(torch.device, 'device')}(type={arg.type!r}{index})"
-        if isinstance(arg, complex) and type(arg) is complex and math.isfinite(abs(arg)):
-            return repr(arg)
-        if isinstance(arg, enum.Enum) and is_name(arg.name):
-            return f"{self.global_name(type(arg), type(arg).__name__)}.{plain(arg.name)}"
-        return self.global_name(arg, global_hint(arg))
-
-    def annotation(self, annotation: Any) -> str:
-        """A type annotation, with every class it names reachable as a global."""
-        if annotation == ():
-            return "()"
-        if isinstance(annotation, types.UnionType):
-            return "|".join(self.annotation(a) for a in typing.get_args(annotation))
-        origin = getattr(annotation, "__origin__", None)
-        if origin is not None:
-            if isinstance(annotation, typing._GenericAlias):  # typing.List[int] and friends
-                origin = TYPING_ORIGINS.get(origin, origin)
-            origin_name = self.global_name(origin, type_repr(origin))
-            arguments = typing.get_args(annotation)
-            if not arguments:
-                return origin_name
-            return f"{origin_name}[{','.join(self.annotation(a) for a in arguments)}]"
-        return self.global_name(annotation, type_repr(annotation))
-
-    def _comment(self, node: Node) -> None:
-        """`print_readable`'s comment: where the nodes that follow came from."""
-        if node.op in ("placeholder", "output"):
-            return
-        summary = stack_summary(node.stack_trace) or "No stacktrace found for following nodes"
-        if summary != self.last_comment:
-            self.last_comment = summary
-            self.body.extend(["", f"# {summary}"] if self.body else [f"# {summary}"])
-
     def _assemble(self) -> PythonCode:
-        fn_def = _call_hook(self.codegen.gen_fn_def, self._in_valid_order(),
-                            self.return_annotation, root_module=self.root_module)
+        fn_def = call_hook(self.codegen.gen_fn_def, mark_keyword_only(self.parameters),
+                           self.return_annotation, root_module=self.root_module)
         wrap_lines = ""
         if self.wrapped:
             wrap_name = self.global_name(wrap, "wrap")
             wrap_lines = "\n".join(f'{wrap_name}("{name}")' for name in self.wrapped)
         head = f"\n{wrap_lines}\n\n{fn_def}\n"
-        lines, nodes = self._transformed_body()
+        # The CodeGen's body transformer (graph.on_generate_code), if it has one.
+        lines, nodes = transformed_body(self.codegen, self.body or ["pass"],
+                                        self.line_nodes or [None])
         # As torch.fx counts: from the `def` line (1 is the line after it), the line
         # after the body included.
         first = fn_def.count("\n") + 1
@@ -407,67 +335,6 @@ class _SourceWriter:
         body = "".join(f"    {line}\n" for line in lines)
         return PythonCode(head + body + "    ", self.globals, lineno_map,
                           prologue_start=wrap_lines.count("\n") + 4)
-
-    def _transformed_body(self) -> tuple[list[str], list[int | None]]:
-        """The body's lines and the index of the node each line runs, after the
-        CodeGen's body transformer (`graph.on_generate_code`), if it has one.
-
-        As torch.fx does, the transformer gets the lines with a `# COUNTER: i`
-        marker before the lines of node i, so that the lines it adds or moves
-        still map to their nodes; the markers are taken out after.
-        """
-        lines, nodes = self.body or ["pass"], self.line_nodes or [None]
-        transform = getattr(self.codegen, "_body_transformer", None)
-        if transform is None:
-            return lines, nodes
-        marked, previous = [], None
-        for line, node in zip(lines, nodes):
-            if node is not None and node != previous:
-                marked.append(f"# COUNTER: {node}\n")
-                previous = node
-            marked.append(f"{line}\n")
-        lines, nodes, current = [], [], None
-        for line in "".join(transform(marked)).split("\n")[:-1]:
-            counter = _COUNTER.fullmatch(line)
-            if counter:
-                current = int(counter.group(1))
-            else:
-                lines.append(line)
-                nodes.append(current)
-        return lines, nodes
-
-    def _in_valid_order(self) -> list[str]:
-        """The parameters, with a `*` before one that has no default but follows one
-        that has: it was keyword-only (`def f(x, *, a=1, b)`), and without the `*`
-        Python would refuse the signature (torch.fx writes it without)."""
-        parameters, keyword_only, after_default = [], False, False
-        for text, has_default in self.parameters:
-            keyword_only = keyword_only or text.startswith("*")
-            if after_default and not has_default and not keyword_only:
-                parameters.append("*")
-                keyword_only = True
-            after_default = after_default or has_default
-            parameters.append(text)
-        return parameters
-
-
-def last_uses(graph: Any) -> dict[Node, list[Node]]:
-    """node -> the values whose last use is at that node (torch.fx's order)."""
-    seen: set[Node] = set()
-    freed_at: dict[Node, list[Node]] = {}
-    for node in reversed(graph.nodes):
-        for used in node._input_nodes:
-            if used not in seen:
-                seen.add(used)
-                freed_at.setdefault(node, []).append(used)
-    return freed_at
-
-
-def _call_hook(method: Any, *args: Any, **optional: Any) -> Any:
-    """Call a CodeGen hook with the optional keywords it accepts, as torch.fx does:
-    a subclass may leave out `repr_fn` or minifx's `root_module`."""
-    accepted = inspect.signature(method).parameters
-    return method(*args, **{key: value for key, value in optional.items() if key in accepted})
 
 
 def _is_number_literal(arg: Any) -> bool:

@@ -13,7 +13,7 @@ import math
 import re
 import typing
 import unicodedata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -24,6 +24,10 @@ from ..proxy.ir import qualified_name
 from ..proxy.operators import INPLACE_OPERATORS as INPLACE_OPERATORS
 from ..proxy.operators import OPERATOR_SYNTAX as OPERATOR_SYNTAX
 from . import pytree as fx_pytree_helpers
+
+if TYPE_CHECKING:
+    from ..graph.node import Node
+
 
 # Globals every generated function gets, under these names when they are free.
 CUSTOM_BUILTINS = {
@@ -116,7 +120,7 @@ def resolve_torch_path(path: str) -> Any:
     return value
 
 
-def shape_annotation(node: Any) -> str | None:
+def shape_annotation(node: Node) -> str | None:
     """`f32[2, 3]` from a tensor (or tensor metadata) in `node.meta`, as print_readable shows."""
     value = node.meta.get("val", node.meta.get("tensor_meta"))
     dtype, shape = getattr(value, "dtype", None), getattr(value, "shape", None)
@@ -143,7 +147,7 @@ def stack_summary(stack_trace: str | None) -> str | None:
 _PARAMETER = re.compile(r"^\*{0,2}[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def parameter_name(node: Any) -> str:
+def parameter_name(node: Node) -> str:
     """The placeholder's parameter name without `*`; it must be a valid parameter."""
     target = node.target
     if not isinstance(target, str) or not _PARAMETER.match(target) or \

@@ -11,6 +11,9 @@ method per opcode, so a subclass can watch or change every operation:
 
 Values live in `env` (Node -> value) and are dropped after their last use,
 as the generated code drops them with `x = None`.
+
+`arguments.py`, beside this file, holds the checks on what `run` and
+`boxed_run` are given, with the error messages torch.fx users expect.
 """
 
 from __future__ import annotations
@@ -19,9 +22,10 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from ..codegen.python_code import last_uses
 from ..graph import Graph, Node
+from ..graph.liveness import last_uses
 from ..proxy.ir import format_target
+from .arguments import boxed_inputs, check_argument_count, graph_of, next_argument
 
 
 # --8<-- [start:init]
@@ -63,7 +67,7 @@ class Interpreter:
                  graph: Graph | None = None) -> None:
         self.module = module
         self.submodules = dict(module.named_modules())
-        self.graph = graph if graph is not None else _graph_of(module)
+        self.graph = graph if graph is not None else graph_of(module)
         self.env: dict[Node, Any] = {}
         self.garbage_collect_values = garbage_collect_values
         # Set to False to get errors without the note that names the node.
@@ -99,8 +103,8 @@ class Interpreter:
         # No arguments means the inputs are in `initial_env` already (as in
         # `boxed_run`): there is no structure to flatten.
         if enable_io_processing and args:
-            args = self._flatten_inputs(args)
-        self._check_argument_count(args)
+            args = tuple(self.graph.process_inputs(*args))
+        check_argument_count(self, args)
         self.args_iter: Iterator[Any] = iter(args)
         for node in self.graph.nodes:
             if node not in self.env:
@@ -110,7 +114,7 @@ class Interpreter:
                     self.env.pop(value, None)
             if node.op == "output":
                 output = self.env[node]
-                return self._unflatten_output(output) if enable_io_processing else output
+                return self.graph.process_outputs(output) if enable_io_processing else output
         return None
 
     def _run_and_explain(self, node: Node) -> Any:
@@ -140,16 +144,7 @@ class Interpreter:
         Raises:
             RuntimeError: if `args_list` does not have one value per placeholder.
         """
-        placeholders = self.graph.find_nodes(op="placeholder")
-        if len(args_list) != len(placeholders):
-            raise RuntimeError(
-                f"boxed_run got {len(args_list)} arguments, but the graph has "
-                f"{len(placeholders)} placeholders ({_names(placeholders)}): "
-                f"{'extra' if len(args_list) > len(placeholders) else 'missing'} arguments. "
-                "Pass exactly one value per placeholder, in order.")
-        env = dict(zip(placeholders, args_list))
-        args_list.clear()
-        return self.run(initial_env=env)
+        return self.run(initial_env=boxed_inputs(self.graph, args_list))
 
     # --8<-- [start:run_node]
     def run_node(self, n: Node) -> Any:
@@ -161,24 +156,14 @@ class Interpreter:
 
     # --8<-- [start:opcodes]
     def placeholder(self, target: str, args: tuple, kwargs: dict) -> Any:
-        """The next argument of `run`; the placeholder's default if there is none left.
+        """The next argument of `run`; the placeholder's default (`args[0]`) if none is left.
 
         A `*args` placeholder takes all remaining arguments (as a tuple); a
         `**kwargs` placeholder is an empty dict, since `run` takes no keywords.
         """
-        if target.startswith("**"):
-            return {}
         if target.startswith("*"):
-            return tuple(self.args_iter)
-        value = next(self.args_iter, _MISSING)
-        if value is not _MISSING:
-            return value
-        if args:
-            return args[0]
-        raise RuntimeError(
-            f"Expected positional argument for parameter {target}, but one was not passed in: "
-            f"run() got no value for {target!r}, which has no default. Pass one positional "
-            "argument per placeholder of the graph, in order.")
+            return {} if target.startswith("**") else tuple(self.args_iter)
+        return next_argument(self.args_iter, target, default=args)
 
     def get_attr(self, target: str, args: tuple, kwargs: dict) -> Any:
         """The module attribute at path `target` (a parameter, buffer or constant)."""
@@ -245,31 +230,6 @@ class Interpreter:
         return _map_nodes(args, value_of)
     # --8<-- [end:fetch]
 
-    # -- inputs and outputs of graphs traced with structured concrete_args ----------
-    def _flatten_inputs(self, args: tuple) -> tuple:
-        """The graph's inputs for `forward`'s arguments, as its CodeGen says
-        (the leaves of structured inputs, for structured `concrete_args`)."""
-        return tuple(self.graph.process_inputs(*args))
-
-    def _unflatten_output(self, output: Any) -> Any:
-        """What `forward` returns for the graph's output, as its CodeGen says."""
-        return self.graph.process_outputs(output)
-
-    def _check_argument_count(self, args: tuple) -> None:
-        """Refuse more arguments than the placeholders left to fill can take."""
-        open_slots = [n for n in self.graph.find_nodes(op="placeholder") if n not in self.env]
-        if any(n.target.startswith("*") and not n.target.startswith("**") for n in open_slots):
-            return
-        open_slots = [n for n in open_slots if not n.target.startswith("**")]
-        if len(args) > len(open_slots):
-            raise TypeError(
-                f"{type(self).__name__}.run() got {len(args)} arguments, but the graph takes "
-                f"{len(open_slots)} ({_names(open_slots)}). Pass one value per placeholder.")
-
-
-_MISSING = object()
-
-
 def _map_nodes(a: Any, fn: Callable[[Node], Any]) -> Any:
     """`map_arg(a, fn)`, but building plain lists and dicts instead of immutable ones."""
     if isinstance(a, Node):
@@ -294,19 +254,3 @@ def _values_to_drop(graph: Graph) -> dict[Node, list[Node]]:
         if not node.users and node.op != "output":
             drop.setdefault(node, []).append(node)
     return drop
-
-
-def _graph_of(module: torch.nn.Module) -> Graph:
-    graph = getattr(module, "graph", None)
-    if isinstance(graph, Graph):
-        return graph
-    found = "has no `graph` attribute" if graph is None else \
-        f"has a `graph` of type {type(graph).__module__}.{type(graph).__qualname__}"
-    raise TypeError(
-        f"Interpreter needs a minifx Graph to run, but the {type(module).__name__} it got "
-        f"{found}. Pass a minifx GraphModule (minifx.symbolic_trace(module)), or the graph "
-        "itself: Interpreter(module, graph=graph).")
-
-
-def _names(nodes: list[Node]) -> str:
-    return ", ".join(f"%{n.name}" for n in nodes) or "none"

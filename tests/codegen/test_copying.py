@@ -76,3 +76,43 @@ def test_replicate_onto_a_gpu_runs(library):
     (replica,) = torch.nn.parallel.replicate(gm, [0])
     x = torch.randn(2, 3, device="cuda")
     torch.testing.assert_close(replica(x), gm(x))
+
+
+# --- minifx.codegen.copying's helpers (pickling itself: test_source.py, test_graph_module.py)
+
+def test_graph_module_inherits_its_copying_methods() -> None:
+    from minifx.codegen.copying import CopyingMixin
+
+    assert issubclass(minifx.codegen.GraphModule, CopyingMixin)
+    gm = minifx.codegen.symbolic_trace(Scaled())
+    assert type(gm).__deepcopy__ is CopyingMixin.__deepcopy__
+
+
+def test_tracer_of_drops_a_tracer_class_that_cannot_be_pickled_by_name() -> None:
+    import minifx.graph
+    from minifx.codegen.copying import tracer_of
+
+    class LocalTracer(minifx.graph.Tracer):
+        pass
+
+    graph = LocalTracer().trace(Scaled())
+    assert tracer_of(graph) == (None, {})
+    assert tracer_of(minifx.graph.Tracer().trace(Scaled()))[0] is minifx.graph.Tracer
+
+
+def test_import_block_imports_torch_and_names_each_function() -> None:
+    from minifx.codegen.copying import import_block
+
+    block = import_block({"torch": torch, "copy_deepcopy": copy.deepcopy})
+    assert block.split("\n")[:2] == ["from copy import deepcopy as copy_deepcopy",
+                                     "import torch"]
+
+
+def test_a_pickled_graph_module_is_rebuilt_by_retracing_its_code() -> None:
+    import pickle
+
+    gm = minifx.codegen.symbolic_trace(Scaled())
+    loaded = pickle.loads(pickle.dumps(gm))
+    assert loaded.code == gm.code
+    x = torch.randn(2, 3)
+    torch.testing.assert_close(loaded(x), gm(x))

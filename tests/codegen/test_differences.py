@@ -334,6 +334,17 @@ def test_copies_keep_the_class_name():
         assert names == ({"Net"} if lib is minifx else {"GraphModule"})
 
 
+def test_the_same_source_reuses_its_compiled_code():
+    """Compiling the same source again reuses the code compiled last time; torch.fx
+    compiles on every recompile. Each still gets a new `forward` function."""
+    for library, reuses in ((minifx.codegen, True), (torch.fx, False)):
+        gm = library.symbolic_trace(torch.nn.Linear(2, 2))
+        before = type(gm).forward
+        gm.recompile()
+        assert type(gm).forward is not before
+        assert (type(gm).forward.__code__ is before.__code__) is reuses
+
+
 def test_the_none_check_is_wrapped_and_retraced_in_both(monkeypatch):
     """The concrete_args check for `None` is marked as wrapped, so the code starts with a
     `wrap(...)` line for it and retracing records it again; torch.fx needs no such line

@@ -22,7 +22,8 @@ import torch.fx
 
 import minifx.graph
 from minifx.codegen import GraphModule, PythonCode, python_code, symbolic_trace
-from minifx.codegen.source import compile_forward, import_block, register_source
+from minifx.codegen.copying import import_block
+from minifx.codegen.source import compile_forward, register_source
 
 pytestmark = pytest.mark.ch3
 

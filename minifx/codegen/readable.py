@@ -1,0 +1,44 @@
+"""`GraphModule.print_readable`: the generated code, written to be read.
+
+`python_code(graph, verbose=True)` writes the same lines as the code that
+runs, with two additions for a reader: a comment before each group of nodes
+saying where they were traced from (the last frame of their stack trace),
+and each tensor's dtype and shape as its annotation (`relu: "f32[2, 3]"`)
+where `node.meta` holds them. `print_readable` shows that code as a class,
+followed by the classes of the GraphModules nested in it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..graph.node import Node
+from .syntax import stack_summary
+
+if TYPE_CHECKING:
+    from .graph_module import GraphModule
+    from .python_code import _SourceWriter
+
+
+def verbose_comment(writer: _SourceWriter, node: Node) -> None:
+    """Add `# File: model.py:12 in forward, code: ...` before `node`'s line when it
+    came from elsewhere than the node before it."""
+    if node.op in ("placeholder", "output"):
+        return
+    summary = stack_summary(node.stack_trace) or "No stacktrace found for following nodes"
+    if summary != writer.last_comment:
+        writer.last_comment = summary
+        writer.body.extend(["", f"# {summary}"] if writer.body else [f"# {summary}"])
+
+
+def readable_text(gm: GraphModule, name: str) -> str:
+    """`print_readable`'s text: a class with the verbose forward, then nested GraphModules."""
+    from .graph_module import GraphModule  # graph_module.py imports this module
+
+    code = gm.graph.python_code("self", verbose=True).src.strip("\n").rstrip()
+    lines = [f"class {name}(torch.nn.Module):", *code.split("\n")]
+    for child_name, child in gm.named_children():
+        if isinstance(child, GraphModule):
+            lines += ["", *readable_text(child, child_name).rstrip("\n").split("\n")]
+    indented = [f"    {line}" if line.strip() else "" for line in lines[1:]]
+    return "\n".join([lines[0], *indented]) + "\n"

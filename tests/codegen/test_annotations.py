@@ -1,0 +1,41 @@
+"""`minifx.codegen.annotations`: type annotations in generated code, as torch.fx writes them."""
+
+
+from typing import Dict, List, Optional
+
+import pytest
+import torch
+import torch.fx
+
+import minifx.codegen
+
+pytestmark = pytest.mark.ch3
+
+
+def annotated(x: torch.Tensor, n: int, names: List[str], table: Dict[str, int],
+              maybe: Optional[torch.Tensor], pair: tuple[int, int] | None) -> torch.Tensor:
+    return x
+
+
+def test_placeholder_types_are_written_as_torch_fx_writes_them() -> None:
+    ours = minifx.codegen.symbolic_trace(annotated)
+    theirs = torch.fx.symbolic_trace(annotated)
+    assert ours.code == theirs.code
+    assert "n : int" in ours.code and "names : typing_List[str]" in ours.code
+
+
+def test_the_output_type_becomes_the_return_annotation() -> None:
+    gm = minifx.codegen.symbolic_trace(annotated)
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    output.type = torch.Tensor
+    code = gm.recompile().src
+    assert "-> torch.Tensor:" in code
+    theirs = torch.fx.symbolic_trace(annotated)
+    next(n for n in theirs.graph.nodes if n.op == "output").type = torch.Tensor
+    assert code == theirs.recompile().src
+
+
+def test_every_class_an_annotation_names_is_a_global_of_the_code() -> None:
+    code = minifx.codegen.python_code(minifx.codegen.symbolic_trace(annotated).graph)
+    for name in ("typing_List", "typing_Dict", "typing_Union"):
+        assert name in code.globals
