@@ -36,8 +36,10 @@ def test_both_int8_models_are_close_to_float_and_to_each_other():
     errors = quantization.check_outputs(functions, torch.randn(8, N))
     assert 0 < errors["minifx int8"] < quantization.MAX_RELATIVE_ERROR
     assert 0 < errors["torch.ao int8"] < quantization.MAX_RELATIVE_ERROR
-    # Same scales, same kernels: the two int8 outputs agree far more closely than either with float.
-    assert errors["minifx vs torch.ao"] < errors["minifx int8"] / 10
+    # Same scales, the same integers from different kernels: the two int8 outputs agree (here
+    # exactly; on a CPU where fbgemm sums u8 x s8 pairs in 16 bits, values beyond the
+    # calibrated 0..127 could saturate there), far more closely than either with float.
+    assert errors["minifx vs torch.ao"] < errors["minifx int8"] / 100
 
 
 def test_an_int8_model_far_from_float_is_refused():

@@ -1,0 +1,174 @@
+"""Int8 kernels in plain PyTorch: quantize, dequantize, and Linear / Conv2d on 8-bit tensors.
+
+An 8-bit value here is a plain integer tensor `q` together with two numbers, its `scale`
+and `zero_point`: it stands for the float tensor `scale * (q - zero_point)`. Activations
+are `torch.uint8` (the `ACTIVATION` scheme: calibration puts their range on 0..127, and
+values beyond it saturate at 255, as in PyTorch's quint8 kernels); weights are
+`torch.int8`, -128..127 with zero point 0 (`WEIGHT`). The matrix products are
+`torch._int_mm`: uint8 x int8 products summed in int32. The rest, the arithmetic that
+turns those sums into the next layer's 8-bit input, is written out below in ordinary
+tensor operations.
+
+`torch._int_mm` on the CPU takes a uint8 or int8 left matrix, an int8 right one, any
+sizes and strides. It has a CUDA kernel too, with rules of its own (int8 only, sizes
+multiples of 8, more than 16 rows); minifx converts and tests on the CPU only (chapter 8).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from minifx.passes.observers import WEIGHT, MinMaxObserver
+
+# The integers an activation is stored in: all of uint8. Calibration maps the observed
+# range onto 0..127 (reduce_range); 128..255 is headroom for larger values.
+ACTIVATION_RANGE = (0, 255)
+
+
+# --8<-- [start:quantize]
+def quantize(x: torch.Tensor, scale: torch.Tensor, zero_point: torch.Tensor) -> torch.Tensor:
+    """`clamp(round(x / scale) + zero_point, 0, 255)` as a `torch.uint8` tensor.
+
+    `x * (1 / scale)` in float32, as PyTorch computes it: `x / scale` can differ in the
+    last bit and round a value that lies on a half step the other way.
+    """
+    low, high = ACTIVATION_RANGE
+    q = (x * (1 / scale)).round_().add_(zero_point)  # in place: one float temporary
+    return q.clamp_(low, high).to(torch.uint8)
+
+
+def dequantize(q: torch.Tensor, scale: torch.Tensor, zero_point: torch.Tensor) -> torch.Tensor:
+    """`scale * (q - zero_point)` as a float32 tensor: what the 8-bit values stand for."""
+    return q.float().sub_(zero_point).mul_(scale)
+
+
+def quantize_weight(weight: torch.Tensor) -> tuple[torch.Tensor, float]:
+    """`weight` as int8 values and one scale, per-tensor symmetric (the `WEIGHT` scheme).
+
+    Returns:
+        The `torch.int8` tensor `q` and the scale: `weight ≈ scale * q` (zero point 0).
+    """
+    observer = MinMaxObserver(**WEIGHT)
+    observer(weight)
+    scale, _ = observer.calculate_qparams()
+    low, high = observer.quant_range
+    inverse_scale = 1 / torch.tensor(scale)  # in float32, as in `quantize`
+    return torch.clamp(torch.round(weight.detach() * inverse_scale), low, high).to(torch.int8), scale
+# --8<-- [end:quantize]
+
+
+# --8<-- [start:requantize]
+class Int8Layer(nn.Module):
+    """What the int8 Linear and Conv2d share: int8 weights, and the requantization.
+
+    A layer computes `y[.., n] = bias[n] + sum_k x[.., k] * w[n, k]` (for a conv, `k` runs
+    over an input patch). With `x = s_x * (q_x - z_x)` and `w = s_w * q_w`, and
+    `acc = sum_k q_x * q_w`, the int32 sums that `torch._int_mm` returns:
+
+        y   = s_x * s_w * (acc - z_x * w_sum[n]) + bias[n]    # zero-point correction
+        q_y = clamp(round(y / s_y) + z_y, 0, 255)             # requantize
+
+    where `w_sum[n] = sum_k q_w[n, k]`. Everything but `acc` is known at conversion, so
+    `y / s_y + z_y` is `acc * multiplier + offset[n]`, with `multiplier = s_x * s_w / s_y`
+    and `offset = (bias - s_x * s_w * z_x * w_sum) / s_y + z_y`, computed once here. A
+    fused relu is a clamp at `z_y`, the integer that stands for 0.0.
+
+    Args:
+        layer: The float `nn.Linear` or `nn.Conv2d`.
+        input_qparams: `(s_x, z_x)`, the scale and zero point of the uint8 input.
+        output_qparams: `(s_y, z_y)`, those the output is written in.
+        relu: Whether the relu after the layer is fused in.
+
+    Attributes:
+        weight: The int8 weight (`torch.int8`), its float layout; `weight_scale` is `s_w`.
+        scale: `s_y`; `zero_point`: `z_y`.
+    """
+
+    def __init__(self, layer: nn.Linear | nn.Conv2d, input_qparams: tuple[float, int],
+                 output_qparams: tuple[float, int], relu: bool = False) -> None:
+        super().__init__()
+        weight, self.weight_scale = quantize_weight(layer.weight)
+        self.register_buffer("weight", weight)
+        (input_scale, input_zero_point), (self.scale, self.zero_point) = input_qparams, output_qparams
+        self.input_scale, self.input_zero_point, self.relu = input_scale, input_zero_point, relu
+        w_sum = weight.flatten(1).sum(1, dtype=torch.int64).double()
+        bias = torch.zeros(len(weight)) if layer.bias is None else layer.bias.detach().cpu().double()
+        acc_scale = input_scale * self.weight_scale  # one step of acc is worth s_x * s_w
+        self.multiplier = acc_scale / self.scale
+        offset = (bias - acc_scale * input_zero_point * w_sum) / self.scale + self.zero_point
+        self.register_buffer("offset", offset.float())
+
+    def requantize(self, acc: torch.Tensor) -> torch.Tensor:
+        """Int32 sums, output channels last -> the uint8 output (`relu`: clamped at `z_y`)."""
+        low, high = ACTIVATION_RANGE
+        q = acc * self.multiplier + self.offset  # float32: y / s_y + z_y
+        return q.round_().clamp_(self.zero_point if self.relu else low, high).to(torch.uint8)
+
+    def extra_repr(self) -> str:
+        return f"scale={self.scale:.4g}, zero_point={self.zero_point}, relu={self.relu}"
+# --8<-- [end:requantize]
+
+
+# --8<-- [start:linear]
+class QuantizedLinear(Int8Layer):
+    """`nn.Linear` on uint8 inputs with int8 weights, through `torch._int_mm`."""
+
+    def __init__(self, linear: nn.Linear, input_qparams: tuple[float, int],
+                 output_qparams: tuple[float, int], relu: bool = False) -> None:
+        super().__init__(linear, input_qparams, output_qparams, relu)
+        self.in_features, self.out_features = linear.in_features, linear.out_features
+
+    def forward(self, q: torch.Tensor) -> torch.Tensor:
+        rows = q.reshape(-1, self.in_features)  # _int_mm multiplies 2-d matrices only
+        acc = torch._int_mm(rows, self.weight.t())  # int32: sum_k q_x[m, k] * q_w[n, k]
+        return self.requantize(acc).reshape(*q.shape[:-1], self.out_features)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, {super().extra_repr()}"
+# --8<-- [end:linear]
+
+
+# --8<-- [start:conv2d]
+class QuantizedConv2d(Int8Layer):
+    """`nn.Conv2d` on uint8 inputs with int8 weights, lowered to `torch._int_mm` by im2col.
+
+    im2col copies each input patch that the kernel sees into one row of a matrix; the
+    convolution is then that matrix times the flattened weight, one int8 product per
+    group. The padding is the input's zero point, the integer that stands for 0.0.
+    """
+
+    def __init__(self, conv: nn.Conv2d, input_qparams: tuple[float, int],
+                 output_qparams: tuple[float, int], relu: bool = False) -> None:
+        super().__init__(conv, input_qparams, output_qparams, relu)
+        self.in_channels, self.out_channels, self.groups = conv.in_channels, conv.out_channels, conv.groups
+        self.kernel_size, self.stride = conv.kernel_size, conv.stride
+        self.padding, self.dilation = conv.padding, conv.dilation
+
+    def forward(self, q: torch.Tensor) -> torch.Tensor:
+        rows = self.im2col(q)  # (N, OH, OW, C * kh * kw): one row per output pixel
+        n, out_h, out_w, patch = rows.shape
+        rows = rows.reshape(n * out_h * out_w, patch)
+        weights = self.weight.flatten(1).chunk(self.groups)  # (O / groups, C / groups * kh * kw) each
+        acc = torch.cat([torch._int_mm(group_rows, w.t())
+                         for group_rows, w in zip(rows.chunk(self.groups, dim=1), weights)], dim=1)
+        out = self.requantize(acc).reshape(n, out_h, out_w, self.out_channels)
+        return out.permute(0, 3, 1, 2)  # NCHW, as nn.Conv2d returns (a view: channels-last in memory)
+
+    def im2col(self, q: torch.Tensor) -> torch.Tensor:
+        """The patches of `q` (N, C, H, W), one per output pixel: (N, OH, OW, C * kh * kw)."""
+        (pad_h, pad_w), (dil_h, dil_w), (kh, kw) = self.padding, self.dilation, self.kernel_size
+        padded = F.pad(q, (pad_w, pad_w, pad_h, pad_h), value=self.input_zero_point)
+        span_h, span_w = dil_h * (kh - 1) + 1, dil_w * (kw - 1) + 1  # what a dilated kernel covers
+        windows = padded.unfold(2, span_h, self.stride[0]).unfold(3, span_w, self.stride[1])
+        windows = windows[..., ::dil_h, ::dil_w]  # (N, C, OH, OW, kh, kw), a view
+        n, c, out_h, out_w, kh, kw = windows.shape
+        return windows.permute(0, 2, 3, 1, 4, 5).reshape(n, out_h, out_w, c * kh * kw)
+
+    def extra_repr(self) -> str:
+        return f"{self.in_channels}, {self.out_channels}, {super().extra_repr()}"
+
+
+QUANTIZED = {nn.Linear: QuantizedLinear, nn.Conv2d: QuantizedConv2d}
+# --8<-- [end:conv2d]
