@@ -103,7 +103,7 @@ class Int8Layer(nn.Module):
     def requantize(self, acc: torch.Tensor) -> torch.Tensor:
         """Int32 sums, output channels last -> the uint8 output (`relu`: clamped at `z_y`)."""
         low, high = ACTIVATION_RANGE
-        q = acc * self.multiplier + self.offset  # float32: y / s_y + z_y
+        q = torch.add(self.offset, acc, alpha=self.multiplier)  # offset + multiplier * acc, float32
         return q.round_().clamp_(self.zero_point if self.relu else low, high).to(torch.uint8)
 
     def extra_repr(self) -> str:
@@ -137,34 +137,43 @@ class QuantizedConv2d(Int8Layer):
     im2col copies each input patch that the kernel sees into one row of a matrix; the
     convolution is then that matrix times the flattened weight, one int8 product per
     group. The padding is the input's zero point, the integer that stands for 0.0.
+
+    Everything is channels-last (NHWC) in memory, so that a patch row is made of runs of
+    C contiguous bytes: the weight is stored channels-last (its shape stays nn.Conv2d's),
+    and the output is an NCHW view of NHWC memory, which the next conv reads for free.
     """
 
     def __init__(self, conv: nn.Conv2d, input_qparams: tuple[float, int],
                  output_qparams: tuple[float, int], relu: bool = False) -> None:
         super().__init__(conv, input_qparams, output_qparams, relu)
+        self.weight = self.weight.contiguous(memory_format=torch.channels_last)
         self.in_channels, self.out_channels, self.groups = conv.in_channels, conv.out_channels, conv.groups
         self.kernel_size, self.stride = conv.kernel_size, conv.stride
         self.padding, self.dilation = conv.padding, conv.dilation
 
     def forward(self, q: torch.Tensor) -> torch.Tensor:
-        rows = self.im2col(q)  # (N, OH, OW, C * kh * kw): one row per output pixel
-        n, out_h, out_w, patch = rows.shape
-        rows = rows.reshape(n * out_h * out_w, patch)
-        weights = self.weight.flatten(1).chunk(self.groups)  # (O / groups, C / groups * kh * kw) each
-        acc = torch.cat([torch._int_mm(group_rows, w.t())
-                         for group_rows, w in zip(rows.chunk(self.groups, dim=1), weights)], dim=1)
+        patches = self.im2col(q)  # (N, OH, OW, kh, kw, C), a view
+        n, out_h, out_w = patches.shape[:3]
+        group_channels = self.in_channels // self.groups
+        weights = self.weight.permute(0, 2, 3, 1).reshape(self.out_channels, -1)  # (O, kh * kw * C / groups)
+        products = []
+        for group, w in enumerate(weights.chunk(self.groups)):
+            patch = patches[..., group * group_channels:(group + 1) * group_channels]
+            rows = patch.reshape(n * out_h * out_w, -1)  # one row per output pixel: the one copy
+            products.append(torch._int_mm(rows, w.t()))  # int32, (N * OH * OW, O / groups)
+        acc = products[0] if self.groups == 1 else torch.cat(products, dim=1)
         out = self.requantize(acc).reshape(n, out_h, out_w, self.out_channels)
-        return out.permute(0, 3, 1, 2)  # NCHW, as nn.Conv2d returns (a view: channels-last in memory)
+        return out.permute(0, 3, 1, 2)  # NCHW, as nn.Conv2d returns, over NHWC memory
 
     def im2col(self, q: torch.Tensor) -> torch.Tensor:
-        """The patches of `q` (N, C, H, W), one per output pixel: (N, OH, OW, C * kh * kw)."""
+        """The patches of `q` (N, C, H, W), one per output pixel: (N, OH, OW, kh, kw, C), a view."""
         (pad_h, pad_w), (dil_h, dil_w), (kh, kw) = self.padding, self.dilation, self.kernel_size
-        padded = F.pad(q, (pad_w, pad_w, pad_h, pad_h), value=self.input_zero_point)
+        channels_last = q.permute(0, 2, 3, 1)  # (N, H, W, C): free if q is NHWC in memory
+        padded = F.pad(channels_last, (0, 0, pad_w, pad_w, pad_h, pad_h), value=self.input_zero_point)
         span_h, span_w = dil_h * (kh - 1) + 1, dil_w * (kw - 1) + 1  # what a dilated kernel covers
-        windows = padded.unfold(2, span_h, self.stride[0]).unfold(3, span_w, self.stride[1])
-        windows = windows[..., ::dil_h, ::dil_w]  # (N, C, OH, OW, kh, kw), a view
-        n, c, out_h, out_w, kh, kw = windows.shape
-        return windows.permute(0, 2, 3, 1, 4, 5).reshape(n, out_h, out_w, c * kh * kw)
+        windows = padded.unfold(1, span_h, self.stride[0]).unfold(2, span_w, self.stride[1])
+        windows = windows[..., ::dil_h, ::dil_w]  # (N, OH, OW, C, kh, kw)
+        return windows.permute(0, 1, 2, 4, 5, 3)
 
     def extra_repr(self) -> str:
         return f"{self.in_channels}, {self.out_channels}, {super().extra_repr()}"

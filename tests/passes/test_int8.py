@@ -110,10 +110,22 @@ def test_im2col_is_unfold_with_the_zero_point_as_padding():
     conv = nn.Conv2d(4, 6, (3, 2), stride=(2, 1), padding=(1, 2), dilation=(1, 2))
     ours = QuantizedConv2d(conv, INPUT, OUTPUT)
     q = _random_input(2, 4, 7, 9)
-    rows = ours.im2col(q)  # (N, OH, OW, C * kh * kw)
+    patches = ours.im2col(q)  # (N, OH, OW, kh, kw, C)
+    assert patches.shape == (2, *conv(torch.zeros(1, 4, 7, 9)).shape[2:], 3, 2, 4)  # (N, OH, OW, kh, kw, C)
     padded = F.pad(q.float(), (2, 2, 1, 1), value=INPUT[1])
     columns = F.unfold(padded, (3, 2), dilation=(1, 2), stride=(2, 1))  # (N, C * kh * kw, OH * OW)
-    assert torch.equal(rows.flatten(1, 2).transpose(1, 2).float(), columns)
+    rows = patches.permute(0, 1, 2, 5, 3, 4).reshape(2, 4 * 11, 4 * 3 * 2)  # unfold's order: C, kh, kw
+    assert torch.equal(rows.transpose(1, 2).float(), columns)
+
+
+def test_a_conv_reads_and_writes_channels_last_memory_in_nchw_shape():
+    conv = nn.Conv2d(4, 6, 3, padding=1)
+    ours = QuantizedConv2d(conv, INPUT, OUTPUT)
+    assert ours.weight.shape == conv.weight.shape
+    assert ours.weight.is_contiguous(memory_format=torch.channels_last)
+    out = ours(_random_input(2, 4, 5, 5))
+    assert out.shape == (2, 6, 5, 5) and out.is_contiguous(memory_format=torch.channels_last)
+    assert torch.equal(ours(out.contiguous()), ours(out))  # either memory layout in, the same values out
 
 
 def test_the_layers_hold_plain_integer_tensors():
