@@ -10,8 +10,8 @@ turns those sums into the next layer's 8-bit input, is written out below in ordi
 tensor operations.
 
 `torch._int_mm` on the CPU takes a uint8 or int8 left matrix, an int8 right one, any
-sizes and strides. It has a CUDA kernel too, with rules of its own (int8 only, sizes
-multiples of 8, more than 16 rows); minifx converts and tests on the CPU only (chapter 8).
+sizes and strides. It has a CUDA kernel too, with rules of its own (it refuses 16 rows
+or fewer, for one); minifx converts and tests on the CPU only (chapter 8).
 """
 
 from __future__ import annotations
@@ -67,13 +67,15 @@ class Int8Layer(nn.Module):
     over an input patch). With `x = s_x * (q_x - z_x)` and `w = s_w * q_w`, and
     `acc = sum_k q_x * q_w`, the int32 sums that `torch._int_mm` returns:
 
-        y   = s_x * s_w * (acc - z_x * w_sum[n]) + bias[n]    # zero-point correction
-        q_y = clamp(round(y / s_y) + z_y, 0, 255)             # requantize
+        acc = acc - z_x * w_sum[n]                   # zero-point correction, exact in int32
+        y   = s_x * s_w * acc + bias[n]               # the layer's float output
+        q_y = clamp(round(y / s_y) + z_y, 0, 255)     # requantize
 
-    where `w_sum[n] = sum_k q_w[n, k]`. Everything but `acc` is known at conversion, so
-    `y / s_y + z_y` is `acc * multiplier + offset[n]`, with `multiplier = s_x * s_w / s_y`
-    and `offset = (bias - s_x * s_w * z_x * w_sum) / s_y + z_y`, computed once here. A
-    fused relu is a clamp at `z_y`, the integer that stands for 0.0.
+    where `w_sum[n] = sum_k q_w[n, k]`. `y / s_y` is one float32 multiply-add,
+    `acc * multiplier + bias / s_y` with `multiplier = s_x * s_w / s_y`, and the zero point
+    is added after rounding, as in PyTorch's kernels: added before, in float32, it can move
+    a value that lies a hair off a half step onto it. A fused relu is a clamp at `z_y`, the
+    integer that stands for 0.0.
 
     Args:
         layer: The float `nn.Linear` or `nn.Conv2d`.
@@ -93,18 +95,19 @@ class Int8Layer(nn.Module):
         self.register_buffer("weight", weight)
         (input_scale, input_zero_point), (self.scale, self.zero_point) = input_qparams, output_qparams
         self.input_scale, self.input_zero_point, self.relu = input_scale, input_zero_point, relu
-        w_sum = weight.flatten(1).sum(1, dtype=torch.int64).double()
+        w_sum = weight.flatten(1).sum(1, dtype=torch.int32)
+        self.register_buffer("zero_point_correction", input_zero_point * w_sum)  # z_x * w_sum[n]
         bias = torch.zeros(len(weight)) if layer.bias is None else layer.bias.detach().cpu().double()
-        acc_scale = input_scale * self.weight_scale  # one step of acc is worth s_x * s_w
-        self.multiplier = acc_scale / self.scale
-        offset = (bias - acc_scale * input_zero_point * w_sum) / self.scale + self.zero_point
-        self.register_buffer("offset", offset.float())
+        self.multiplier = input_scale * self.weight_scale / self.scale  # one step of acc, in output steps
+        self.register_buffer("scaled_bias", (bias / self.scale).float())  # bias / s_y
 
     def requantize(self, acc: torch.Tensor) -> torch.Tensor:
         """Int32 sums, output channels last -> the uint8 output (`relu`: clamped at `z_y`)."""
         low, high = ACTIVATION_RANGE
-        q = torch.add(self.offset, acc, alpha=self.multiplier)  # offset + multiplier * acc, float32
-        return q.round_().clamp_(self.zero_point if self.relu else low, high).to(torch.uint8)
+        acc = acc - self.zero_point_correction  # int32: sum_k (q_x - z_x) * q_w
+        q = torch.add(self.scaled_bias, acc, alpha=self.multiplier)  # float32: y / s_y
+        q = q.round_().add_(self.zero_point)
+        return q.clamp_(self.zero_point if self.relu else low, high).to(torch.uint8)
 
     def extra_repr(self) -> str:
         return f"scale={self.scale:.4g}, zero_point={self.zero_point}, relu={self.relu}"

@@ -284,6 +284,6 @@ def _check_cpu(gm: GraphModule) -> None:
     if device.type != "cpu":
         raise RuntimeError(
             f"convert: the prepared module is on {device}, but minifx's int8 kernels run and are "
-            "tested on the CPU only (torch._int_mm's CUDA kernel wants other dtypes and sizes). "
+            "tested on the CPU only (torch._int_mm's CUDA kernel has rules of its own). "
             "Calibrate on any device, then convert a CPU copy: convert(prepared.cpu()), and run it "
             "on CPU inputs.")

@@ -131,7 +131,7 @@ def test_a_conv_reads_and_writes_channels_last_memory_in_nchw_shape():
 def test_the_layers_hold_plain_integer_tensors():
     ours = QuantizedLinear(nn.Linear(8, 4), INPUT, OUTPUT, relu=True)
     assert ours.weight.dtype == torch.int8 and not ours.weight.is_quantized
-    assert {name for name, _ in ours.named_buffers()} == {"weight", "offset"}
+    assert {name for name, _ in ours.named_buffers()} == {"weight", "zero_point_correction", "scaled_bias"}
     assert repr(ours) == "QuantizedLinear(in_features=8, out_features=4, scale=0.047, zero_point=70, relu=True)"
     conv = QuantizedConv2d(nn.Conv2d(3, 5, 1), INPUT, OUTPUT)
     assert repr(conv) == "QuantizedConv2d(3, 5, scale=0.047, zero_point=70, relu=False)"

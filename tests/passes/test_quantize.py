@@ -363,7 +363,7 @@ def test_convert_before_calibration_says_to_calibrate():
 
 def _not_cpu_message(device: str) -> str:
     return (f"convert: the prepared module is on {device}, but minifx's int8 kernels run and are tested "
-            "on the CPU only (torch._int_mm's CUDA kernel wants other dtypes and sizes). Calibrate on "
+            "on the CPU only (torch._int_mm's CUDA kernel has rules of its own). Calibrate on "
             "any device, then convert a CPU copy: convert(prepared.cpu()), and run it on CPU inputs.")
 
 
