@@ -29,14 +29,15 @@ ACTIVATION_RANGE = (0, 255)
 
 # --8<-- [start:quantize]
 def quantize(x: torch.Tensor, scale: torch.Tensor, zero_point: torch.Tensor) -> torch.Tensor:
-    """`clamp(round(x / scale) + zero_point, 0, 255)` as a `torch.uint8` tensor.
+    """`clamp(round(x / scale + zero_point), 0, 255)` as a `torch.uint8` tensor.
 
-    `x * (1 / scale)` in float32, as PyTorch computes it: `x / scale` can differ in the
-    last bit and round a value that lies on a half step the other way.
+    `zero_point + x * (1 / scale)` is one `addcmul`, rounded once in float32, as PyTorch's
+    `quantize_per_tensor` computes it: `x / scale`, or the zero point added in a second
+    step, can land a value near a half step on the other side of it.
     """
     low, high = ACTIVATION_RANGE
-    q = (x * (1 / scale)).round_().add_(zero_point)  # in place: one float temporary
-    return q.clamp_(low, high).to(torch.uint8)
+    q = torch.addcmul(zero_point, x, 1 / scale)  # float32
+    return q.round_().clamp_(low, high).to(torch.uint8)
 
 
 def dequantize(q: torch.Tensor, scale: torch.Tensor, zero_point: torch.Tensor) -> torch.Tensor:

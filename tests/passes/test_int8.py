@@ -50,9 +50,13 @@ def test_quantize_gives_torch_quantize_per_tensors_integers_in_a_uint8_tensor():
     assert torch.equal(dequantize(q, scale, zero_point), want.dequantize())
 
 
-def test_quantize_rounds_a_half_step_as_torch_does():
-    # 0.5 / 0.1 lies a hair below 5 in float32 when computed as x * (1 / scale): torch gives 5.
-    x, scale, zero_point = torch.tensor([0.25, 0.35, 0.45]), torch.tensor(0.1), torch.tensor(0)
+@pytest.mark.parametrize("zero_point", [0, 60, 127])
+@pytest.mark.parametrize("scale", [0.1, 0.0579, 0.011])
+def test_quantize_rounds_values_on_half_steps_as_torch_does(scale, zero_point):
+    # round(x * (1 / scale)) + zero_point or round(x / scale + zero_point) in two steps miss
+    # some of these by one; one fused multiply-add does not.
+    scale, zero_point = torch.tensor(scale), torch.tensor(zero_point)
+    x = (torch.arange(-2000, 2000) + 0.5) * scale
     want = _silenced(torch.quantize_per_tensor, x, scale, zero_point, torch.quint8).int_repr()
     assert torch.equal(quantize(x, scale, zero_point), want)
 
