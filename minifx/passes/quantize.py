@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from minifx.codegen import GraphModule, symbolic_trace
-from minifx.graph import Graph, Node
+from minifx.graph import Node
 from minifx.passes.int8 import QUANTIZED, QuantizedConv2d, QuantizedLinear, dequantize, quantize, quantize_weight
 from minifx.passes.observers import ACTIVATION, WEIGHT, MinMaxObserver
 
