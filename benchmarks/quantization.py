@@ -9,7 +9,7 @@ Run it from the repository root:
 
 The model is `examples.ch8_quantization.AutoEncoder(n)`, shaped like the torch.fx
 paper's DeepRecommender: dense layers n -> 512 -> 512 -> 1024 -> 512 -> 512 -> n with
-SELU between them, in eval mode, on the CPU (int8 kernels exist only there). Both
+SELU between them, in eval mode, on the CPU (minifx converts on the CPU only). Both
 libraries calibrate on the same batches and quantize with the same scheme, per-tensor
 min/max observers (`minifx.passes.quantize.ACTIVATION` and `WEIGHT`). For each batch
 size, one process times the same input through three runners (`runners()`):
