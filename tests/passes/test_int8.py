@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from minifx.passes import int8
 from minifx.passes.int8 import QuantizedConv2d, QuantizedLinear, dequantize, quantize, quantize_weight
 
 pytestmark = pytest.mark.ch8
@@ -108,6 +109,9 @@ def test_conv2d_writes_the_integers_quantized_conv2d_writes(options, relu):
     got = ours(q)
     assert got.dtype == torch.uint8 and got.shape == want.shape
     assert torch.equal(got, want)
+    with pytest.MonkeyPatch.context() as patch:  # output pixels in many blocks, the last one short
+        patch.setattr(int8, "ROWS_PER_BLOCK", 7)
+        assert torch.equal(ours(q), want)
 
 
 def test_im2col_is_unfold_with_the_zero_point_as_padding():
