@@ -26,7 +26,14 @@ from torch import nn
 
 from minifx.codegen import GraphModule, symbolic_trace
 from minifx.graph import Node
-from minifx.passes.int8 import QUANTIZED, QuantizedConv2d, QuantizedLinear, dequantize, quantize, quantize_weight
+from minifx.passes.int8 import (
+    QUANTIZED,
+    QuantizedConv2d,
+    QuantizedLinear,
+    dequantize,
+    quantize,
+    quantize_weight,
+)
 from minifx.passes.observers import ACTIVATION, WEIGHT, MinMaxObserver
 
 __all__ = ["ACTIVATION", "WEIGHT", "MinMaxObserver", "QuantizedConv2d", "QuantizedLinear", "convert",

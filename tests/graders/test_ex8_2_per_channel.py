@@ -15,8 +15,16 @@ import torch
 import torch.ao.quantization.observer as ao_observer
 
 import minifx.passes.quantize as quantize
-from tests.graders.support import (Delegated, describe_error, error_line, explain, oracle_lines,
-                                   refusing, replace_for_student, stub_hint)
+from tests.graders.support import (
+    Delegated,
+    describe_error,
+    error_line,
+    explain,
+    oracle_lines,
+    refusing,
+    replace_for_student,
+    stub_hint,
+)
 
 pytestmark = [pytest.mark.ch8,
               pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor:UserWarning")]

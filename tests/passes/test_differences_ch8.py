@@ -44,8 +44,14 @@ from torch.ao.quantization import quantize_fx
 import minifx.passes.quantize as minifx_quantize
 from examples.ch8_quantization import MLP
 from minifx.codegen import symbolic_trace
-from minifx.passes.quantize import (ACTIVATION, MinMaxObserver, QuantizedConv2d, QuantizedLinear,
-                                    convert, prepare)
+from minifx.passes.quantize import (
+    ACTIVATION,
+    MinMaxObserver,
+    QuantizedConv2d,
+    QuantizedLinear,
+    convert,
+    prepare,
+)
 from tests.passes.test_quantize import _torch_ao
 
 pytestmark = [pytest.mark.ch8,

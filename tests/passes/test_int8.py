@@ -16,7 +16,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from minifx.passes import int8
-from minifx.passes.int8 import QuantizedConv2d, QuantizedLinear, dequantize, quantize, quantize_weight
+from minifx.passes.int8 import (
+    QuantizedConv2d,
+    QuantizedLinear,
+    dequantize,
+    quantize,
+    quantize_weight,
+)
 
 pytestmark = pytest.mark.ch8
 

@@ -16,8 +16,15 @@ from torch import nn
 
 from examples.ch8_quantization import MLP, AutoEncoder, SmallCNN, quantize, relative_error
 from minifx.codegen import symbolic_trace
-from minifx.passes.quantize import (ACTIVATION, WEIGHT, MinMaxObserver, QuantizedConv2d,
-                                    QuantizedLinear, convert, prepare)
+from minifx.passes.quantize import (
+    ACTIVATION,
+    WEIGHT,
+    MinMaxObserver,
+    QuantizedConv2d,
+    QuantizedLinear,
+    convert,
+    prepare,
+)
 
 pytestmark = pytest.mark.ch8
 
@@ -41,7 +48,8 @@ def _torch_ao(model: nn.Module, calibration: list[torch.Tensor]):
     Its converted model calls `torch.quantize_per_tensor`, which torch 2.13 calls deprecated:
     run it through `_run_torch_ao`.
     """
-    from torch.ao.quantization import MinMaxObserver as AoObserver, QConfig, QConfigMapping
+    from torch.ao.quantization import MinMaxObserver as AoObserver
+    from torch.ao.quantization import QConfig, QConfigMapping
     from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
     qconfig = QConfig(activation=AoObserver.with_args(**ACTIVATION), weight=AoObserver.with_args(**WEIGHT))
     with warnings.catch_warnings():
