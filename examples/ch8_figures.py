@@ -7,8 +7,6 @@ only where float meets int8). `chapters/08-quantization.md` includes them.
 
 from __future__ import annotations
 
-import warnings
-
 import torch
 
 from examples.ch8_quantization import MLP, quantize
@@ -31,9 +29,7 @@ def prepared_mlp() -> GraphModule:
 
 def converted_mlp() -> GraphModule:
     calibration = [torch.randn(8, 16, generator=torch.Generator().manual_seed(1))]
-    with warnings.catch_warnings():  # torch 2.13 calls quantized tensors deprecated
-        warnings.filterwarnings("ignore", "torch.quantize_per_tensor", UserWarning)
-        return quantize(_model(), calibration)
+    return quantize(_model(), calibration)
 
 
 FIGURES = {

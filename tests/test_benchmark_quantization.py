@@ -36,8 +36,18 @@ def test_both_int8_models_are_close_to_float_and_to_each_other():
     errors = quantization.check_outputs(functions, torch.randn(8, N))
     assert 0 < errors["minifx int8"] < quantization.MAX_RELATIVE_ERROR
     assert 0 < errors["torch.ao int8"] < quantization.MAX_RELATIVE_ERROR
-    # Same scales, same kernels: the two int8 outputs agree far more closely than either with float.
-    assert errors["minifx vs torch.ao"] < errors["minifx int8"] / 10
+    # Same scales, the same integer arithmetic in different kernels: the two int8 outputs
+    # agree (here exactly), far more closely than either with float.
+    assert errors["minifx vs torch.ao"] < errors["minifx int8"] / 100
+
+
+def test_at_the_benchmarks_size_both_int8_models_give_the_same_output():
+    # At n = 4096 a requantization that added the zero point before rounding, in float32,
+    # once rounded a value 0.0000026 above a half step down where PyTorch rounds it up.
+    model = quantization.make_model()
+    functions = quantization.runners(model, quantization.calibration_data(4096))
+    errors = quantization.check_outputs(functions, torch.randn(128, 4096, generator=torch.Generator().manual_seed(2)))
+    assert errors["minifx vs torch.ao"] == 0.0
 
 
 def test_an_int8_model_far_from_float_is_refused():

@@ -12,7 +12,9 @@ One file per pass, in the order the book teaches them:
 | `quantize` | 8 | `prepare` / `convert`: post-training int8 quantization |
 
 Chapter 7's two modules have two helpers beside them: `schema_arguments` (calls of
-`torch.ops` overloads spelled out in full) and `rewriter_errors`.
+`torch.ops` overloads spelled out in full) and `rewriter_errors`. Chapter 8's pass has
+two: `observers` (`MinMaxObserver` and the int8 scheme) and `int8` (the int8 kernels on
+plain integer tensors, with `torch._int_mm`).
 
 Importing `minifx.passes` loads none of them; each name below is imported the
 first time it is used (PEP 562), so one pass never drags in another.

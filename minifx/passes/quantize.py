@@ -1,18 +1,18 @@
-"""Post-training quantization: observers, calibration, and real int8 kernels (chapter 8).
+"""Post-training quantization: observers in the graph, calibration, conversion to int8 (chapter 8).
 
 Three steps, as in PyTorch's FX graph-mode PTQ (`torch.ao.quantization.quantize_fx`):
 
-1. `prepare(gm)` copies the GraphModule and puts a `MinMaxObserver` after every
-   value that enters or leaves a quantizable op (`nn.Linear`, `nn.Conv2d`).
+1. `prepare(gm)` copies the GraphModule and puts a `MinMaxObserver` (`observers.py`)
+   after every value that enters or leaves a quantizable op (`nn.Linear`, `nn.Conv2d`).
 2. Calibration is running representative data through the prepared module: the
    observers record the range of each value, and pass the value on unchanged.
 3. `convert(prepared)` turns each range into a scale and a zero point, swaps every
-   Linear / Conv2d for a module that calls PyTorch's int8 CPU kernels, quantizes
-   float values where they enter an int8 op and dequantizes int8 values where a float
-   op (SELU, the output, ...) needs them.
+   Linear / Conv2d for an int8 module (`int8.py`: `torch._int_mm` and the
+   requantization written out), quantizes float values where they enter an int8 op
+   and dequantizes 8-bit values where a float op (SELU, the output, ...) needs them.
 
-Only the CPU has int8 kernels (`quantized::linear`, `quantized::conv2d`): prepare and
-calibrate anywhere, convert on the CPU.
+Prepare and calibrate on any device; convert on the CPU, the one minifx's int8 kernels
+are tested on.
 """
 
 from __future__ import annotations
@@ -25,141 +25,22 @@ import torch.nn.functional as F
 from torch import nn
 
 from minifx.codegen import GraphModule, symbolic_trace
-from minifx.graph import Graph, Node
+from minifx.graph import Node
+from minifx.passes.int8 import (
+    QUANTIZED,
+    QuantizedConv2d,
+    QuantizedLinear,
+    dequantize,
+    quantize,
+    quantize_weight,
+)
+from minifx.passes.observers import ACTIVATION, WEIGHT, MinMaxObserver
 
-# --8<-- [start:qconfig]
-# What PyTorch's x86/fbgemm defaults expect: activations unsigned and affine, weights
-# signed and symmetric (zero point 0). `reduce_range` keeps activations in 0..127: on
-# CPUs without VNNI, fbgemm adds pairs of u8 x s8 products in 16 bits, and 255 * 127 * 2
-# would overflow.
-ACTIVATION = {"dtype": torch.quint8, "qscheme": torch.per_tensor_affine, "reduce_range": True}
-WEIGHT = {"dtype": torch.qint8, "qscheme": torch.per_tensor_symmetric, "reduce_range": False}
-# --8<-- [end:qconfig]
+__all__ = ["ACTIVATION", "WEIGHT", "MinMaxObserver", "QuantizedConv2d", "QuantizedLinear", "convert",
+           "is_observer", "is_quantizable", "prepare", "quantize_weight"]
 
 # The ops that follow a Linear or a Conv2d into one fused int8 kernel (and nn.ReLU).
 _FUSED_RELUS = {"call_function": (torch.relu, F.relu), "call_method": ("relu",)}
-
-
-# --8<-- [start:observer]
-class MinMaxObserver(nn.Module):
-    """Records the running minimum and maximum of what flows through it; returns its input.
-
-    Args:
-        dtype: `torch.quint8` (0..255) or `torch.qint8` (-128..127).
-        qscheme: `torch.per_tensor_affine` (any zero point) or
-            `torch.per_tensor_symmetric` (zero point in the middle of the range).
-        reduce_range: Use one bit less (0..127 or -64..63).
-
-    Attributes:
-        min_val: The smallest value seen so far (`inf` before any data).
-        max_val: The largest value seen so far (`-inf` before any data).
-    """
-
-    def __init__(self, dtype: torch.dtype = torch.quint8,
-                 qscheme: torch.qscheme = torch.per_tensor_affine, reduce_range: bool = False) -> None:
-        super().__init__()
-        self.dtype, self.qscheme, self.reduce_range = dtype, qscheme, reduce_range
-        self.register_buffer("min_val", torch.tensor(float("inf")))
-        self.register_buffer("max_val", torch.tensor(float("-inf")))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        values = x.detach()
-        self.min_val.copy_(torch.minimum(self.min_val, values.min()))
-        self.max_val.copy_(torch.maximum(self.max_val, values.max()))
-        return x
-
-    @property
-    def has_seen_data(self) -> bool:
-        """Whether any data went through the observer (calibration ran)."""
-        return bool(self.min_val <= self.max_val)
-
-    @property
-    def quant_range(self) -> tuple[int, int]:
-        """The smallest and largest integer of the dtype, one bit less with reduce_range."""
-        low, high = (0, 255) if self.dtype == torch.quint8 else (-128, 127)
-        if self.reduce_range:
-            low, high = low // 2, high // 2
-        return low, high
-
-    def calculate_qparams(self) -> tuple[float, int]:
-        """The scale and zero point that map the recorded range onto `quant_range`.
-
-        The range is widened to include 0, so that 0.0 (padding, a relu's zeros) is
-        exactly representable. Computed in float32, as PyTorch's observers do.
-        """
-        low, high = self.quant_range
-        min_neg = torch.clamp(self.min_val.float().cpu(), max=0.0)
-        max_pos = torch.clamp(self.max_val.float().cpu(), min=0.0)
-        eps = torch.finfo(torch.float32).eps
-        if self.qscheme == torch.per_tensor_symmetric:
-            scale = torch.maximum(-min_neg, max_pos) / ((high - low) / 2)
-            zero_point = (low + high + 1) // 2 if self.dtype == torch.quint8 else 0
-            return max(scale.item(), eps), zero_point
-        scale = torch.clamp((max_pos - min_neg) / (high - low), min=eps)
-        zero_point = low - torch.round(min_neg / scale).int().item()
-        return scale.item(), min(max(zero_point, low), high)
-
-    def extra_repr(self) -> str:
-        return f"min_val={self.min_val.item():.4g}, max_val={self.max_val.item():.4g}"
-# --8<-- [end:observer]
-
-
-# --8<-- [start:quantized_modules]
-def quantize_weight(weight: torch.Tensor) -> torch.Tensor:
-    """`weight` as a per-tensor symmetric qint8 tensor (the `WEIGHT` scheme)."""
-    observer = MinMaxObserver(**WEIGHT)
-    observer(weight)
-    scale, zero_point = observer.calculate_qparams()
-    return torch.quantize_per_tensor(weight.detach(), scale, zero_point, WEIGHT["dtype"])
-
-
-class QuantizedLinear(nn.Module):
-    """`nn.Linear` on quint8 inputs with int8 weights, through `quantized::linear`.
-
-    The output is quint8 with the given scale and zero point; with `relu=True` the
-    kernel is `quantized::linear_relu`, which clamps at zero before rounding.
-    """
-
-    def __init__(self, linear: nn.Linear, scale: float, zero_point: int, relu: bool = False) -> None:
-        super().__init__()
-        self.in_features, self.out_features = linear.in_features, linear.out_features
-        self.scale, self.zero_point, self.relu = scale, zero_point, relu
-        bias = None if linear.bias is None else linear.bias.detach()
-        # prepack reorders the int8 weight into the layout the kernel reads fastest.
-        self._packed_params = torch.ops.quantized.linear_prepack(quantize_weight(linear.weight), bias)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        kernel = torch.ops.quantized.linear_relu if self.relu else torch.ops.quantized.linear
-        return kernel(x, self._packed_params, self.scale, self.zero_point)
-
-    def extra_repr(self) -> str:
-        return (f"in_features={self.in_features}, out_features={self.out_features}, "
-                f"scale={self.scale:.4g}, zero_point={self.zero_point}, relu={self.relu}")
-
-
-class QuantizedConv2d(nn.Module):
-    """`nn.Conv2d` on quint8 inputs with int8 weights, through `quantized::conv2d`."""
-
-    def __init__(self, conv: nn.Conv2d, scale: float, zero_point: int, relu: bool = False) -> None:
-        super().__init__()
-        self.in_channels, self.out_channels = conv.in_channels, conv.out_channels
-        self.scale, self.zero_point, self.relu = scale, zero_point, relu
-        bias = None if conv.bias is None else conv.bias.detach()
-        self._packed_params = torch.ops.quantized.conv2d_prepack(
-            quantize_weight(conv.weight), bias, list(conv.stride), list(conv.padding),
-            list(conv.dilation), conv.groups)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        kernel = torch.ops.quantized.conv2d_relu if self.relu else torch.ops.quantized.conv2d
-        return kernel(x, self._packed_params, self.scale, self.zero_point)
-
-    def extra_repr(self) -> str:
-        return (f"{self.in_channels}, {self.out_channels}, scale={self.scale:.4g}, "
-                f"zero_point={self.zero_point}, relu={self.relu}")
-
-
-QUANTIZED = {nn.Linear: QuantizedLinear, nn.Conv2d: QuantizedConv2d}
-# --8<-- [end:quantized_modules]
 
 
 # --- finding the ops ------------------------------------------------------------------
@@ -294,11 +175,12 @@ def convert(prepared: GraphModule) -> GraphModule:
     """A copy of a calibrated `prepared` module that runs its Linears and Conv2ds in int8.
 
     Each quantizable op (fused with its relu when prepare observed the relu) becomes a
-    `QuantizedLinear` / `QuantizedConv2d` whose output scale and zero point come from
-    its output observer. An observer of a float value becomes
-    `torch.quantize_per_tensor(value, <name>_scale, <name>_zero_point, torch.quint8)`
-    for the int8 ops that read it; an int8 value read by a float op (or returned) goes
-    through one `.dequantize()`. Between two int8 ops nothing is inserted.
+    `QuantizedLinear` / `QuantizedConv2d`, which reads int8 and writes int8 in the scale
+    and zero point of its output observer. An observer of a float value becomes
+    `quantize(value, <name>_scale, <name>_zero_point)` for the int8 ops that read it;
+    an int8 value read by a float op (or returned) goes through one
+    `dequantize(value, <name>_scale, <name>_zero_point)`. The scales and zero points are
+    buffers, read by `get_attr` nodes. Between two int8 ops nothing is inserted.
 
     Args:
         prepared: What `prepare` returned, after calibration. It is not changed.
@@ -308,65 +190,80 @@ def convert(prepared: GraphModule) -> GraphModule:
 
     Raises:
         RuntimeError: If an observer has seen no data (calibration did not run), or if
-            the module is not on the CPU (int8 kernels exist only there).
+            the module is not on the CPU (the only device minifx's int8 path is tested on).
     """
     _check_cpu(prepared)
     gm = copy.deepcopy(prepared)
     _check_calibrated(gm)
-    quantized: set[Node] = set()  # the nodes whose values are int8 tensors
-    for node in list(gm.graph.nodes):
-        if is_quantizable(gm, node):
-            quantized.add(_convert_op(gm, node))
+    ops = [node for node in gm.graph.nodes if is_quantizable(gm, node)]
+    qparams = {node: _observed_qparams(gm, node) for node in ops}  # before observers go
+    for node in ops:
+        _convert_op(gm, node, *qparams[node])
+    quantized = set(ops)  # the nodes whose values are int8 tensors
     for node in list(gm.graph.nodes):
         if is_observer(gm, node):
             quantized.add(_quantize_input(gm, node, quantized))
-    _dequantize_for_float_users(gm.graph, quantized)
+    _dequantize_for_float_users(gm, quantized)
     gm.delete_all_unused_submodules()
     gm.graph.lint()
     gm.recompile()
     return gm
 
 
-def _convert_op(gm: GraphModule, node: Node) -> Node:
+def _observed_qparams(gm: GraphModule, node: Node) -> tuple[tuple[float, int], tuple[float, int]]:
+    """The (scale, zero point) of the input and of the output of the op `node`."""
+    observer = _output_observer(gm, _fused_relu(gm, node) or node)
+    return (gm.get_submodule(node.args[0].target).calculate_qparams(),
+            gm.get_submodule(observer.target).calculate_qparams())
+
+
+def _convert_op(gm: GraphModule, node: Node, input_qparams: tuple[float, int],
+                output_qparams: tuple[float, int]) -> None:
     """Swap `node`'s module for its int8 version; drop its fused relu and output observer."""
     relu = _fused_relu(gm, node)
     observer = _output_observer(gm, relu or node)
-    scale, zero_point = gm.get_submodule(observer.target).calculate_qparams()
     module = gm.get_submodule(node.target)
-    gm.add_submodule(node.target, QUANTIZED[type(module)](module, scale, zero_point, relu is not None))
+    gm.add_submodule(node.target, QUANTIZED[type(module)](module, input_qparams, output_qparams, relu is not None))
     for dropped in (observer, relu):
         if dropped is not None:
             dropped.replace_all_uses_with(node)
             gm.graph.erase_node(dropped)
-    return node
+
+
+def _qparams_nodes(gm: GraphModule, value: Node, qparams: tuple[float, int]) -> tuple[Node, Node]:
+    """`get_attr` nodes of two new buffers `<value>_scale`, `<value>_zero_point`, after `value`."""
+    prefix, i = value.name, 1
+    while hasattr(gm, f"{prefix}_scale") or hasattr(gm, f"{prefix}_zero_point"):
+        prefix, i = f"{value.name}_{i}", i + 1
+    gm.register_buffer(f"{prefix}_scale", torch.tensor(qparams[0]))
+    gm.register_buffer(f"{prefix}_zero_point", torch.tensor(qparams[1]))
+    return gm.graph.get_attr(f"{prefix}_scale"), gm.graph.get_attr(f"{prefix}_zero_point")
 
 
 def _quantize_input(gm: GraphModule, observer: Node, quantized: set[Node]) -> Node:
-    """Replace an observer of a float value by a quantize_per_tensor for the int8 ops."""
+    """Replace an observer of a float value by a `quantize` for the int8 ops that read it."""
     value = observer.args[0]
-    scale, zero_point = gm.get_submodule(observer.target).calculate_qparams()
-    prefix = _free_name(gm, observer.target.removesuffix("_observer"))
-    gm.register_buffer(f"{prefix}_scale", torch.tensor(scale))
-    gm.register_buffer(f"{prefix}_zero_point", torch.tensor(zero_point))
+    qparams = gm.get_submodule(observer.target).calculate_qparams()
     with gm.graph.inserting_before(observer):
-        args = (value, gm.graph.get_attr(f"{prefix}_scale"),
-                gm.graph.get_attr(f"{prefix}_zero_point"), ACTIVATION["dtype"])
-        quantize = gm.graph.call_function(torch.quantize_per_tensor, args)
+        scale, zero_point = _qparams_nodes(gm, value, qparams)
+        node = gm.graph.call_function(quantize, (value, scale, zero_point))
     for user in list(observer.users):  # float users read the float value, as before
-        user.replace_input_with(observer, quantize if user in quantized else value)
+        user.replace_input_with(observer, node if user in quantized else value)
     gm.graph.erase_node(observer)
-    return quantize
+    return node
 
 
-def _dequantize_for_float_users(graph: Graph, quantized: set[Node]) -> None:
-    """Give each int8 value read by a float op (or the output) one `.dequantize()`."""
-    for node in [node for node in graph.nodes if node in quantized]:  # names in graph order
+def _dequantize_for_float_users(gm: GraphModule, quantized: set[Node]) -> None:
+    """Give each int8 value read by a float op (or the output) one `dequantize`."""
+    for node in [node for node in gm.graph.nodes if node in quantized]:  # names in graph order
         float_users = [user for user in node.users if user not in quantized]
         if float_users:
-            with graph.inserting_after(node):
-                dequantize = graph.call_method("dequantize", (node,))
+            layer = gm.get_submodule(node.target)  # the int8 op that wrote the value
+            with gm.graph.inserting_before(node.next):  # right after node, in this order
+                scale, zero_point = _qparams_nodes(gm, node, (layer.scale, layer.zero_point))
+                float_value = gm.graph.call_function(dequantize, (node, scale, zero_point))
             for user in float_users:
-                user.replace_input_with(node, dequantize)
+                user.replace_input_with(node, float_value)
 # --8<-- [end:convert]
 
 
@@ -393,6 +290,7 @@ def _check_cpu(gm: GraphModule) -> None:
     device = _device_of(gm)
     if device.type != "cpu":
         raise RuntimeError(
-            f"convert: the prepared module is on {device}, but PyTorch's int8 kernels "
-            "(quantized::linear, quantized::conv2d) exist only on the CPU. Calibrate on any "
-            "device, then convert a CPU copy: convert(prepared.cpu()), and run it on CPU inputs.")
+            f"convert: the prepared module is on {device}, but minifx's int8 kernels run and are "
+            "tested on the CPU only (torch._int_mm's CUDA kernel has rules of its own). "
+            "Calibrate on any device, then convert a CPU copy: convert(prepared.cpu()), and run it "
+            "on CPU inputs.")

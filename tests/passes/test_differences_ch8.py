@@ -6,12 +6,16 @@ test runs it as well as minifx, so that a claim that stops being true (a new tor
 changed minifx) fails here instead of misleading the reader. One test per claim, in the
 box's order; each docstring quotes its claim.
 
-The chapter's other claims about PyTorch are pinned in tests/passes/test_quantize.py:
+The chapter's other claims about PyTorch are pinned in tests/passes/test_observers.py,
+test_int8.py and test_quantize.py:
 
 - "`calculate_qparams` computes in float32 as PyTorch's `MinMaxObserver` does ... both give
   the same scale and zero point for every scheme": test_qparams_equal_torch_ao_observers
+- the int8 kernels write the integers PyTorch's quantized kernels write:
+  test_linear_writes_the_integers_quantized_linear_writes,
+  test_conv2d_writes_the_integers_quantized_conv2d_writes
 - "compare the whole pipeline with PyTorch's `prepare_fx` / `convert_fx` under the same
-  scheme: the same scales and zero points, and outputs within a few int8 steps":
+  scheme: the same scales and zero points, and the same outputs":
   test_same_scales_and_close_outputs_as_torch_ao
 - minifx's refusals, each with its message: test_prepare_refuses_a_training_mode_model,
   test_prepare_refuses_a_linear_called_twice, test_convert_before_calibration_says_to_calibrate,
@@ -207,8 +211,8 @@ def test_minifx_fuses_every_relu_spelling_torch_ao_only_nn_relu_and_f_relu(layer
 
 
 def test_observer_and_parameter_names_and_module_types_differ_from_torch_aos():
-    """**Names.** Observers are `<value>_observer` and the quantize parameters `<value>_scale` /
-    `<value>_zero_point`; torch.ao names them `activation_post_process_<n>` and `_scale_<n>` /
+    """**Names.** Observers are `<value>_observer`, and the scale and zero point of a value where
+    float meets int8 are `<value>_scale` / `<value>_zero_point`; torch.ao names them `activation_post_process_<n>` and `_scale_<n>` /
     `<module>_input_scale_<n>`. Its converted modules are `torch.nnq.Linear` and
     friends; minifx's are `QuantizedLinear` / `QuantizedConv2d` with a `relu` flag."""
     torch.manual_seed(0)
@@ -222,9 +226,31 @@ def test_observer_and_parameter_names_and_module_types_differ_from_torch_aos():
     assert {"fc1_input_scale_0", "_scale_0"} <= set(ao_scales)
     assert all(re.fullmatch(r"(\w+_input)?_scale_\d+", name) for name in ao_scales)
     assert [n.target for n in ours.graph.nodes if n.op == "get_attr" and "scale" in n.target] == [
-        "x_scale", "selu_scale"]
+        "x_scale", "fc3_scale", "selu_scale", "fc4_scale"]
     assert isinstance(theirs.fc2, nnq.Linear)
     assert isinstance(ours.fc2, QuantizedLinear) and not ours.fc2.relu and ours.fc1.relu
+
+
+def test_torch_ao_runs_deprecated_quantized_tensors_where_minifx_runs_plain_integers():
+    """**Kernels.** torch.ao's converted model holds quantized tensors (`torch.quint8`,
+    `torch.qint8`), whose creation torch 2.13 deprecates, and calls `quantized::linear` /
+    `quantized::conv2d`; minifx's holds plain `torch.uint8` / `torch.int8` tensors, calls
+    `torch._int_mm` and does the requantization in tensor arithmetic. On the same scales
+    both compute the same integers."""
+    torch.manual_seed(0)
+    model, batches, x = MLP().eval(), [torch.randn(32, 16)], torch.randn(8, 16)
+    _, theirs = _torch_ao(model, batches)
+    _, ours = calibrated(model, batches)
+    theirs_values = torch_fx_values(theirs, x)  # torch warns once per process that these are deprecated
+    assert any(node.target is torch.quantize_per_tensor for node in theirs.graph.nodes)
+    assert theirs.fc2.weight().dtype == torch.qint8 and theirs_values["fc2"].dtype == torch.quint8
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ours_values = minifx_values(ours, x)
+    assert ours.fc2.weight.dtype == torch.int8 and not ours.fc2.weight.is_quantized
+    assert {v.dtype for v in ours_values} == {torch.float32, torch.uint8, torch.int64}  # int64: zero points
+    assert any(v.dtype == torch.uint8 and torch.equal(v, theirs_values["fc2"].int_repr()) for v in ours_values)
+    assert torch.equal(ours(x), theirs(x))
 
 
 def test_torch_ao_accepts_what_minifx_refuses():
