@@ -20,6 +20,10 @@ times six operations separately (`OPERATIONS`):
 |           | onto it with `replace_all_uses_with` (how observers are added) |             |
 | lint      | `graph.lint()`                                                 |             |
 | print     | `str(graph)`                                                   |             |
+| dce_dead  | `eliminate_dead_code()` on a fresh chain whose result nobody   | 2           |
+|           | uses (built untimed): every call_function node is erased       |             |
+| dce_live  | `eliminate_dead_code()` on a fresh chain that the output       | N + 2       |
+|           | returns (built untimed): nothing is erased                     |             |
 
 The operations are written once, against the API that minifx shares with
 torch.fx, and receive the library as a module (`torch.fx` or `minifx.graph`),
@@ -118,6 +122,14 @@ def replace_all_uses(fx: ModuleType, graph: Any) -> None:
         node.replace_all_uses_with(observer, delete_user_cb=lambda user: user is not observer)
 
 
+def build_dead_chain(fx: ModuleType, n: int) -> Any:
+    """The chain of `build_chain`, but the output returns the input: every call is dead."""
+    graph = build_chain(fx, n)
+    output = next(node for node in reversed(graph.nodes) if node.op == "output")
+    output.args = (next(iter(graph.nodes)),)
+    return graph
+
+
 def lint(fx: ModuleType, graph: Any) -> None:
     """Check the graph's invariants."""
     graph.lint()
@@ -136,7 +148,13 @@ OPERATIONS: tuple[tuple[str, Callable[[ModuleType, Any], Any]], ...] = (
     ("lint", lint),
     ("print", print_graph),
 )
-OPERATION_NAMES = ("build", *(name for name, _ in OPERATIONS))
+# Dead-code elimination runs on fresh chains (built untimed), one all dead, one all live.
+DEAD_CODE_CHAINS: tuple[tuple[str, Callable[[ModuleType, int], Any]], ...] = (
+    ("dce_dead", build_dead_chain),
+    ("dce_live", build_chain),
+)
+OPERATION_NAMES = ("build", *(name for name, _ in OPERATIONS),
+                   *(name for name, _ in DEAD_CODE_CHAINS))
 
 
 def run_pipeline(fx: ModuleType, n: int,
@@ -150,13 +168,31 @@ def run_pipeline(fx: ModuleType, n: int,
             `thunk()` and return its result. By default the thunk is just called.
 
     Returns:
-        The edited graph.
+        The edited graph (the chains that dead-code elimination cleaned are
+        left out; `eliminate_dead_chains` returns them).
     """
     timer = timer or (lambda name, thunk: thunk())
     graph = timer("build", lambda: build_chain(fx, n))
     for name, operation in OPERATIONS:
         timer(name, lambda: operation(fx, graph))
+    eliminate_dead_chains(fx, n, timer)
     return graph
+
+
+def eliminate_dead_chains(fx: ModuleType, n: int,
+                          timer: Callable[[str, Callable[[], Any]], Any] | None = None
+                          ) -> dict[str, tuple[bool, Any]]:
+    """Build each chain of `DEAD_CODE_CHAINS` untimed, then time `eliminate_dead_code` on it.
+
+    Returns:
+        For each chain's name: what `eliminate_dead_code` returned, and the cleaned graph.
+    """
+    timer = timer or (lambda name, thunk: thunk())
+    results = {}
+    for name, build in DEAD_CODE_CHAINS:
+        graph = build(fx, n)
+        results[name] = (timer(name, graph.eliminate_dead_code), graph)
+    return results
 
 
 # --- timing -------------------------------------------------------------------------
