@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from ..graph.graph import Graph
+from ..graph.invariants import target_problem
 from ..graph.node import get_path
 from .python_code import PythonCode, python_code
 from .source import StateOf, compile_forward, explain_error, import_block, module_source, retrace
@@ -299,7 +300,7 @@ def _targets(graph: Graph) -> list[tuple[str, Any]]:
     found = []
     for node in graph.nodes:
         if node.op in ("get_attr", "call_module"):
-            if not isinstance(node.target, str):
+            if target_problem(node.op, node.target) is not None:  # invariant 1's rule
                 raise TypeError(f"GraphModule: node %{node.name} ({node.op}) has target "
                                 f"{node.target!r}; it must be a dotted attribute name (a str).")
             found.append((node.target, node))

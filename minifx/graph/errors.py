@@ -12,3 +12,12 @@ class MisuseError(ValueError, AssertionError):
 
 class InsertArgIndexError(IndexError, AssertionError):
     """A bad index for `insert_arg`; also an `AssertionError`, which torch.fx raises."""
+
+
+class NotTraceable(TypeError, AssertionError):
+    """`root` has no function to trace; also the `AssertionError` torch.fx raises."""
+
+
+class SelfInStarArgs(TypeError, RuntimeError):
+    """A module's `self` hidden in `*args`; also the `RuntimeError` torch.fx raises."""
+

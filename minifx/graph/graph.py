@@ -14,7 +14,9 @@ from __future__ import annotations
 import copy
 import inspect
 import warnings
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+import torch
 
 from ..proxy.names import Namespace, target_to_name
 from . import invariants
@@ -24,6 +26,9 @@ from .errors import MisuseError
 from .module_paths import has_path
 from .node import Node, map_arg
 from .node_index import NodeIndex
+
+if TYPE_CHECKING:
+    from .structured_inputs import PytreeInfo
 
 
 class _NodeList:
@@ -86,7 +91,8 @@ class Graph(GraphCopying, CodeGenHooks):
     2. The list is well linked: `n.next.prev is n` for every node, each node
        belongs to this graph (`n.graph is self`) and none was erased.
     3. Node names are unique.
-    4. Every node's inputs are nodes of this graph that come before it.
+    4. Every node's inputs (`all_input_nodes`) are nodes of this graph
+       that come before it.
     5. The use-def lists agree with the arguments: `n.all_input_nodes` is
        exactly the nodes in `n.args` and `n.kwargs`, `n` is among the `users`
        of each of them, and each of `n.users` really uses `n`.
@@ -101,7 +107,7 @@ class Graph(GraphCopying, CodeGenHooks):
         tracer_extras: extra arguments for that tracer.
     """
 
-    def __init__(self, owning_module: Any = None, tracer_cls: type | None = None,
+    def __init__(self, owning_module: torch.nn.Module | None = None, tracer_cls: type | None = None,
                  tracer_extras: dict | None = None) -> None:
         # The node before the first and after the last: an empty list is the
         # sentinel alone. Its opcode "root" is never printed or linted.
@@ -112,7 +118,7 @@ class Graph(GraphCopying, CodeGenHooks):
         self._node_index = NodeIndex()  # for find_nodes
         self.owning_module = owning_module
         # Set by the Tracer when inputs were given as structures (see PytreeInfo).
-        self.pytree_info: Any = None
+        self.pytree_info: PytreeInfo | None = None
         self._tracer_cls, self._tracer_extras = tracer_cls, tracer_extras
 
     @property

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..proxy.tape import format_arg, format_target, type_repr
 from .errors import MisuseError
 from .immutable_collections import immutable_dict, immutable_list
-from .module_paths import get_path
+from .module_paths import get_path as get_path  # re-exported: passes import it from here
 from .node_conveniences import NodeConveniences
 from .side_effects import has_side_effect, node_is_impure
 
@@ -308,5 +308,3 @@ def _format_arg(arg: Any, max_list_len: float = float("inf")) -> str:
 
 
 __all__ = ["Node", "map_arg", "map_aggregate", "has_side_effect"]
-# Also importable from here, as before they had modules of their own:
-# immutable_dict, immutable_list, get_path, MisuseError.
