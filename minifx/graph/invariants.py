@@ -191,9 +191,9 @@ def check_use_def(graph: Graph, nodes: list[Node]) -> None:
     hold nothing else, and no node needs its users checked one by one.
     """
     uses_count = 0
-    for node in nodes:
+    for node, used in zip(nodes, map(nodes_in_arguments, nodes)):
         inputs = node._input_nodes
-        if nodes_in_arguments(node) != inputs:  # as sets: both map each node to None
+        if used != inputs:  # as sets: both map each node to None
             _blame_a_use_def_list(nodes)
         for input_node in inputs:
             if node not in input_node.users:

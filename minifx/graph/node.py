@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 # What `map_aggregate` walks into; anything else is a leaf.
 _AGGREGATES = (tuple, list, dict, slice)
+# The kwargs of every node that has none: one object serves all, as it cannot change.
+_NO_KWARGS = immutable_dict()
 
 
 def map_aggregate(a: Any, fn: Callable[[Any], Any]) -> Any:
@@ -168,7 +170,7 @@ class Node(NodeConveniences):
             return leaf
 
         self._args = map_aggregate(tuple(new_args), record_use)
-        self._kwargs = map_aggregate(dict(new_kwargs), record_use) if new_kwargs else immutable_dict()
+        self._kwargs = map_aggregate(dict(new_kwargs), record_use) if new_kwargs else _NO_KWARGS
     # --8<-- [end:use_def]
 
     @property
