@@ -45,6 +45,8 @@ class _NodeList:
         return self._graph._len
 
     def __iter__(self) -> Iterator[Node]:
+        # One loop per direction, each reading its pointer directly: every
+        # pass walks the graph, so this is the hottest loop of stage 2.
         root = self._graph._root
         if self._backwards:
             node = root._prev
