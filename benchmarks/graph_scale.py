@@ -20,6 +20,10 @@ times six operations separately (`OPERATIONS`):
 |           | onto it with `replace_all_uses_with` (how observers are added) |             |
 | lint      | `graph.lint()`                                                 |             |
 | print     | `str(graph)`                                                   |             |
+| dce_dead  | `eliminate_dead_code()` on a fresh chain whose result nobody   | 2           |
+|           | uses (built untimed): every call_function node is erased       |             |
+| dce_live  | `eliminate_dead_code()` on a fresh chain that the output       | N + 2       |
+|           | returns (built untimed): nothing is erased                     |             |
 
 The operations are written once, against the API that minifx shares with
 torch.fx, and receive the library as a module (`torch.fx` or `minifx.graph`),
@@ -34,8 +38,9 @@ operation grows about 10x; more than `slack` times that (20x by default) is
 flagged NOT LINEAR.
 
 Timing is best-of-`repeat`: the whole pipeline runs `repeat` times on fresh
-graphs and each operation keeps its fastest run. Garbage collection is off
-while an operation is timed (as `timeit` does), and collected between runs.
+graphs, the two libraries taking turns, and each operation keeps its fastest
+run. Garbage collection is off while an operation is timed (as `timeit`
+does), and collected between runs.
 """
 
 from __future__ import annotations
@@ -105,6 +110,14 @@ def replace_all_uses(fx: ModuleType, graph: Any) -> None:
         node.replace_all_uses_with(observer, delete_user_cb=lambda user: user is not observer)
 
 
+def build_dead_chain(fx: ModuleType, n: int) -> Any:
+    """The chain of `build_chain`, but the output returns the input: every call is dead."""
+    graph = build_chain(fx, n)
+    output = next(node for node in reversed(graph.nodes) if node.op == "output")
+    output.args = (next(iter(graph.nodes)),)
+    return graph
+
+
 def lint(fx: ModuleType, graph: Any) -> None:
     """Check the graph's invariants."""
     graph.lint()
@@ -123,7 +136,13 @@ OPERATIONS: tuple[tuple[str, Callable[[ModuleType, Any], Any]], ...] = (
     ("lint", lint),
     ("print", print_graph),
 )
-OPERATION_NAMES = ("build", *(name for name, _ in OPERATIONS))
+# Dead-code elimination runs on fresh chains (built untimed), one all dead, one all live.
+DEAD_CODE_CHAINS: tuple[tuple[str, Callable[[ModuleType, int], Any]], ...] = (
+    ("dce_dead", build_dead_chain),
+    ("dce_live", build_chain),
+)
+OPERATION_NAMES = ("build", *(name for name, _ in OPERATIONS),
+                   *(name for name, _ in DEAD_CODE_CHAINS))
 
 
 def run_pipeline(fx: ModuleType, n: int,
@@ -137,13 +156,31 @@ def run_pipeline(fx: ModuleType, n: int,
             `thunk()` and return its result. By default the thunk is just called.
 
     Returns:
-        The edited graph.
+        The edited graph (the chains that dead-code elimination cleaned are
+        left out; `eliminate_dead_chains` returns them).
     """
     timer = timer or (lambda name, thunk: thunk())
     graph = timer("build", lambda: build_chain(fx, n))
     for name, operation in OPERATIONS:
         timer(name, lambda: operation(fx, graph))
+    eliminate_dead_chains(fx, n, timer)
     return graph
+
+
+def eliminate_dead_chains(fx: ModuleType, n: int,
+                          timer: Callable[[str, Callable[[], Any]], Any] | None = None
+                          ) -> dict[str, tuple[bool, Any]]:
+    """Build each chain of `DEAD_CODE_CHAINS` untimed, then time `eliminate_dead_code` on it.
+
+    Returns:
+        For each chain's name: what `eliminate_dead_code` returned, and the cleaned graph.
+    """
+    timer = timer or (lambda name, thunk: thunk())
+    results = {}
+    for name, build in DEAD_CODE_CHAINS:
+        graph = build(fx, n)
+        results[name] = (timer(name, graph.eliminate_dead_code), graph)
+    return results
 
 
 # --- timing -------------------------------------------------------------------------
@@ -197,16 +234,30 @@ class Results:
 
 def run_all(sizes: list[int], repeat: int, budget_s: float = 60.0,
             progress: Callable[[str], None] = lambda line: None) -> Results:
-    """Measure every library at every size."""
+    """Measure every library at every size.
+
+    The libraries take turns, one run each, `repeat` times: on a shared
+    machine the load changes from one minute to the next, and taking turns
+    lets both libraries meet the same load.
+    """
     results = Results(sorted(sizes))
     for n in results.sizes:
-        for library, fx in LIBRARIES.items():
-            best, runs = measure(fx, n, repeat, budget_s)
-            results.runs[library, n] = runs
-            for operation, seconds in best.items():
-                results.seconds[library, operation, n] = seconds
-            progress(f"  {library:8} n={n:>7,}: {sum(best.values()):7.2f} s for all operations "
-                     f"(best of {runs})")
+        spent = dict.fromkeys(LIBRARIES, 0.0)
+        for _ in range(repeat):
+            for library, fx in LIBRARIES.items():
+                if results.runs.get((library, n), 0) and spent[library] > budget_s:
+                    continue  # out of time for this library and size (see `measure`)
+                started = time.perf_counter()
+                best, _ = measure(fx, n, repeat=1)
+                spent[library] += time.perf_counter() - started
+                results.runs[library, n] = results.runs.get((library, n), 0) + 1
+                for operation, seconds in best.items():
+                    key = (library, operation, n)
+                    results.seconds[key] = min(results.seconds.get(key, float("inf")), seconds)
+        for library in LIBRARIES:
+            total = sum(results.seconds[library, op, n] for op in OPERATION_NAMES)
+            progress(f"  {library:8} n={n:>7,}: {total:7.2f} s for all operations "
+                     f"(best of {results.runs[library, n]})")
     return results
 
 

@@ -49,6 +49,20 @@ def test_every_step_leaves_the_same_graph(n: int) -> None:
 
 
 @pytest.mark.ch2
+@pytest.mark.parametrize("n", SIZES)
+def test_dead_code_elimination_agrees_with_torch_fx(n: int) -> None:
+    ours = graph_scale.eliminate_dead_chains(minifx.graph, n)
+    theirs = graph_scale.eliminate_dead_chains(torch.fx, n)
+    assert ours.keys() == theirs.keys() == {"dce_dead", "dce_live"}
+    for name, (our_changed, our_graph) in ours.items():
+        their_changed, their_graph = theirs[name]
+        assert our_changed == their_changed, name
+        assert str(our_graph) == str(their_graph), name
+    assert ours["dce_dead"][0] and len(ours["dce_dead"][1].nodes) == 2  # placeholder, output
+    assert not ours["dce_live"][0] and len(ours["dce_live"][1].nodes) == n + 2
+
+
+@pytest.mark.ch2
 def test_the_pipeline_sizes_are_as_documented() -> None:
     n = 50
     graph = graph_scale.run_pipeline(minifx.graph, n)

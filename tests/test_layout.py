@@ -29,7 +29,6 @@ GAPS: dict[str, str] = {
     "minifx/graph/annotation.py": "not yet: tests/graph/test_rewriting_tracer.py",
     "minifx/graph/codegen_hooks.py": "not yet: tests/codegen/test_codegen_hooks.py",
     "minifx/graph/immutable_collections.py": "not yet: tests/graph/test_node_arguments.py",
-    "minifx/graph/invariants.py": "not yet: tests/graph/test_lint.py",
     "minifx/graph/node.py": "not yet: tests/graph/test_node_arguments.py, "
                             "test_mutable_operations.py",
     "minifx/graph/placeholders.py": "not yet: tests/graph/test_tracer_options.py",

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from ..graph.graph import Graph
+from ..graph.invariants import target_problem
 from ..graph.node import Node, get_path
 
 
@@ -76,7 +77,7 @@ def state_targets(graph: Graph) -> list[tuple[str, Node]]:
     found = []
     for node in graph.nodes:
         if node.op in ("get_attr", "call_module"):
-            if not isinstance(node.target, str):
+            if target_problem(node.op, node.target) is not None:  # invariant 1's rule
                 raise TypeError(f"GraphModule: node %{node.name} ({node.op}) has target "
                                 f"{node.target!r}; it must be a dotted attribute name (a str).")
             found.append((node.target, node))

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ..graph.invariants import target_problem
 from ..proxy.ir import qualified_name
 
 # Python's operator syntax is the Proxy's table (stage 1), re-exported with the rest
@@ -164,11 +165,12 @@ def parameter_name(node: Node) -> str:
 def check_node(node: Any) -> None:
     """Refuse, with a clear message, a node whose opcode's line cannot be written."""
     problem = None
-    if node.op in ("get_attr", "call_module", "call_method") and not isinstance(node.target, str):
+    rule = target_problem(node.op, node.target)  # invariant 1's rule, from stage 2
+    if rule == "a str" and node.op in ("get_attr", "call_module", "call_method"):
         problem = "its target must be a str (an attribute path or a method name)"
     elif node.op == "call_method" and not node.args:
         problem = "a call_method node needs its receiver as args[0]"
-    elif node.op == "call_function" and not callable(node.target):
+    elif rule == "a callable":
         problem = "its target must be callable"
     elif node.op == "output" and len(node.args) != 1:
         problem = "an output node has exactly one argument, the returned value"

@@ -14,25 +14,21 @@ from __future__ import annotations
 import copy
 import inspect
 import warnings
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+import torch
 
 from ..proxy.names import Namespace, target_to_name
 from . import invariants
 from .codegen_hooks import CodeGenHooks
-from .node import MisuseError, Node, map_arg
+from .copying import GraphCopying
+from .errors import MisuseError
+from .module_paths import has_path
+from .node import Node, map_arg
+from .node_index import NodeIndex
 
-_ONLY_BY_TARGET = ("call_function", "call_module")
-
-
-def _sentinel(graph: Graph) -> Node:
-    """The node before the first and after the last: an empty list is the sentinel alone."""
-    root = Node.__new__(Node)
-    root.graph, root.name = graph, ""
-    root._op, root._target = "root", ""
-    root._prev = root._next = root
-    root.users, root._input_nodes, root._args, root._kwargs = {}, {}, (), {}
-    root._erased, root.meta, root.type = False, {}, None
-    return root
+if TYPE_CHECKING:
+    from .structured_inputs import PytreeInfo
 
 
 class _NodeList:
@@ -49,13 +45,21 @@ class _NodeList:
         return self._graph._len
 
     def __iter__(self) -> Iterator[Node]:
+        # One loop per direction, each reading its pointer directly: every
+        # pass walks the graph, so this is the hottest loop of stage 2.
         root = self._graph._root
-        step = "_prev" if self._backwards else "_next"
-        node = getattr(root, step)
-        while node is not root:
-            if not node._erased:
-                yield node
-            node = getattr(node, step)
+        if self._backwards:
+            node = root._prev
+            while node is not root:
+                if not node._erased:
+                    yield node
+                node = node._prev
+        else:
+            node = root._next
+            while node is not root:
+                if not node._erased:
+                    yield node
+                node = node._next
 
     def __reversed__(self) -> Iterator[Node]:
         return iter(_NodeList(self._graph, not self._backwards))
@@ -79,7 +83,7 @@ class _InsertPoint:
         self._graph._insert = self._saved
 
 
-class Graph(CodeGenHooks):
+class Graph(GraphCopying, CodeGenHooks):
     """A program as a list of `Node`s, in an order where inputs come before users.
 
     Invariants (`lint()` checks each one; its messages name the number):
@@ -89,7 +93,8 @@ class Graph(CodeGenHooks):
     2. The list is well linked: `n.next.prev is n` for every node, each node
        belongs to this graph (`n.graph is self`) and none was erased.
     3. Node names are unique.
-    4. Every node's inputs are nodes of this graph that come before it.
+    4. Every node's inputs (`all_input_nodes`) are nodes of this graph
+       that come before it.
     5. The use-def lists agree with the arguments: `n.all_input_nodes` is
        exactly the nodes in `n.args` and `n.kwargs`, `n` is among the `users`
        of each of them, and each of `n.users` really uses `n`.
@@ -104,17 +109,18 @@ class Graph(CodeGenHooks):
         tracer_extras: extra arguments for that tracer.
     """
 
-    def __init__(self, owning_module: Any = None, tracer_cls: type | None = None,
+    def __init__(self, owning_module: torch.nn.Module | None = None, tracer_cls: type | None = None,
                  tracer_extras: dict | None = None) -> None:
-        self._root = _sentinel(self)
+        # The node before the first and after the last: an empty list is the
+        # sentinel alone. Its opcode "root" is never printed or linted.
+        self._root = Node(self, "", "root", "", (), {})
         self._insert: Callable[[Node], None] = self._root.prepend  # append at the end
         self._len = 0
         self._graph_namespace = Namespace()
-        self._nodes_by_op: dict[str, dict[Node, None]] = {}
-        self._nodes_by_target: dict[tuple[str, Any], dict[Node, None]] = {}
+        self._node_index = NodeIndex()  # for find_nodes
         self.owning_module = owning_module
         # Set by the Tracer when inputs were given as structures (see PytreeInfo).
-        self.pytree_info: Any = None
+        self.pytree_info: PytreeInfo | None = None
         self._tracer_cls, self._tracer_extras = tracer_cls, tracer_extras
 
     @property
@@ -139,23 +145,13 @@ class Graph(CodeGenHooks):
         """
         candidate = name if name is not None else target_to_name(target)
         unique_name = self._graph_namespace.create_name(candidate)
+        invariants.check_new_node(unique_name, op, target)  # invariant 1
         node = Node(self, unique_name, op, target, tuple(args or ()), dict(kwargs or {}), type_expr)
         self._insert(node)
         self._len += 1
-        self._index(node)
+        self._node_index.add(node)
         return node
     # --8<-- [end:create_node]
-
-    def _index(self, node: Node) -> None:
-        """Record `node` in the index `find_nodes` searches (by op, and by target)."""
-        self._nodes_by_op.setdefault(node.op, {})[node] = None
-        if node.op in _ONLY_BY_TARGET:
-            self._nodes_by_target.setdefault((node.op, node.target), {})[node] = None
-
-    def _unindex(self, node: Node) -> bool:
-        """Remove `node` from the index; return whether it was there."""
-        self._nodes_by_target.get((node.op, node.target), {}).pop(node, None)
-        return self._nodes_by_op.get(node.op, {}).pop(node, False) is None
 
     # --8<-- [start:erase_node]
     def erase_node(self, to_erase: Node) -> None:
@@ -183,9 +179,10 @@ class Graph(CodeGenHooks):
         to_erase._unlink()
         to_erase._erased = True
         self._len -= 1
-        self._unindex(to_erase)
+        self._node_index.remove(to_erase)
         # Nodes in its arguments become None, which removes it from their users.
-        to_erase._set_args_kwargs(to_erase.args, to_erase.kwargs, transform=lambda n: None)
+        erased_inputs = dict.fromkeys(to_erase._input_nodes)  # each one -> None
+        to_erase._set_args_kwargs(to_erase._args, to_erase._kwargs, replacing=erased_inputs)
     # --8<-- [end:erase_node]
 
     # --8<-- [start:inserting]
@@ -254,7 +251,7 @@ class Graph(CodeGenHooks):
     # --8<-- [end:builders]
 
     def _warn_if_missing(self, path: str, op: str) -> None:
-        if self.owning_module is not None and not invariants.has_path(self.owning_module, path):
+        if self.owning_module is not None and not has_path(self.owning_module, path):
             warnings.warn(
                 f"Attempted to insert a {op} Node with no underlying reference in the owning "
                 f"GraphModule: {op}({path!r}) names no attribute of the owning module, so the "
@@ -271,10 +268,7 @@ class Graph(CodeGenHooks):
             sort: return them in graph order (a walk over the graph); with
                 `False`, in the order they were created.
         """
-        if target is not None and op in _ONLY_BY_TARGET:
-            found = list(self._nodes_by_target.get((op, target), {}))
-        else:
-            found = [n for n in self._nodes_by_op.get(op, {}) if target is None or n.target == target]
+        found = self._node_index.find(op, target)
         if sort and len(found) > 1:
             wanted = set(found)
             found = [n for n in self.nodes if n in wanted]
@@ -293,42 +287,7 @@ class Graph(CodeGenHooks):
         copied = self.create_node(node.op, node.target, args, kwargs, node.name, node.type)
         copied.meta = copy.copy(node.meta)
         return copied
-
-    def graph_copy(self, g: Graph, val_map: dict[Node, Node],
-                   return_output_node: bool = False) -> Any:
-        """Copy every node of `g` except its output into this graph.
-
-        Args:
-            g: the graph to copy from.
-            val_map: filled with old node -> new node; nodes already in it are
-                not copied but mapped (to splice `g` onto existing values).
-            return_output_node: also return `g`'s output node.
-
-        Returns:
-            The copied output value (`output.args[0]` with nodes mapped), and
-            the old output node too if `return_output_node`; `None` if `g`
-            has no output.
-        """
-        for node in g.nodes:
-            if node in val_map:
-                continue
-            if node.op == "output":
-                value = map_arg(node.args[0], lambda n: val_map[n])
-                return (value, node) if return_output_node else value
-            val_map[node] = self.node_copy(node, lambda n: val_map[n])
-        return None
     # --8<-- [end:node_copy]
-
-    def __deepcopy__(self, memo: dict) -> Graph:
-        """A new graph with the same nodes, names and meta (copied one level deep)."""
-        copied = Graph(tracer_cls=self._tracer_cls, tracer_extras=self._tracer_extras)
-        copied.pytree_info = self.pytree_info
-        copied._codegen = copy.deepcopy(self._codegen, memo)
-        result = copied.graph_copy(self, val_map={}, return_output_node=True)
-        if result is not None:
-            value, old_output = result
-            copied.output(value, type_expr=old_output.type).meta = copy.copy(old_output.meta)
-        return copied
 
     # --8<-- [start:eliminate_dead_code]
     def eliminate_dead_code(self, is_impure_node: Callable[[Node], bool] | None = None) -> bool:
@@ -388,3 +347,4 @@ class Graph(CodeGenHooks):
         widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
         for row in [header, ["-" * w for w in widths], *rows]:
             print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+

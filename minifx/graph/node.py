@@ -7,19 +7,30 @@ maps that are the graph's use-def lists:
 - `node.users`: the nodes whose `args` or `kwargs` contain it.
 
 Both are rebuilt in one place, `_set_args_kwargs`, which every change of
-`args` or `kwargs` goes through (only `insert_arg` adds to them in place), so
-they cannot drift apart. The lists and dicts a node stores are read-only
-(`immutable_collections.py`), and which calls must survive dead-code
-elimination is decided in `side_effects.py`.
+`args` or `kwargs` goes through, so they cannot drift apart. Beside this file:
+the read-only lists and dicts a node stores (`immutable_collections.py`), the
+rules for which calls survive dead-code elimination (`side_effects.py`), and
+torch.fx's one-argument edits (`node_conveniences.py`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from ..proxy.ir import OPCODES, format_arg, format_line
+from ..proxy.ir import format_arg, format_line
+from .errors import MisuseError
 from .immutable_collections import immutable_dict, immutable_list
-from .side_effects import has_side_effect, is_impure_call, is_in_place
+from .module_paths import get_path as get_path  # re-exported: passes import it from here
+from .node_conveniences import NodeConveniences
+from .side_effects import has_side_effect, node_is_impure
+
+if TYPE_CHECKING:
+    from .graph import Graph
+
+# What `map_aggregate` walks into; anything else is a leaf.
+_AGGREGATES = (tuple, list, dict, slice)
+# The kwargs of every node that has none: one object serves all, as it cannot change.
+_NO_KWARGS = immutable_dict()
 
 
 def map_aggregate(a: Any, fn: Callable[[Any], Any]) -> Any:
@@ -29,8 +40,13 @@ def map_aggregate(a: Any, fn: Callable[[Any], Any]) -> Any:
     stores them; named tuples keep their type.
     """
     if isinstance(a, tuple):
-        items = [map_aggregate(item, fn) for item in a]
-        return type(a)(*items) if hasattr(a, "_fields") else tuple(items)
+        # Leaves are mapped here rather than by a recursive call: arguments are
+        # mostly flat tuples, and every graph edit walks them.
+        items = [map_aggregate(item, fn) if isinstance(item, _AGGREGATES) else fn(item)
+                 for item in a]
+        if type(a) is tuple or not hasattr(a, "_fields"):  # most are plain tuples
+            return tuple(items)
+        return type(a)(*items)  # a named tuple, rebuilt field by field
     if isinstance(a, list):
         return immutable_list(map_aggregate(item, fn) for item in a)
     if isinstance(a, dict):
@@ -49,7 +65,7 @@ def map_arg(a: Any, fn: Callable[[Node], Any]) -> Any:
     return map_aggregate(a, lambda leaf: fn(leaf) if isinstance(leaf, Node) else leaf)
 
 
-class Node:
+class Node(NodeConveniences):
     """One operation of a `Graph`: `name = op[target](*args, **kwargs)`.
 
     | `op`            | `target`                          | `args`, `kwargs`                  |
@@ -74,9 +90,8 @@ class Node:
         users: the nodes that use this node's value (a dict used as an ordered set).
     """
 
-    def __init__(self, graph: Any, name: str, op: str, target: Any,
+    def __init__(self, graph: Graph, name: str, op: str, target: Any,
                  args: tuple, kwargs: dict, return_type: Any = None) -> None:
-        _check_op_and_target(name, op, target)
         self.graph, self.name, self._op, self._target = graph, name, op, target
         self.type = return_type
         self.meta: dict[str, Any] = {}
@@ -100,7 +115,8 @@ class Node:
 
     @op.setter
     def op(self, new_op: str) -> None:
-        self._reindex(lambda: setattr(self, "_op", new_op))
+        with self.graph._node_index.updating(self):
+            self._op = new_op
 
     @property
     def target(self) -> Any:
@@ -109,14 +125,8 @@ class Node:
 
     @target.setter
     def target(self, new_target: Any) -> None:
-        self._reindex(lambda: setattr(self, "_target", new_target))
-
-    def _reindex(self, change: Callable[[], None]) -> None:
-        """Apply `change` while keeping the graph's index (by op and target) current."""
-        indexed = not self._erased and self.graph._unindex(self)
-        change()
-        if indexed:
-            self.graph._index(self)
+        with self.graph._node_index.updating(self):
+            self._target = new_target
 
     # --8<-- [start:use_def]
     @property
@@ -138,37 +148,30 @@ class Node:
         self._set_args_kwargs(self._args, new_kwargs)
 
     def _set_args_kwargs(self, new_args: tuple, new_kwargs: dict,
-                         transform: Callable[[Node], Any] | None = None) -> None:
+                         replacing: dict[Node, Node | None] | None = None) -> None:
         """The one place where arguments change, so the one place use-def lists change.
 
-        `transform`, if given, first maps each node in the new arguments
-        (to swap one input for another), in the same walk.
+        `replacing`, if given, maps nodes of the new arguments to what takes
+        their place (another node, or `None` for an erased node's inputs),
+        in the same walk.
         """
         for old_input in self._input_nodes:
-            old_input.users.pop(self)
-        self._input_nodes = {}
+            del old_input.users[self]
+        inputs: dict[Node, None] = {}  # a dict as an ordered set: a second use keeps its place
+        self._input_nodes = inputs
 
-        def record_use(node: Node) -> Any:
-            if transform is not None:
-                node = transform(node)
-            if isinstance(node, Node):
-                self._input_nodes.setdefault(node)
-                node.users.setdefault(self)
-            return node
+        def record_use(leaf: Any) -> Any:
+            if isinstance(leaf, Node):
+                if replacing:
+                    leaf = replacing.get(leaf, leaf)
+                if isinstance(leaf, Node):
+                    inputs[leaf] = None
+                    leaf.users[self] = None
+            return leaf
 
-        self._args = map_arg(tuple(new_args), record_use)
-        self._kwargs = map_arg(dict(new_kwargs), record_use)
+        self._args = map_aggregate(tuple(new_args), record_use)
+        self._kwargs = map_aggregate(dict(new_kwargs), record_use) if new_kwargs else _NO_KWARGS
     # --8<-- [end:use_def]
-
-    @property
-    def stack_trace(self) -> str | None:
-        """Where in the user's code this node was recorded, if a pass stored it
-        in `meta["stack_trace"]` (minifx's Tracer does not record it)."""
-        return self.meta.get("stack_trace")
-
-    @stack_trace.setter
-    def stack_trace(self, trace: str | None) -> None:
-        self.meta["stack_trace"] = trace
 
     @property
     def all_input_nodes(self) -> list[Node]:
@@ -219,45 +222,9 @@ class Node:
         before._next, after._prev = after, before
     # --8<-- [end:linked_list]
 
-    def update_arg(self, idx: int, arg: Any) -> None:
-        """Replace `args[idx]` with `arg`, updating the use-def lists."""
-        args = list(self._args)
-        args[idx] = arg
-        self.args = tuple(args)
-
-    def update_kwarg(self, key: str, arg: Any) -> None:
-        """Set `kwargs[key]` to `arg`, updating the use-def lists."""
-        self.kwargs = {**self._kwargs, key: arg}
-
-    def insert_arg(self, idx: int, arg: Any) -> None:
-        """Insert `arg` into `args` before position `idx`, updating the use-def lists.
-
-        As in torch.fx, the nodes in `arg` are added to the use-def lists
-        without rebuilding them, so the order of the existing entries stays.
-        A list or dict in `arg` is stored read-only, as every other one.
-
-        Raises:
-            IndexError: if `idx` is not between 0 and `len(self.args)`; it is
-                also the `AssertionError` that torch.fx raises.
-        """
-        if not 0 <= idx <= len(self._args):
-            raise _InsertArgIndexError(
-                f"%{self.name}.insert_arg({idx}, ...): the index must be between 0 and "
-                f"len(args) = {len(self._args)}, to insert before args[idx] (or at the end "
-                "with len(args)). Use update_arg to replace an argument instead."
-            )
-        self._args = (*self._args[:idx], *map_arg((arg,), self._add_use), *self._args[idx:])
-
-    def _add_use(self, node: Node) -> Node:
-        """Record that this node uses `node` (nothing changes if it already did)."""
-        self._input_nodes.setdefault(node)
-        node.users.setdefault(self)
-        return node
-
     def replace_input_with(self, old_input: Node, new_input: Node) -> None:
         """Use `new_input` wherever this node's arguments use `old_input`."""
-        swap = lambda node: new_input if node is old_input else node  # noqa: E731
-        self._set_args_kwargs(self._args, self._kwargs, transform=swap)
+        self._set_args_kwargs(self._args, self._kwargs, replacing={old_input: new_input})
 
     # --8<-- [start:replace_all_uses_with]
     def replace_all_uses_with(self, replace_with: Node,
@@ -283,8 +250,9 @@ class Node:
                     "which copying would overwrite. Clear them first or pass propagate_meta=False."
                 )
             replace_with.meta.update(self.meta)
-        changed = [user for user in list(self.users)
-                   if delete_user_cb is None or delete_user_cb(user)]
+        changed = list(self.users)
+        if delete_user_cb is not None:
+            changed = [user for user in changed if delete_user_cb(user)]
         for user in changed:
             user.replace_input_with(self, replace_with)
         return changed
@@ -293,32 +261,16 @@ class Node:
     def is_impure(self, impure_random: bool = True) -> bool:
         """Whether dead-code elimination must keep this node even without users.
 
-        Placeholders and the output are the graph's interface; a module is
-        impure if it says so with `_is_impure = True`; a function call is
-        impure if it writes to an argument, asserts, draws random numbers, or
-        was registered with `has_side_effect` (`side_effects.is_impure_call`
-        lists every rule). In-place methods and functions (`x.add_(1)`,
-        `torch.relu_(x)`) are impure by their name, which torch.fx ignores.
+        Placeholders, the output, in-place calls (`x.add_(1)`), asserts,
+        random numbers, modules marked `_is_impure` and functions registered
+        with `has_side_effect` are impure; `side_effects.py` has every rule.
 
         Args:
             impure_random: count operators tagged `nondeterministic_seeded`
                 (`torch.ops.aten.rand.default`) as impure. Random functions
                 such as `torch.rand` are impure either way, as in torch.fx.
         """
-        if self.op in ("placeholder", "output"):
-            return True
-        if self.op == "call_method":
-            return is_in_place(self.target)
-        if self.op == "call_function":
-            return is_impure_call(self.target, self.args, impure_random) or \
-                is_in_place(getattr(self.target, "__name__", None))
-        if self.op == "call_module":
-            return getattr(self._owning_submodule(), "_is_impure", False)
-        return False
-
-    def _owning_submodule(self) -> Any:
-        root = getattr(self.graph, "owning_module", None)
-        return None if root is None else get_path(root, self.target)
+        return node_is_impure(self, impure_random)
 
     # --8<-- [start:format_node]
     def format_node(self) -> str:
@@ -349,47 +301,6 @@ def _format_arg(arg: Any, max_list_len: float = float("inf")) -> str:
         opening, closing = ("[", "]") if isinstance(arg, list) else ("(", ")")
         return f"{opening}{shown}, ...[total_len={len(arg)}]{closing}"
     return _format(arg)
-
-
-class MisuseError(ValueError, AssertionError):
-    """A misuse of the graph API that torch.fx meets with a bare `AssertionError` (an
-    unknown opcode, a node of another graph); minifx's message says what to do instead."""
-
-
-class _InsertArgIndexError(IndexError, AssertionError):
-    """A bad index for `insert_arg`; also an `AssertionError`, which torch.fx raises."""
-
-
-def get_path(root: Any, path: str, default: Any = None) -> Any:
-    """Follow the dotted attribute `path` (`"layer1.0.conv1"`) from `root`.
-
-    Returns:
-        The attribute, or `default` if any step is missing.
-    """
-    for atom in path.split("."):
-        root = getattr(root, atom, default)
-        if root is default:
-            return default
-    return root
-
-
-def _check_op_and_target(name: str, op: str, target: Any) -> None:
-    if op not in OPCODES:
-        raise MisuseError(
-            f"cannot create node %{name}: unknown opcode {op!r}. A node's op is one of "
-            f"{', '.join(OPCODES)}."
-        )
-    if op == "call_function" and not callable(target):
-        raise ValueError(
-            f"cannot create node %{name}: a call_function target must be callable, got "
-            f"{target!r} of type {type(target).__name__}. Pass the function itself "
-            "(torch.relu), not its name; names are for call_method and call_module."
-        )
-    if op != "call_function" and not isinstance(target, str):
-        raise ValueError(
-            f"cannot create node %{name}: a {op} target must be a str, got {target!r} of type "
-            f"{type(target).__name__}. For a function, use op='call_function'."
-        )
 
 
 __all__ = ["Node", "map_arg", "map_aggregate", "has_side_effect"]

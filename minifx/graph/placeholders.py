@@ -14,7 +14,10 @@ own subclass, `PHWithMeta`, carries one key:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .node import Node
 
 
 class PHBase:
@@ -39,7 +42,7 @@ class PHWithMeta(PHBase):
         self.ph_key = ph_key
 
 
-def copy_metadata(marker: PHBase, node: Any) -> None:
+def copy_metadata(marker: PHBase, node: Node) -> None:
     """Copy the plain data attributes of `marker` onto its placeholder `node`.
 
     Methods, dunder names and attributes the node already has (a `tag` set by

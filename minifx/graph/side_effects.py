@@ -1,7 +1,7 @@
 """Which calls dead-code elimination must keep although nobody uses their result.
 
-`Node.is_impure` asks `is_impure_call` about every `call_function` node. A
-call is impure, as in torch.fx 2.13, when its target
+`Node.is_impure` asks `node_is_impure`, which asks `is_impure_call` about
+every `call_function` node. A call is impure, as in torch.fx 2.13, when its target
 
 - is an operator (`torch.ops.aten.add_.Tensor`, `torch.ops.aten.add.out`)
   whose schema says it writes to an argument; an operator packet without an
@@ -24,9 +24,14 @@ name (`x.add_(1)`, `torch.relu_(x)`), which torch.fx erases (chapter 2's
 from __future__ import annotations
 
 import operator
-from typing import Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import torch
+
+from .module_paths import get_path
+
+if TYPE_CHECKING:
+    from .node import Node
 
 _F = TypeVar("_F", bound=Callable)
 
@@ -88,6 +93,28 @@ def has_side_effect(fn: _F) -> _F:
     """
     _SIDE_EFFECT_FUNCTIONS.add(fn)
     return fn
+
+
+def node_is_impure(node: Node, impure_random: bool = True) -> bool:
+    """`Node.is_impure`: whether dead-code elimination must keep `node` even without users.
+
+    Placeholders and the output are the graph's interface; a module is
+    impure if it says so with `_is_impure = True`; a function call is impure
+    if `is_impure_call` says so or, like a method, if its name says it works
+    in place (`is_in_place`).
+    """
+    if node.op in ("placeholder", "output"):
+        return True
+    if node.op == "call_method":
+        return is_in_place(node.target)
+    if node.op == "call_function":
+        return is_impure_call(node.target, node.args, impure_random) or \
+            is_in_place(getattr(node.target, "__name__", None))
+    if node.op == "call_module":
+        root = getattr(node.graph, "owning_module", None)
+        submodule = None if root is None else get_path(root, node.target)
+        return getattr(submodule, "_is_impure", False)
+    return False
 
 
 def is_impure_call(target: Any, args: tuple = (), impure_random: bool = True) -> bool:

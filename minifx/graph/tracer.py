@@ -18,53 +18,44 @@ The tracer sees module calls and attribute reads by replacing
 
 from __future__ import annotations
 
-import functools
 import inspect
 import math
 import warnings
 from collections import OrderedDict
 from types import FunctionType, ModuleType
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable
 
 import torch
 from torch.utils import _pytree as pytree
 
 from ..proxy.errors import untraceable
 from ..proxy.proxy import BASE_TYPES, Proxy, TracerBase
+from .errors import NotTraceable, SelfInStarArgs
 from .graph import Graph
 from .node import Node
 from .placeholders import PH, PHBase, copy_metadata
 from .proxyable import is_proxyable_instance
+from .structured_inputs import (
+    PytreeInfo,
+    all_positional,
+    concrete_args_by_name,
+    flattening_outputs,
+    has_structured_inputs,
+    named_parameters,
+    star_parameters,
+    takes_only_plain_parameters,
+)
+from .tracer_constants import ConstantsOnRoot
 from .tracer_options import deepcopy_tracer, get_attr_options, module_scope, record_origin
-from .wrapping import Patcher, recorded_as_one_call, registered_functions
+from .wrapping import Patcher, autowrapped_ids, patch_autowrapped, patch_wrapped
 
 _ORIGINAL_MODULE_GETATTR = torch.nn.Module.__getattr__
 _ORIGINAL_MODULE_CALL = torch.nn.Module.__call__
-_HAS_VARARGS = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
 
-class PytreeInfo(NamedTuple):
-    """How a graph traced with structured `concrete_args` flattens its inputs and outputs.
-
-    Attributes:
-        arg_names: the traced function's parameter names (`self` first for a module).
-        in_spec: the structure of the inputs, as `torch.utils._pytree` describes it.
-        out_spec: the structure of the outputs, which the graph returns flattened.
-    """
-
-    arg_names: list
-    in_spec: Any
-    out_spec: Any
+__all__ = ["Tracer", "PytreeInfo"]
 
 
-class _NotTraceable(TypeError, AssertionError):
-    """`root` has no function to trace; also the `AssertionError` torch.fx raises."""
-
-
-class _SelfInStarArgs(TypeError, RuntimeError):
-    """A module's `self` hidden in `*args`; also the `RuntimeError` torch.fx raises."""
-
-
-class Tracer(TracerBase):
+class Tracer(ConstantsOnRoot, TracerBase):
     """Traces an `nn.Module` or a function into a `Graph`, as `torch.fx.Tracer` does.
 
     Subclass it and override `is_leaf_module`, `create_proxy`, `create_node`,
@@ -89,10 +80,7 @@ class Tracer(TracerBase):
     def __init__(self, autowrap_modules: tuple[ModuleType, ...] = (math,),
                  autowrap_functions: tuple[Callable, ...] = (),
                  param_shapes_constant: bool = False) -> None:
-        self._autowrap_ids = {id(fn) for fn in autowrap_functions}
-        for module in autowrap_modules:
-            self._autowrap_ids |= {id(value) for name, value in vars(module).items()
-                                   if not name.startswith("_") and callable(value)}
+        self._autowrap_ids = autowrapped_ids(autowrap_modules, autowrap_functions)
         self._autowrap_search = list(autowrap_modules)
         self.param_shapes_constant = param_shapes_constant
         self.submodule_paths: dict[torch.nn.Module, str] | None = None
@@ -129,13 +117,13 @@ class Tracer(TracerBase):
         return self.graph
     # --8<-- [end:trace]
 
-    def _start(self, root: Any) -> FunctionType:
+    def _start(self, root: torch.nn.Module | Callable) -> FunctionType:
         """Set up `root`, `graph` and `tensor_attrs`; return the function to trace."""
         if isinstance(root, torch.nn.Module):
             self.root = root
             fn = getattr(type(root), self.traced_func_name, None)
             if fn is None:
-                raise _NotTraceable(
+                raise NotTraceable(
                     f"traced_func_name={self.traced_func_name} doesn't exist in "
                     f"{type(root).__name__}: set the tracer's traced_func_name to a method of the "
                     "module (by default it traces forward).")
@@ -143,7 +131,7 @@ class Tracer(TracerBase):
         else:
             self.root, fn = torch.nn.Module(), root
         if not isinstance(fn, FunctionType):
-            raise _NotTraceable(
+            raise NotTraceable(
                 f"cannot trace {fn!r}: the tracer needs a Python function (or a module whose "
                 f"{self.traced_func_name} is one), because it reads the parameter names from "
                 "its code. Wrap the callable in a def."
@@ -156,14 +144,6 @@ class Tracer(TracerBase):
         self.tensor_attrs = {}
         self._collect_tensor_attrs(self.root, "")
         return fn
-
-    def _collect_tensor_attrs(self, module: torch.nn.Module, prefix: str) -> None:
-        """Remember the path of every plain tensor attribute, such as `self.scale = torch.ones(3)`."""
-        for name, value in vars(module).items():
-            if isinstance(value, torch.Tensor):
-                self.tensor_attrs[value] = prefix + name
-        for name, child in module.named_children():
-            self._collect_tensor_attrs(child, f"{prefix}{name}.")
 
     # --8<-- [start:patch_modules]
     def _patch_modules(self, patcher: Patcher) -> None:
@@ -179,7 +159,7 @@ class Tracer(TracerBase):
                 return _ORIGINAL_MODULE_CALL(module, *args, **kwargs)
 
             module_globals = getattr(getattr(module, "forward", None), "__globals__", {})
-            self._autowrap(patcher, module_globals)
+            patch_autowrapped(patcher, module_globals, self._autowrap_ids)
             return self.call_module(module, forward, args, kwargs)
 
         patcher.patch_method(torch.nn.Module, "__getattr__", module_getattr)
@@ -188,18 +168,9 @@ class Tracer(TracerBase):
 
     def _patch_wrapped_functions(self, patcher: Patcher, fn_globals: dict[str, Any]) -> None:
         """Install stand-ins for `wrap`ped functions (minifx's and torch.fx's) and autowraps."""
-        for (_, name), (namespace, original) in registered_functions().items():
-            patcher.patch(namespace, name, recorded_as_one_call(original))
-        self._autowrap(patcher, fn_globals)
-        for module in self._autowrap_search:
-            self._autowrap(patcher, vars(module))
-
-    def _autowrap(self, patcher: Patcher, namespace: dict[str, Any]) -> None:
-        if not patcher.visit_once(namespace):
-            return
-        for name, value in list(namespace.items()):
-            if not name.startswith("_") and callable(value) and id(value) in self._autowrap_ids:
-                patcher.patch(namespace, name, recorded_as_one_call(value))
+        patch_wrapped(patcher)
+        for namespace in [fn_globals, *map(vars, self._autowrap_search)]:
+            patch_autowrapped(patcher, namespace, self._autowrap_ids)
 
     # --8<-- [start:leaf]
     def is_leaf_module(self, m: torch.nn.Module, module_qualified_name: str) -> bool:
@@ -235,14 +206,14 @@ class Tracer(TracerBase):
         if paths is None:
             paths = {module: path for path, module in self.root.named_modules()}
         if mod not in paths:
-            raise NameError(str(untraceable(
+            raise _no_path_in_root(
                 f"a {type(mod).__name__} module was called that is not a submodule of the "
                 "traced module.",
                 "a call_module node names its module by its path in the root module, and "
                 "this one has no path (it was probably created inside forward).",
                 f"create it in __init__ and store it as an attribute (self.layer = "
                 f"nn.{type(mod).__name__}(...)), or call the functional form (torch.nn.functional).",
-            )))
+            )
         return paths[mod]
 
     # --8<-- [start:getattr]
@@ -313,33 +284,13 @@ class Tracer(TracerBase):
     def _get_attr_of(self, value: Any, named: Any, kind: str) -> Node:
         path = self._path_in(value, named)
         if path is None:
-            raise NameError(str(untraceable(
+            raise _no_path_in_root(
                 f"a {kind} that is not part of the traced module was used.",
                 f"a get_attr node reads a {kind} by its path in the root module, and this one "
                 "has none (it was probably created inside forward, or belongs to another module).",
                 f"create the {kind} in __init__ and store it as an attribute of the module.",
-            )))
+            )
         return self.create_node("get_attr", path, (), {})
-
-    def _tensor_constant_path(self, tensor: torch.Tensor) -> str:
-        """Where a constant tensor lives on the root: its attribute path, or a fresh name."""
-        if tensor not in self.tensor_attrs:
-            self.tensor_attrs[tensor] = self._store_constant(tensor, "_tensor_constant")
-        return self.tensor_attrs[tensor]
-
-    def _store_constant(self, value: Any, prefix: str | None = None) -> str:
-        """Set `value` on the root under a fresh name (by default `_TypeName_constant_0`,
-        `_TypeName_constant_1`, ...), and return that name."""
-        name = self.get_fresh_qualname(prefix or f"_{type(value).__name__}_constant_")
-        setattr(self.root, name, value)
-        return name
-
-    def get_fresh_qualname(self, prefix: str) -> str:
-        """The first of `prefix0`, `prefix1`, ... that the root module does not have."""
-        index = 0
-        while hasattr(self.root, f"{prefix}{index}"):
-            index += 1
-        return f"{prefix}{index}"
 
     # --8<-- [start:create_args_for_root]
     def create_args_for_root(self, root_fn: Callable, is_module: bool,
@@ -353,55 +304,29 @@ class Tracer(TracerBase):
             The function to call, and the arguments to call it with.
         """
         fn = inspect.unwrap(root_fn)
-        code, signature = fn.__code__, inspect.signature(fn)
-        names = list(code.co_varnames[: code.co_argcount + code.co_kwonlyargcount])
-        args: list[Any] = []
+        signature = inspect.signature(fn)
+        names, args = named_parameters(signature), []
         if is_module and not names:
-            raise _SelfInStarArgs(
+            raise SelfInStarArgs(
                 f"cannot trace {fn.__qualname__}: it takes `self` inside `*args` (``self`` "
                 "argument cannot be part of *args expansion!). Name it: def forward(self, *args).")
         if is_module:
             names, args = names[1:], [self.root]
         if isinstance(concrete_args, tuple):
-            if len(names) + is_module == 1 and concrete_args and code.co_flags & _HAS_VARARGS:
+            if len(names) + is_module == 1 and concrete_args and star_parameters(signature):
                 # `forward(self, *inputs)` (or `f(a, *rest)`) with a tuple: torch.fx
                 # makes one input per element, named `input_0`, `input_1`, ...
                 return root_fn, args + [self._input_placeholder(f"input_{i}", value)
                                         for i, value in enumerate(concrete_args)]
-            if len(concrete_args) != len(names):
-                raise TypeError(f"concrete_args has {_count(len(concrete_args), 'value')} but the "
-                                f"traced function takes {_count(len(names), 'input')}"
-                                + (f" ({', '.join(names)})." if names else "."))
-            concrete_args = dict(zip(names, concrete_args))
+            concrete_args = concrete_args_by_name(names, concrete_args)
         args += [self._placeholder(name, concrete_args or {}, signature, fn) for name in names]
-        if code.co_kwonlyargcount or code.co_flags & _HAS_VARARGS:
-            star_names = iter(code.co_varnames[code.co_argcount + code.co_kwonlyargcount:])
-            for flag, stars in ((inspect.CO_VARARGS, "*"), (inspect.CO_VARKEYWORDS, "**")):
-                if code.co_flags & flag:
-                    args.append(self._placeholder(stars + next(star_names), {}, signature, fn))
-            root_fn = _all_positional(root_fn, len(args))
-        in_spec = pytree.tree_flatten(tuple(args))[1]
-        if any(not spec.is_leaf() for spec in in_spec.children()):
-            # An input given as a structure (`(PH, 2)`): as torch.fx does, the
-            # graph then returns its outputs flattened into a list, and keeps
-            # both structures for chapter 3's code generator to put back.
-            root_fn = self._flattening_outputs(root_fn, ["self"] * is_module + names, in_spec)
+        if not takes_only_plain_parameters(signature):  # *args, **kwargs, keyword-only
+            args += [self._placeholder(star, {}, signature, fn) for star in star_parameters(signature)]
+            root_fn = all_positional(root_fn, len(args))
+        if has_structured_inputs(args):  # an input given as a structure, such as `(PH, 2)`
+            root_fn = flattening_outputs(self.graph, root_fn, ["self"] * is_module + names, args)
         return root_fn, args
     # --8<-- [end:create_args_for_root]
-
-    def _flattening_outputs(self, fn: Callable, arg_names: list[str],
-                            in_spec: pytree.TreeSpec) -> Callable:
-        """`fn`, returning the leaves of its result as a flat list; the input and
-        output structures are kept in `graph.pytree_info`."""
-        graph = self.graph
-
-        @functools.wraps(fn)
-        def flattened(*args: Any) -> list:
-            leaves, out_spec = pytree.tree_flatten(fn(*args))
-            graph.pytree_info = PytreeInfo(arg_names, in_spec, out_spec)
-            return leaves
-
-        return flattened
 
     def _placeholder(self, name: str, concrete_args: dict, signature: inspect.Signature,
                      fn: Callable) -> Any:
@@ -454,19 +379,16 @@ class Tracer(TracerBase):
         return proxy
 
 
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}" + ("" if number == 1 else "s")
+def _no_path_in_root(what: str, why: str, fix: str) -> NameError:
+    """The error for a module or parameter that has no path in the root module.
+
+    It is exactly a `NameError`, the type torch.fx raises (and tests pin), not a
+    `TraceError`; only its message has the `TraceError` shape: what, where in
+    the user's code, why, and how to fix it.
+    """
+    return NameError(str(untraceable(what, why, fix)))
 
 
 def _assert_is_none(value: Any, message: str) -> None:
     """Recorded for a `concrete_args` input specialised to `None`."""
     assert value is None, message
-
-
-def _all_positional(fn: Callable, count: int) -> Callable:
-    """A copy of `fn` whose keyword-only, `*args` and `**kwargs` parameters are plain
-    positional ones, so the tracer can pass one Proxy for each."""
-    code = fn.__code__
-    code = code.replace(co_flags=code.co_flags & ~_HAS_VARARGS, co_argcount=count,
-                        co_kwonlyargcount=0)
-    return FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)

@@ -23,17 +23,22 @@ import sys
 import traceback
 from collections import OrderedDict
 from types import FrameType
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import torch
 
 from ..proxy.errors import is_library_code
 from ..proxy.proxy import Proxy
 
+if TYPE_CHECKING:
+    from .node import Node
+    from .tracer import Tracer
+
+
 # -- where a node came from -----------------------------------------------------------
 
 @contextlib.contextmanager
-def module_scope(tracer: Any, path: str, module: torch.nn.Module) -> Iterator[None]:
+def module_scope(tracer: Tracer, path: str, module: torch.nn.Module) -> Iterator[None]:
     """Push the call of the submodule at `path` onto `tracer.module_stack` while it runs."""
     calls = tracer.num_calls.get(path, 0)
     key = f"{path}@{calls}" if calls else path
@@ -45,7 +50,7 @@ def module_scope(tracer: Any, path: str, module: torch.nn.Module) -> Iterator[No
         tracer.module_stack.pop(key)
 
 
-def record_origin(tracer: Any, node: Any) -> None:
+def record_origin(tracer: Tracer, node: Node) -> None:
     """Store the module stack, and the user's stack trace if asked for, in `node.meta`."""
     if tracer.module_stack:
         node.meta["nn_module_stack"] = OrderedDict(tracer.module_stack)
@@ -61,7 +66,7 @@ ORIGIN_FIELDS = ("torch_fn", "source_fn_stack", "original_aten", "recompute", "a
                  "custom", "partitioner_tag")
 
 
-def copy_origin(source: Any, node: Any) -> None:
+def copy_origin(source: Node, node: Node) -> None:
     """Give `node` the origin of `source`, the node it was made from (a Transformer's
     copies): `source`'s stack trace and module stack (and none of its own), and the
     other fields torch.fx copies (`source_fn_stack`, `custom`, ...) that `source` has."""
@@ -103,7 +108,7 @@ class ParameterProxy(Proxy):
     other operation is recorded as on any Proxy.
     """
 
-    def __init__(self, tracer: Any, node: Any, name: str, param: torch.nn.Parameter) -> None:
+    def __init__(self, tracer: Tracer, node: Node, name: str, param: torch.nn.Parameter) -> None:
         super().__init__(node, tracer)
         self.param, self.name = param, name
 
@@ -131,7 +136,7 @@ class ParameterProxy(Proxy):
         return self.param.nelement()
 
 
-def get_attr_options(tracer: Any, path: str, value: Any) -> dict[str, Any]:
+def get_attr_options(tracer: Tracer, path: str, value: Any) -> dict[str, Any]:
     """Extra arguments to `create_proxy` for the `get_attr` of `value`: a ParameterProxy
     factory when `param_shapes_constant` asks for one and `create_proxy` accepts it."""
     if not (tracer.param_shapes_constant and isinstance(value, torch.nn.Parameter)):
@@ -143,7 +148,7 @@ def get_attr_options(tracer: Any, path: str, value: Any) -> dict[str, Any]:
 
 # -- copying -----------------------------------------------------------------------------
 
-def deepcopy_tracer(tracer: Any, memo: dict) -> Any:
+def deepcopy_tracer(tracer: Tracer, memo: dict) -> Tracer:
     """`copy.deepcopy(tracer)`: everything copied except the autowrapped modules (such
     as `math`), which cannot be copied and are shared."""
     copied = type(tracer).__new__(type(tracer))

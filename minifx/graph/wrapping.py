@@ -17,6 +17,7 @@ from __future__ import annotations
 import builtins
 import functools
 import inspect
+from types import ModuleType
 from typing import Any, Callable
 
 from ..proxy.proxy import _proxies_in
@@ -138,3 +139,29 @@ def registered_functions() -> dict[tuple[int, str], tuple[dict[str, Any], Any]]:
         if original is not None:
             found[key] = (namespace, original)
     return found
+
+
+def autowrapped_ids(modules: tuple[ModuleType, ...], functions: tuple[Callable, ...]) -> set[int]:
+    """The ids of `functions` and of the public functions of `modules` (`math.sqrt`, ...),
+    which the tracer records as one `call_function` node wherever they are used."""
+    ids = {id(fn) for fn in functions}
+    for module in modules:
+        ids |= {id(value) for name, value in vars(module).items()
+                if not name.startswith("_") and callable(value)}
+    return ids
+
+
+def patch_autowrapped(patcher: Patcher, namespace: dict[str, Any], ids: set[int]) -> None:
+    """In the globals `namespace`, put a stand-in over every function whose id is in `ids`
+    (each namespace is scanned once per trace)."""
+    if not patcher.visit_once(namespace):
+        return
+    for name, value in list(namespace.items()):
+        if not name.startswith("_") and callable(value) and id(value) in ids:
+            patcher.patch(namespace, name, recorded_as_one_call(value))
+
+
+def patch_wrapped(patcher: Patcher) -> None:
+    """Put a stand-in over every `wrap`ped function (minifx's and torch.fx's registrations)."""
+    for (_, name), (namespace, original) in registered_functions().items():
+        patcher.patch(namespace, name, recorded_as_one_call(original))

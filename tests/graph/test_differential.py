@@ -79,7 +79,7 @@ def test_traced_graph_lints(c: Case):
 @pytest.mark.parametrize("c", CASES, ids=[c.name for c in CASES])
 def test_every_printed_line_follows_the_grammar(c: Case):
     """The grammar in `minifx/proxy/ir.py` describes torch.fx's printout and minifx's."""
-    for graph in (trace_torch(c), trace_minifx(c)):
+    for graph in (trace_torch(c).graph, trace_minifx(c).graph):
         header, *lines = str(graph).split("\n")
         assert header == "graph():"
         for line in lines:

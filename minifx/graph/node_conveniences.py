@@ -1,0 +1,67 @@
+"""torch.fx's conveniences on `Node` that chapter 2 does not need to teach.
+
+`Node` inherits them from `NodeConveniences`: editing one argument in place of
+assigning a whole new `args` tuple (`update_arg`, `update_kwarg`,
+`insert_arg`), and `stack_trace`, which reads and writes `meta`. Each goes
+through `Node`'s own use-def bookkeeping.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .errors import InsertArgIndexError
+
+if TYPE_CHECKING:
+    from .node import Node
+
+
+class NodeConveniences:
+    """Mixed into `Node`: argument edits and `stack_trace`."""
+
+    def update_arg(self: Node, idx: int, arg: Any) -> None:
+        """Replace `args[idx]` with `arg`, updating the use-def lists."""
+        args = list(self._args)
+        args[idx] = arg
+        self.args = tuple(args)
+
+    def update_kwarg(self: Node, key: str, arg: Any) -> None:
+        """Set `kwargs[key]` to `arg`, updating the use-def lists."""
+        self.kwargs = {**self._kwargs, key: arg}
+
+    def insert_arg(self: Node, idx: int, arg: Any) -> None:
+        """Insert `arg` into `args` before position `idx`, updating the use-def lists.
+
+        As in torch.fx, the nodes in `arg` are added to the use-def lists
+        without rebuilding them, so the order of the existing entries stays.
+        A list or dict in `arg` is stored read-only, as every other one.
+
+        Raises:
+            IndexError: if `idx` is not between 0 and `len(self.args)`; it is
+                also the `AssertionError` that torch.fx raises.
+        """
+        from .node import map_arg  # node.py imports this module
+
+        if not 0 <= idx <= len(self._args):
+            raise InsertArgIndexError(
+                f"%{self.name}.insert_arg({idx}, ...): the index must be between 0 and "
+                f"len(args) = {len(self._args)}, to insert before args[idx] (or at the end "
+                "with len(args)). Use update_arg to replace an argument instead."
+            )
+
+        def add_use(node: Node) -> Node:
+            self._input_nodes[node] = None  # no change if it already used `node`
+            node.users[self] = None
+            return node
+
+        self._args = (*self._args[:idx], *map_arg((arg,), add_use), *self._args[idx:])
+
+    @property
+    def stack_trace(self: Node) -> str | None:
+        """Where in the user's code this node was recorded, if a pass stored it
+        in `meta["stack_trace"]` (minifx's Tracer does not record it)."""
+        return self.meta.get("stack_trace")
+
+    @stack_trace.setter
+    def stack_trace(self: Node, trace: str | None) -> None:
+        self.meta["stack_trace"] = trace

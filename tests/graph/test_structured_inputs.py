@@ -1,0 +1,68 @@
+"""`minifx/graph/structured_inputs.py`: the tracer's unusual inputs.
+
+The traced graphs are compared with torch.fx in test_tracer_arguments.py and
+the corpus; these pin the helpers one by one.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+import torch
+
+from minifx.graph import PH, Graph, Tracer
+from minifx.graph.structured_inputs import (
+    PytreeInfo,
+    all_positional,
+    concrete_args_by_name,
+    flattening_outputs,
+    has_structured_inputs,
+    named_parameters,
+    star_parameters,
+    takes_only_plain_parameters,
+)
+
+pytestmark = pytest.mark.ch2
+
+
+def every_kind(a, b=1, *rest, c, d=2, **options):
+    return a, b, rest, c, d, options
+
+
+def test_parameters_are_read_from_the_signature():
+    signature = inspect.signature(every_kind)
+    assert named_parameters(signature) == ["a", "b", "c", "d"]
+    assert star_parameters(signature) == ["*rest", "**options"]
+    assert not takes_only_plain_parameters(signature)
+    assert takes_only_plain_parameters(inspect.signature(lambda x, y=2: x))
+
+
+def test_all_positional_takes_every_input_by_position():
+    flat = all_positional(every_kind, 6)  # in the code's order: a, b, c, d, rest, options
+    assert flat(1, 2, 4, 5, (3,), {"e": 6}) == (1, 2, (3,), 4, 5, {"e": 6})
+    assert every_kind(1, c=4) == (1, 1, (), 4, 2, {})  # the original is untouched
+
+
+def test_concrete_args_by_name_matches_by_position():
+    assert concrete_args_by_name(["x", "y"], (1, PH)) == {"x": 1, "y": PH}
+    with pytest.raises(TypeError) as error:
+        concrete_args_by_name(["x"], (1, 2))
+    assert str(error.value) == "concrete_args has 2 values but the traced function takes 1 input (x)."
+
+
+def test_flattening_outputs_records_both_structures():
+    graph = Graph()
+    args = [(1, 2), 3]
+    assert has_structured_inputs(args) and not has_structured_inputs([1, 2])
+    flat = flattening_outputs(graph, lambda pair, z: {"sum": pair[0] + z, "pair": pair}, ["pair", "z"], args)
+    assert flat((1, 2), 3) == [4, 1, 2]
+    info = graph.pytree_info
+    assert isinstance(info, PytreeInfo) and info.arg_names == ["pair", "z"]
+    assert torch.utils._pytree.tree_unflatten([4, 1, 2], info.out_spec) == {"sum": 4, "pair": (1, 2)}
+
+
+def test_the_tracer_uses_them_for_star_parameters():
+    graph = Tracer().trace(every_kind)
+    assert [n.target for n in graph.nodes if n.op == "placeholder"] == \
+        ["a", "b", "c", "d", "*rest", "**options"]
