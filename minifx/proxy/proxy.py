@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import dis
+import functools
 import operator
 import sys
 from bisect import bisect_left
@@ -125,7 +126,7 @@ class Proxy:
         """
         kwargs = kwargs or {}
         tracer = _the_one_tracer(function, (args, kwargs))
-        if torch.overrides.is_tensor_method_or_property(function):
+        if _is_tensor_method_or_property(function):
             return tracer.create_proxy("call_method", function.__name__, args, kwargs)
         # The name is passed explicitly, as torch.fx does: a tracer that swaps the
         # target in create_proxy still gets a node named after the call written.
@@ -239,6 +240,21 @@ class Attribute(Proxy):
     def __call__(self, *args: Any, **kwargs: Any) -> Proxy:
         return self.tracer.create_proxy("call_method", self.attr, (self.root, *args), kwargs)
 # --8<-- [end:attribute]
+
+
+def _is_tensor_method_or_property(function: Callable) -> bool:
+    """`torch.overrides.is_tensor_method_or_property`, without its cost per call.
+
+    torch's version enters `warnings.catch_warnings()` on every call (about 2 µs,
+    a sixth of recording a node); the set of tensor methods it looks in is
+    fixed, so it is read once.
+    """
+    return function in _tensor_methods() or function.__name__ == "__get__"
+
+
+@functools.cache
+def _tensor_methods() -> frozenset:
+    return frozenset(torch.overrides.get_overridable_functions()[torch.Tensor])
 
 
 def _needs_a_number(proxy: Proxy, kind: str) -> TraceError:
