@@ -31,7 +31,7 @@ from torch.utils import _pytree as pytree
 
 from ..proxy.errors import untraceable
 from ..proxy.proxy import Proxy
-from ..proxy.tracer import BASE_TYPES, TracerBase
+from ..proxy.tracer import BASE_TYPES, PLAIN_VALUE_TYPES, TracerBase
 from .graph import Graph
 from .node import Node
 from .placeholders import PH, PHBase, copy_metadata
@@ -42,6 +42,9 @@ from .wrapping import Patcher, recorded_as_one_call, registered_functions
 _ORIGINAL_MODULE_GETATTR = torch.nn.Module.__getattr__
 _ORIGINAL_MODULE_CALL = torch.nn.Module.__call__
 _HAS_VARARGS = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
+# Exact types that can be none of create_arg's module-state cases (parameter,
+# buffer, submodule, named tuple, constant); Parameter's isinstance check is slow.
+_NO_MODULE_STATE = PLAIN_VALUE_TYPES | {tuple, list, dict}
 
 class PytreeInfo(NamedTuple):
     """How a graph traced with structured `concrete_args` flattens its inputs and outputs.
@@ -291,6 +294,8 @@ class Tracer(TracerBase):
         read with `get_attr`, and so is an instance of a `ProxyableClassMeta`
         class; a named tuple is rebuilt by a `call_function`.
         """
+        if isinstance(a, Proxy) or type(a) in _NO_MODULE_STATE:
+            return super().create_arg(a)  # most arguments: skip the checks below
         if isinstance(a, torch.nn.Parameter):
             return self._get_attr_of(a, self.root.named_parameters(), "parameter")
         if isinstance(a, torch.Tensor):

@@ -32,6 +32,9 @@ BASE_TYPES = (
     str, int, float, bool, complex, torch.dtype, torch.Tensor, torch.device,
     torch.memory_format, torch.layout, enum.Enum, type(None), type(Ellipsis),
 )
+# The commonest values after Proxies, by exact type: `create_arg` returns them
+# before trying the slower checks (a subclass may define `__fx_create_arg__`).
+PLAIN_VALUE_TYPES = frozenset({int, float, bool, str, type(None)})
 
 
 class TracerBase:
@@ -105,6 +108,8 @@ class TracerBase:
         """
         if isinstance(a, Proxy):
             return a.node
+        if type(a) in PLAIN_VALUE_TYPES:
+            return a
         if hasattr(a, "__fx_create_arg__"):  # the object knows how to be recorded
             return a.__fx_create_arg__(self)
         if isinstance(a, tuple):
