@@ -16,6 +16,7 @@ Python variable. The rules here are torch.fx's, so both print the same names:
 from __future__ import annotations
 
 import builtins
+import functools
 import keyword
 import re
 from typing import Any
@@ -33,6 +34,9 @@ _NOT_IDENTIFIER_CHARS = re.compile(r"[^0-9a-zA-Z_]+")
 _NAME_WITH_SUFFIX = re.compile(r"^([a-zA-Z_][0-9a-zA-Z_]*?)(?:_(\d+))?$")
 
 
+# Every node's name goes through the regular expressions below, and the same few
+# candidates (add, relu, conv2d, ...) come back again and again: cache the results.
+@functools.lru_cache(maxsize=4096)
 def snake_case(name: str) -> str:
     """Turn `camelCase` into `camel_case` and lower-case the rest.
 
@@ -96,6 +100,7 @@ class Namespace:
         return name in self._used
 
 
+@functools.lru_cache(maxsize=4096)  # see snake_case
 def _make_identifier(candidate: str) -> str:
     """Replace illegal characters, so `layer1.0.conv` becomes `layer1_0_conv`."""
     if _NAME_WITH_SUFFIX.match(candidate):
@@ -104,6 +109,7 @@ def _make_identifier(candidate: str) -> str:
     return f"_{candidate}" if candidate[0].isdigit() else candidate
 
 
+@functools.lru_cache(maxsize=4096)  # see snake_case
 def _split_suffix(name: str) -> tuple[str, int | None]:
     base, suffix = _NAME_WITH_SUFFIX.match(name).group(1, 2)
     return base, None if suffix is None else int(suffix)
