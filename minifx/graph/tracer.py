@@ -45,6 +45,9 @@ _HAS_VARARGS = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
 # Exact types that can be none of create_arg's module-state cases (parameter,
 # buffer, submodule, named tuple, constant); Parameter's isinstance check is slow.
 _NO_MODULE_STATE = PLAIN_VALUE_TYPES | {tuple, list, dict}
+# The attributes nn.Module.__init__ sets on every module (hooks, _parameters, ...),
+# never tensors: most of a module's __dict__, skipped when looking for tensors.
+_MODULE_BOOKKEEPING = frozenset(vars(torch.nn.Module()))
 
 class PytreeInfo(NamedTuple):
     """How a graph traced with structured `concrete_args` flattens its inputs and outputs.
@@ -164,7 +167,7 @@ class Tracer(TracerBase):
     def _collect_tensor_attrs(self, module: torch.nn.Module, prefix: str) -> None:
         """Remember the path of every plain tensor attribute, such as `self.scale = torch.ones(3)`."""
         for name, value in vars(module).items():
-            if isinstance(value, torch.Tensor):
+            if name not in _MODULE_BOOKKEEPING and isinstance(value, torch.Tensor):
                 self.tensor_attrs[value] = prefix + name
         for name, child in module.named_children():
             self._collect_tensor_attrs(child, f"{prefix}{name}.")
