@@ -148,16 +148,17 @@ class Node:
             old_input.users.pop(self)
         self._input_nodes = {}
 
-        def record_use(node: Node) -> Any:
-            if transform is not None:
-                node = transform(node)
+        def record_use(value: Any) -> Any:  # called on every leaf of the arguments
+            if not isinstance(value, Node):
+                return value
+            node = value if transform is None else transform(value)
             if isinstance(node, Node):
                 self._input_nodes.setdefault(node)
                 node.users.setdefault(self)
             return node
 
-        self._args = map_arg(tuple(new_args), record_use)
-        self._kwargs = map_arg(dict(new_kwargs), record_use)
+        self._args = map_aggregate(tuple(new_args), record_use)
+        self._kwargs = map_aggregate(dict(new_kwargs), record_use)
     # --8<-- [end:use_def]
 
     @property
