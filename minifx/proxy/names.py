@@ -34,9 +34,7 @@ _NOT_IDENTIFIER_CHARS = re.compile(r"[^0-9a-zA-Z_]+")
 _NAME_WITH_SUFFIX = re.compile(r"^([a-zA-Z_][0-9a-zA-Z_]*?)(?:_(\d+))?$")
 
 
-# Every node's name goes through the regular expressions below, and the same few
-# candidates (add, relu, conv2d, ...) come back again and again: cache the results.
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=4096)  # the same few names (relu, conv2d) come again and again
 def snake_case(name: str) -> str:
     """Turn `camelCase` into `camel_case` and lower-case the rest.
 
@@ -78,8 +76,7 @@ class Namespace:
 
     def create_name(self, candidate: str) -> str:
         """Return a unique, valid name based on `candidate`, and reserve it."""
-        name = _make_identifier(candidate)
-        base, suffix = _split_suffix(name)
+        name, base, suffix = _parse(candidate)
         if suffix is None or name in self._used:
             suffix = self._last_suffix.get(base, 0)
             if name in RESERVED_NAMES:
@@ -100,7 +97,15 @@ class Namespace:
         return name in self._used
 
 
-@functools.lru_cache(maxsize=4096)  # see snake_case
+# A tracer asks for the same few candidates (add, relu) again and again, and the
+# two regular expressions cost more than the rest of create_name: cache them.
+@functools.lru_cache(maxsize=4096)
+def _parse(candidate: str) -> tuple[str, str, int | None]:
+    """`candidate` as a valid name, and that name split into base and suffix."""
+    name = _make_identifier(candidate)
+    return (name, *_split_suffix(name))
+
+
 def _make_identifier(candidate: str) -> str:
     """Replace illegal characters, so `layer1.0.conv` becomes `layer1_0_conv`."""
     if _NAME_WITH_SUFFIX.match(candidate):
@@ -109,7 +114,6 @@ def _make_identifier(candidate: str) -> str:
     return f"_{candidate}" if candidate[0].isdigit() else candidate
 
 
-@functools.lru_cache(maxsize=4096)  # see snake_case
 def _split_suffix(name: str) -> tuple[str, int | None]:
     base, suffix = _NAME_WITH_SUFFIX.match(name).group(1, 2)
     return base, None if suffix is None else int(suffix)
