@@ -27,6 +27,9 @@ from .python_code import PythonCode, python_code
 from .source import StateOf, compile_forward, explain_error, import_block, module_source, retrace
 
 
+_MISSING = object()  # _child's "no such attribute" (None is a value an attribute may hold)
+
+
 # --8<-- [start:copy_attr]
 def _copy_attr(root: torch.nn.Module, gm: torch.nn.Module, target: str, node: Any = None) -> None:
     """Make `gm.<target>` the same object as `root.<target>`, adding empty
@@ -47,7 +50,8 @@ def _copy_attr(root: torch.nn.Module, gm: torch.nn.Module, target: str, node: An
 
 
 def _child(module: Any, part: str, target: str, node: Any) -> Any:
-    if not hasattr(module, part):
+    child = getattr(module, part, _MISSING)  # one lookup: nn.Module's __getattr__ is slow Python
+    if child is _MISSING:
         where = f"node %{node.name} ({node.op})" if node is not None else "the graph"
         raise AttributeError(
             f"GraphModule: {where} refers to {target!r}, but the root module has no "
@@ -55,7 +59,7 @@ def _child(module: Any, part: str, target: str, node: Any) -> Any:
             "How to fix: add the attribute to the root (for a submodule, "
             "gm.add_submodule), or correct the node's target."
         )
-    return getattr(module, part)
+    return child
 
 
 def _install(module: torch.nn.Module, name: str, value: Any) -> None:
