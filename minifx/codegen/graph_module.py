@@ -37,6 +37,8 @@ from .source import compile_forward, explain_error
 from .submodules import SubmodulesMixin, install, install_from_dict, state_targets
 from .to_folder import write_folder
 
+_MISSING = object()  # _child's "no such attribute" (None is a value an attribute may hold)
+
 
 # --8<-- [start:copy_attr]
 def _copy_attr(root: torch.nn.Module, gm: torch.nn.Module, target: str,
@@ -59,7 +61,8 @@ def _copy_attr(root: torch.nn.Module, gm: torch.nn.Module, target: str,
 
 
 def _child(module: Any, part: str, target: str, node: Node | None) -> Any:
-    if not hasattr(module, part):
+    child = getattr(module, part, _MISSING)  # one lookup: nn.Module's __getattr__ is slow Python
+    if child is _MISSING:
         where = f"node %{node.name} ({node.op})" if node is not None else "the graph"
         raise AttributeError(
             f"GraphModule: {where} refers to {target!r}, but the root module has no "
@@ -67,7 +70,7 @@ def _child(module: Any, part: str, target: str, node: Node | None) -> Any:
             "How to fix: add the attribute to the root (for a submodule, "
             "gm.add_submodule), or correct the node's target."
         )
-    return getattr(module, part)
+    return child
 
 
 class GraphModule(CopyingMixin, SubmodulesMixin, torch.nn.Module):

@@ -39,6 +39,8 @@ def map_aggregate(a: Any, fn: Callable[[Any], Any]) -> Any:
     Lists and dicts come back immutable (see `immutable_list`), as a node
     stores them; named tuples keep their type.
     """
+    if not isinstance(a, (tuple, list, dict, slice)):  # a leaf, the commonest case: one check
+        return fn(a)
     if isinstance(a, tuple):
         # Leaves are mapped here rather than by a recursive call: arguments are
         # mostly flat tuples, and every graph edit walks them.
@@ -51,9 +53,7 @@ def map_aggregate(a: Any, fn: Callable[[Any], Any]) -> Any:
         return immutable_list(map_aggregate(item, fn) for item in a)
     if isinstance(a, dict):
         return immutable_dict((key, map_aggregate(value, fn)) for key, value in a.items())
-    if isinstance(a, slice):
-        return slice(*(map_aggregate(part, fn) for part in (a.start, a.stop, a.step)))
-    return fn(a)
+    return slice(*(map_aggregate(part, fn) for part in (a.start, a.stop, a.step)))
 
 
 def map_arg(a: Any, fn: Callable[[Node], Any]) -> Any:

@@ -29,7 +29,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from ..proxy.errors import untraceable
-from ..proxy.proxy import BASE_TYPES, Proxy, TracerBase
+from ..proxy.proxy import BASE_TYPES, PLAIN_VALUE_TYPES, Proxy, TracerBase
 from .errors import NotTraceable, SelfInStarArgs
 from .graph import Graph
 from .node import Node
@@ -51,6 +51,9 @@ from .wrapping import Patcher, autowrapped_ids, patch_autowrapped, patch_wrapped
 
 _ORIGINAL_MODULE_GETATTR = torch.nn.Module.__getattr__
 _ORIGINAL_MODULE_CALL = torch.nn.Module.__call__
+# Exact types that can be none of create_arg's module-state cases (parameter,
+# buffer, submodule, named tuple, constant); Parameter's isinstance check is slow.
+_NO_MODULE_STATE = PLAIN_VALUE_TYPES | {tuple, list, dict}
 
 __all__ = ["Tracer", "PytreeInfo"]
 
@@ -261,6 +264,8 @@ class Tracer(ConstantsOnRoot, TracerBase):
         read with `get_attr`, and so is an instance of a `ProxyableClassMeta`
         class; a named tuple is rebuilt by a `call_function`.
         """
+        if isinstance(a, Proxy) or type(a) in _NO_MODULE_STATE:
+            return super().create_arg(a)  # most arguments: skip the checks below
         if isinstance(a, torch.nn.Parameter):
             return self._get_attr_of(a, self.root.named_parameters(), "parameter")
         if isinstance(a, torch.Tensor):

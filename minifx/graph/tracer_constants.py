@@ -17,6 +17,10 @@ import torch
 if TYPE_CHECKING:
     from .tracer import Tracer
 
+# The attributes nn.Module.__init__ sets on every module (hooks, _parameters, ...),
+# never tensors: most of a module's __dict__, skipped when looking for tensors.
+_MODULE_BOOKKEEPING = frozenset(vars(torch.nn.Module()))
+
 
 class ConstantsOnRoot:
     """Mixed into `Tracer`: the paths of tensor attributes, and fresh names for constants."""
@@ -24,7 +28,7 @@ class ConstantsOnRoot:
     def _collect_tensor_attrs(self: Tracer, module: torch.nn.Module, prefix: str) -> None:
         """Remember the path of every plain tensor attribute, such as `self.scale = torch.ones(3)`."""
         for name, value in vars(module).items():
-            if isinstance(value, torch.Tensor):
+            if name not in _MODULE_BOOKKEEPING and isinstance(value, torch.Tensor):
                 self.tensor_attrs[value] = prefix + name
         for name, child in module.named_children():
             self._collect_tensor_attrs(child, f"{prefix}{name}.")

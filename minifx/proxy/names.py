@@ -16,6 +16,7 @@ Python variable. The rules here are torch.fx's, so both print the same names:
 from __future__ import annotations
 
 import builtins
+import functools
 import keyword
 import re
 from typing import Any
@@ -33,6 +34,7 @@ _NOT_IDENTIFIER_CHARS = re.compile(r"[^0-9a-zA-Z_]+")
 _NAME_WITH_SUFFIX = re.compile(r"^([a-zA-Z_][0-9a-zA-Z_]*?)(?:_(\d+))?$")
 
 
+@functools.lru_cache(maxsize=4096)  # the same few names (relu, conv2d) come again and again
 def snake_case(name: str) -> str:
     """Turn `camelCase` into `camel_case` and lower-case the rest.
 
@@ -74,8 +76,7 @@ class Namespace:
 
     def create_name(self, candidate: str) -> str:
         """Return a unique, valid name based on `candidate`, and reserve it."""
-        name = _make_identifier(candidate)
-        base, suffix = _split_suffix(name)
+        name, base, suffix = _parse(candidate)
         if suffix is None or name in self._used:
             suffix = self._last_suffix.get(base, 0)
             if name in RESERVED_NAMES:
@@ -94,6 +95,15 @@ class Namespace:
 
     def __contains__(self, name: str) -> bool:
         return name in self._used
+
+
+# A tracer asks for the same few candidates (add, relu) again and again, and the
+# two regular expressions cost more than the rest of create_name: cache them.
+@functools.lru_cache(maxsize=4096)
+def _parse(candidate: str) -> tuple[str, str, int | None]:
+    """`candidate` as a valid name, and that name split into base and suffix."""
+    name = _make_identifier(candidate)
+    return (name, *_split_suffix(name))
 
 
 def _make_identifier(candidate: str) -> str:

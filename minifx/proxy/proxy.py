@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import dis
 import enum
+import functools
 import operator
 import sys
 from bisect import bisect_left
@@ -60,6 +61,9 @@ BASE_TYPES = (
     str, int, float, bool, complex, torch.dtype, torch.Tensor, torch.device,
     torch.memory_format, torch.layout, enum.Enum, type(None), type(Ellipsis),
 )
+# The commonest values after Proxies, by exact type: `create_arg` returns them
+# before trying the slower checks (a subclass may define `__fx_create_arg__`).
+PLAIN_VALUE_TYPES = frozenset({int, float, bool, str, type(None)})
 
 
 # --8<-- [start:records]
@@ -142,7 +146,7 @@ class Proxy(CopyableProxy):
         """
         kwargs = kwargs or {}
         tracer = _the_one_tracer(function, (args, kwargs))
-        if torch.overrides.is_tensor_method_or_property(function):
+        if _is_tensor_method_or_property(function):
             return tracer.create_proxy("call_method", function.__name__, args, kwargs)
         # The name is passed explicitly, as torch.fx does: a tracer that swaps the
         # target in create_proxy still gets a node named after the call written.
@@ -220,6 +224,21 @@ class Attribute(Proxy):
     def __call__(self, *args: Any, **kwargs: Any) -> Proxy:
         return self.tracer.create_proxy("call_method", self.attr, (self.root, *args), kwargs)
 # --8<-- [end:attribute]
+
+
+def _is_tensor_method_or_property(function: Callable) -> bool:
+    """`torch.overrides.is_tensor_method_or_property`, without its cost per call.
+
+    torch's version enters `warnings.catch_warnings()` on every call (about 2 µs,
+    a sixth of recording a node); the set of tensor methods it looks in is
+    fixed, so it is read once.
+    """
+    return function in _tensor_methods() or function.__name__ == "__get__"
+
+
+@functools.cache
+def _tensor_methods() -> frozenset:
+    return frozenset(torch.overrides.get_overridable_functions()[torch.Tensor])
 
 
 def _the_one_tracer(function: Callable, arguments: Any) -> TracerBase:
@@ -321,6 +340,8 @@ class TracerBase:
         """
         if isinstance(a, Proxy):
             return a.node
+        if type(a) in PLAIN_VALUE_TYPES:
+            return a
         if hasattr(a, "__fx_create_arg__"):  # the object knows how to be recorded
             return a.__fx_create_arg__(self)
         if isinstance(a, tuple):
