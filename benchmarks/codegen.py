@@ -117,16 +117,27 @@ class Library:
 
 
 LIBRARIES: dict[str, Library] = {
-    "minifx": Library("minifx", minifx.graph, minifx.codegen.GraphModule,
-                      minifx.codegen.symbolic_trace,
-                      lambda graph: minifx.codegen.python_code(graph, "self").src,
-                      minifx.codegen.code_cache.forget_compiled),
-    "torch.fx": Library("torch.fx", torch.fx, torch.fx.GraphModule, torch.fx.symbolic_trace,
-                        lambda graph: graph.python_code("self").src, lambda: None),
+    "minifx": Library(
+        "minifx",
+        minifx.graph,
+        minifx.codegen.GraphModule,
+        minifx.codegen.symbolic_trace,
+        lambda graph: minifx.codegen.python_code(graph, "self").src,
+        minifx.codegen.code_cache.forget_compiled,
+    ),
+    "torch.fx": Library(
+        "torch.fx",
+        torch.fx,
+        torch.fx.GraphModule,
+        torch.fx.symbolic_trace,
+        lambda graph: graph.python_code("self").src,
+        lambda: None,
+    ),
 }
 
 
 # --- the work, written once for both libraries -------------------------------------
+
 
 def _call(name: str, thunk: Callable[[], Any]) -> Any:
     return thunk()
@@ -160,8 +171,10 @@ def chain_pipeline(library: Library, n: int, timer: Timer = _call) -> tuple[Any,
 
 # --- codegen timing -----------------------------------------------------------------
 
-def best_of(pipeline: Callable[[Timer], Any], repeat: int, budget_s: float = float("inf")
-            ) -> tuple[dict[str, float], int]:
+
+def best_of(
+    pipeline: Callable[[Timer], Any], repeat: int, budget_s: float = float("inf")
+) -> tuple[dict[str, float], int]:
     """Run `pipeline(timer)` up to `repeat` times; the fastest time of each operation.
 
     Repeats stop early (after at least one) once `budget_s` seconds are spent,
@@ -188,6 +201,7 @@ def best_of(pipeline: Callable[[Timer], Any], repeat: int, budget_s: float = flo
 
 # --- forward timing -----------------------------------------------------------------
 
+
 def forward_cases(image_size: int = 64) -> list[ForwardCase]:
     """The tiny model, the MLP, and ResNet-50 on a batch of one `image_size`^2 image."""
     return [
@@ -197,7 +211,9 @@ def forward_cases(image_size: int = 64) -> list[ForwardCase]:
     ]
 
 
-def forward_callables(case: ForwardCase, device: torch.device) -> tuple[dict[str, Callable], torch.Tensor]:
+def forward_callables(
+    case: ForwardCase, device: torch.device
+) -> tuple[dict[str, Callable], torch.Tensor]:
     """The eager model and both GraphModules of it, in eval mode on `device`, and an input.
 
     Raises:
@@ -213,12 +229,19 @@ def forward_callables(case: ForwardCase, device: torch.device) -> tuple[dict[str
         expected = model(x)
         for name, function in functions.items():
             if not torch.allclose(function(x), expected):
-                raise RuntimeError(f"{case.name}: the {name} GraphModule's output differs from eager's")
+                raise RuntimeError(
+                    f"{case.name}: the {name} GraphModule's output differs from eager's"
+                )
     return functions, x
 
 
-def time_forward(functions: dict[str, Callable], x: torch.Tensor, repeat: int, min_time: float,
-                 budget_s: float = float("inf")) -> tuple[dict[str, float], int]:
+def time_forward(
+    functions: dict[str, Callable],
+    x: torch.Tensor,
+    repeat: int,
+    min_time: float,
+    budget_s: float = float("inf"),
+) -> tuple[dict[str, float], int]:
     """Best seconds per call of each function, in up to `repeat` interleaved rounds.
 
     Rounds stop early (after at least one) once `budget_s` seconds are spent:
@@ -246,6 +269,7 @@ def time_forward(functions: dict[str, Callable], x: torch.Tensor, repeat: int, m
 
 
 # --- all of it ----------------------------------------------------------------------
+
 
 @dataclass
 class Results:
@@ -279,10 +303,18 @@ class Results:
         return slack * self.sizes[-1] / self.sizes[-2]
 
 
-def run_all(sizes: list[int], repeat: int, model_repeat: int, forward_repeat: int,
-            min_time: float = 0.005, image_size: int = 64, device: str = "cpu",
-            budget_s: float = 30.0, forward_budget_s: float = 5.0,
-            progress: Callable[[str], None] = lambda line: None) -> Results:
+def run_all(
+    sizes: list[int],
+    repeat: int,
+    model_repeat: int,
+    forward_repeat: int,
+    min_time: float = 0.005,
+    image_size: int = 64,
+    device: str = "cpu",
+    budget_s: float = 30.0,
+    forward_budget_s: float = 5.0,
+    progress: Callable[[str], None] = lambda line: None,
+) -> Results:
     """Measure the three parts, for both libraries."""
     results = Results(sorted(sizes))
     model = ResNet50()
@@ -295,16 +327,20 @@ def run_all(sizes: list[int], repeat: int, model_repeat: int, forward_repeat: in
             best, runs = best_of(lambda timer: chain_pipeline(library, n, timer), repeat, budget_s)
             results.runs[name, n] = runs
             results.chain.update({(name, op, n): s for op, s in best.items()})
-            progress(f"  chain {name:8} n={n:>7,}: {sum(best.values()):7.2f} s for all operations "
-                     f"(best of {runs})")
+            progress(
+                f"  chain {name:8} n={n:>7,}: {sum(best.values()):7.2f} s for all operations "
+                f"(best of {runs})"
+            )
     for case in forward_cases(image_size):
         functions, x = forward_callables(case, torch.device(device))
         best, rounds = time_forward(functions, x, forward_repeat, min_time, forward_budget_s)
         results.forward.update({(case.name, runner): s for runner, s in best.items()})
         results.inputs[case.name] = "x".join(map(str, case.input_shape))
         results.rounds[case.name] = rounds
-        progress(f"  forward {case.name}: eager {best['eager'] * 1e6:,.1f} us per call "
-                 f"(best of {rounds})")
+        progress(
+            f"  forward {case.name}: eager {best['eager'] * 1e6:,.1f} us per call "
+            f"(best of {rounds})"
+        )
     return results
 
 
@@ -319,18 +355,34 @@ def not_linear(results: Results, slack: float, library: str = "minifx") -> list[
 
 # --- reporting ----------------------------------------------------------------------
 
+
 def tables(results: Results, slack: float) -> list[tuple[str, list[str], list[list[str]]]]:
     """The report's tables, as (title, header, rows)."""
     both = ["minifx (ms)", "torch.fx (ms)", "minifx / torch.fx"]
-    model_rows = [[op, _ms(results.model["minifx", op]), _ms(results.model["torch.fx", op]),
-                   _ratio(results.model["minifx", op], results.model["torch.fx", op])]
-                  for op in MODEL_OPERATIONS]
-    chain_rows = [[op, _size(n), _ms(results.chain["minifx", op, n]),
-                   _ms(results.chain["torch.fx", op, n]),
-                   _ratio(results.chain["minifx", op, n], results.chain["torch.fx", op, n])]
-                  for op in CHAIN_OPERATIONS for n in results.sizes]
-    found = [("ResNet-50 (torchvision layout, 16 Bottlenecks)", ["operation", *both], model_rows),
-             ("Chains of N call_function nodes", ["operation", "nodes", *both], chain_rows)]
+    model_rows = [
+        [
+            op,
+            _ms(results.model["minifx", op]),
+            _ms(results.model["torch.fx", op]),
+            _ratio(results.model["minifx", op], results.model["torch.fx", op]),
+        ]
+        for op in MODEL_OPERATIONS
+    ]
+    chain_rows = [
+        [
+            op,
+            _size(n),
+            _ms(results.chain["minifx", op, n]),
+            _ms(results.chain["torch.fx", op, n]),
+            _ratio(results.chain["minifx", op, n], results.chain["torch.fx", op, n]),
+        ]
+        for op in CHAIN_OPERATIONS
+        for n in results.sizes
+    ]
+    found = [
+        ("ResNet-50 (torchvision layout, 16 Bottlenecks)", ["operation", *both], model_rows),
+        ("Chains of N call_function nodes", ["operation", "nodes", *both], chain_rows),
+    ]
     if len(results.sizes) >= 2:
         found.append(_growth_table(results, slack))
     found.append(_forward_table(results))
@@ -340,30 +392,58 @@ def tables(results: Results, slack: float) -> list[tuple[str, list[str], list[li
 def _growth_table(results: Results, slack: float) -> tuple[str, list[str], list[list[str]]]:
     small, large = _size(results.sizes[-2]), _size(results.sizes[-1])
     limit = results.growth_limit(slack)
-    header = ["operation", f"minifx {small} -> {large}", f"torch.fx {small} -> {large}",
-              f"minifx (linear ~ {results.sizes[-1] / results.sizes[-2]:.0f}, limit {limit:.0f})"]
+    header = [
+        "operation",
+        f"minifx {small} -> {large}",
+        f"torch.fx {small} -> {large}",
+        f"minifx (linear ~ {results.sizes[-1] / results.sizes[-2]:.0f}, limit {limit:.0f})",
+    ]
     rows = []
     for op in CHAIN_OPERATIONS:
         mine, theirs = results.growth("minifx", op), results.growth("torch.fx", op)
-        rows.append([op, f"{mine:.1f}x", f"{theirs:.1f}x", "NOT LINEAR" if mine > limit else "linear"])
+        rows.append(
+            [op, f"{mine:.1f}x", f"{theirs:.1f}x", "NOT LINEAR" if mine > limit else "linear"]
+        )
     return "Growth of the chain times from the second-largest to the largest size", header, rows
 
 
 def _forward_table(results: Results) -> tuple[str, list[str], list[list[str]]]:
-    header = ["model", "input", "rounds", "eager (us)", "minifx gm (us)", "torch.fx gm (us)",
-              "minifx / eager", "torch.fx / eager", "minifx / torch.fx"]
+    header = [
+        "model",
+        "input",
+        "rounds",
+        "eager (us)",
+        "minifx gm (us)",
+        "torch.fx gm (us)",
+        "minifx / eager",
+        "torch.fx / eager",
+        "minifx / torch.fx",
+    ]
     rows = []
     for case, shape in results.inputs.items():
         eager, mine, theirs = (results.forward[case, runner] for runner in RUNNERS)
-        rows.append([case, shape, str(results.rounds[case]), _us(eager), _us(mine), _us(theirs),
-                     _ratio(mine, eager), _ratio(theirs, eager), _ratio(mine, theirs)])
+        rows.append(
+            [
+                case,
+                shape,
+                str(results.rounds[case]),
+                _us(eager),
+                _us(mine),
+                _us(theirs),
+                _ratio(mine, eager),
+                _ratio(theirs, eager),
+                _ratio(mine, theirs),
+            ]
+        )
     return "Forward: eager module vs GraphModule, per call", header, rows
 
 
 def markdown_tables(results: Results, slack: float) -> str:
     """Every table under its `##` title."""
-    return "\n".join(f"## {title}\n\n{format_markdown(header, rows)}\n"
-                     for title, header, rows in tables(results, slack))
+    return "\n".join(
+        f"## {title}\n\n{format_markdown(header, rows)}\n"
+        for title, header, rows in tables(results, slack)
+    )
 
 
 def markdown_report(results: Results, args: argparse.Namespace) -> str:
@@ -382,7 +462,11 @@ def markdown_report(results: Results, args: argparse.Namespace) -> str:
         lines.append(f"- Note: {args.note}")
     lines += [
         f"- ResNet-50: best of {args.model_repeat} runs. Chains: best of {args.repeat} runs"
-        + ("" if runs == [args.repeat] else f" (some sizes stopped early after {runs[0]}: time budget)")
+        + (
+            ""
+            if runs == [args.repeat]
+            else f" (some sizes stopped early after {runs[0]}: time budget)"
+        )
         + ". Garbage collection off while timing.",
         f"- Forward: best of up to {args.forward_repeat} interleaved rounds of at least "
         f"{args.min_time * 1e3:g} ms each (fewer after {args.forward_budget:g} s per model), "
@@ -397,48 +481,113 @@ def markdown_report(results: Results, args: argparse.Namespace) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.codegen", description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=list(DEFAULT_SIZES),
-                        help="numbers of call_function nodes in the chains (default: 1000 10000 100000)")
-    parser.add_argument("--repeat", type=int, default=5,
-                        help="runs per chain size; the fastest counts (default: 5)")
-    parser.add_argument("--model-repeat", type=int, default=10,
-                        help="runs for ResNet-50's symbolic_trace and recompile (default: 10)")
-    parser.add_argument("--forward-repeat", type=int, default=200,
-                        help="timed rounds per forward callable; the fastest counts (default: 200)")
-    parser.add_argument("--min-time", type=float, default=0.005,
-                        help="seconds a forward round lasts at least (default: 0.005)")
-    parser.add_argument("--forward-budget", type=float, default=5.0,
-                        help="seconds per model after which forward rounds stop early (default: 5)")
-    parser.add_argument("--image-size", type=int, default=64,
-                        help="height and width of ResNet-50's input in the forward part (default: 64)")
-    parser.add_argument("--device", default="cpu", help="where the forward part runs: cpu or cuda (default: cpu)")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch.set_num_threads for the forward part (default: 1: on a busy machine, "
-                             "more threads than idle cores make CPU kernels stall)")
-    parser.add_argument("--budget", type=float, default=30.0,
-                        help="seconds per library and chain size after which repeats stop early (default: 30)")
-    parser.add_argument("--slack", type=float, default=2.0,
-                        help="flag growth above slack x the size ratio (default: 2, i.e. 20x for 10k -> 100k)")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="also write the report to this file (the committed one is "
-                             "benchmarks/results/codegen.md)")
-    parser.add_argument("--note", default="", help="a line for the report's header, e.g. about the machine's load")
-    parser.add_argument("--check", action="store_true",
-                        help="exit with status 1 if any minifx chain operation grows faster than the limit")
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.codegen", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument(
+        "--sizes",
+        type=int,
+        nargs="+",
+        default=list(DEFAULT_SIZES),
+        help="numbers of call_function nodes in the chains (default: 1000 10000 100000)",
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=5, help="runs per chain size; the fastest counts (default: 5)"
+    )
+    parser.add_argument(
+        "--model-repeat",
+        type=int,
+        default=10,
+        help="runs for ResNet-50's symbolic_trace and recompile (default: 10)",
+    )
+    parser.add_argument(
+        "--forward-repeat",
+        type=int,
+        default=200,
+        help="timed rounds per forward callable; the fastest counts (default: 200)",
+    )
+    parser.add_argument(
+        "--min-time",
+        type=float,
+        default=0.005,
+        help="seconds a forward round lasts at least (default: 0.005)",
+    )
+    parser.add_argument(
+        "--forward-budget",
+        type=float,
+        default=5.0,
+        help="seconds per model after which forward rounds stop early (default: 5)",
+    )
+    parser.add_argument(
+        "--image-size",
+        type=int,
+        default=64,
+        help="height and width of ResNet-50's input in the forward part (default: 64)",
+    )
+    parser.add_argument(
+        "--device", default="cpu", help="where the forward part runs: cpu or cuda (default: cpu)"
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch.set_num_threads for the forward part (default: 1: on a busy machine, "
+        "more threads than idle cores make CPU kernels stall)",
+    )
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=30.0,
+        help="seconds per library and chain size after which repeats stop early (default: 30)",
+    )
+    parser.add_argument(
+        "--slack",
+        type=float,
+        default=2.0,
+        help="flag growth above slack x the size ratio (default: 2, i.e. 20x for 10k -> 100k)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="also write the report to this file (the committed one is "
+        "benchmarks/results/codegen.md)",
+    )
+    parser.add_argument(
+        "--note", default="", help="a line for the report's header, e.g. about the machine's load"
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="exit with status 1 if any minifx chain operation grows faster than the limit",
+    )
     args = parser.parse_args(argv)
     if args.check and len(args.sizes) < 2:
         print("--check needs at least two sizes", file=sys.stderr)
         return 2
     if torch.device(args.device).type == "cuda" and not torch.cuda.is_available():
-        print("--device cuda: CUDA is not available (torch.cuda.is_available() is False)", file=sys.stderr)
+        print(
+            "--device cuda: CUDA is not available (torch.cuda.is_available() is False)",
+            file=sys.stderr,
+        )
         return 2
 
     torch.set_num_threads(args.threads)
-    print(f"codegen: sizes {args.sizes}, best of {args.repeat}; {machine_description()}", flush=True)
-    results = run_all(args.sizes, args.repeat, args.model_repeat, args.forward_repeat, args.min_time,
-                      args.image_size, args.device, args.budget, args.forward_budget,
-                      progress=lambda line: print(line, flush=True))
+    print(
+        f"codegen: sizes {args.sizes}, best of {args.repeat}; {machine_description()}", flush=True
+    )
+    results = run_all(
+        args.sizes,
+        args.repeat,
+        args.model_repeat,
+        args.forward_repeat,
+        args.min_time,
+        args.image_size,
+        args.device,
+        args.budget,
+        args.forward_budget,
+        progress=lambda line: print(line, flush=True),
+    )
     print()
     print(markdown_tables(results, args.slack))
     if args.out is not None:
@@ -447,8 +596,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {args.out}")
     slow = not_linear(results, args.slack)
     if slow:
-        print(f"\nNOT LINEAR in minifx: {', '.join(slow)} (growth above "
-              f"{results.growth_limit(args.slack):.0f}x)")
+        print(
+            f"\nNOT LINEAR in minifx: {', '.join(slow)} (growth above "
+            f"{results.growth_limit(args.slack):.0f}x)"
+        )
     return 1 if args.check and slow else 0
 
 

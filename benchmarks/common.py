@@ -79,6 +79,7 @@ class ForwardCase:
 
 # --- timing ---------------------------------------------------------------------------
 
+
 def timed(thunk: Callable[[], Any]) -> tuple[float, Any]:
     """Run `thunk` with the garbage collector off (as timeit does); seconds and result."""
     gc.disable()
@@ -105,8 +106,9 @@ def time_calls(function: Callable, x: torch.Tensor, number: int, sync: Callable[
     return time.perf_counter() - start
 
 
-def calls_per_round(function: Callable, x: torch.Tensor, min_time: float,
-                    sync: Callable[[], None]) -> int:
+def calls_per_round(
+    function: Callable, x: torch.Tensor, min_time: float, sync: Callable[[], None]
+) -> int:
     """How many calls last at least `min_time` seconds (doubling, as timeit's autorange)."""
     number = 1
     while time_calls(function, x, number, sync) < min_time:
@@ -125,8 +127,13 @@ def quiet_torch_fx_progress() -> Iterator[None]:
         torch.fx.config.disable_progress, torch.fx.config.verbose_progress = saved
 
 
-def time_runners(functions: dict[str, Callable], x: torch.Tensor, repeat: int, min_time: float,
-                 budget_s: float = float("inf")) -> tuple[dict[str, float], int]:
+def time_runners(
+    functions: dict[str, Callable],
+    x: torch.Tensor,
+    repeat: int,
+    min_time: float,
+    budget_s: float = float("inf"),
+) -> tuple[dict[str, float], int]:
     """Best seconds per call of each function, in up to `repeat` rounds of turns.
 
     `benchmarks.codegen.time_forward`, but the turns run backwards in every
@@ -149,7 +156,7 @@ def time_runners(functions: dict[str, Callable], x: torch.Tensor, repeat: int, m
         started, rounds = time.perf_counter(), 0
         try:
             while rounds < repeat and (rounds == 0 or time.perf_counter() - started < budget_s):
-                for name, function in (reversed(turns) if rounds % 2 else turns):
+                for name, function in reversed(turns) if rounds % 2 else turns:
                     seconds = time_calls(function, x, numbers[name], sync) / numbers[name]
                     best[name] = min(best[name], seconds)
                 rounds += 1
@@ -159,6 +166,7 @@ def time_runners(functions: dict[str, Callable], x: torch.Tensor, repeat: int, m
 
 
 # --- reporting ------------------------------------------------------------------------
+
 
 def ms(seconds: float) -> str:
     """Seconds written as milliseconds: three significant digits, whole ones from 100 ms."""
@@ -195,5 +203,7 @@ def machine_description() -> str:
             cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
     except (OSError, StopIteration):
         pass
-    return (f"{cpu}, {os.cpu_count()} logical cores, {platform.system()} {platform.release()}; "
-            f"Python {platform.python_version()}, torch {torch.__version__}")
+    return (
+        f"{cpu}, {os.cpu_count()} logical cores, {platform.system()} {platform.release()}; "
+        f"Python {platform.python_version()}, torch {torch.__version__}"
+    )

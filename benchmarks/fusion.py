@@ -71,8 +71,11 @@ def make_model(width: int = 64, device: str = "cpu") -> nn.Module:
 
 def runners(model: nn.Module) -> dict[str, Callable]:
     """The eager model and both libraries' fused GraphModules of it, in `RUNNERS` order."""
-    return {"eager": model, "minifx fused": fuse_conv_bn(model),
-            "torch.fx fused": torch_fx_fuse(model)}
+    return {
+        "eager": model,
+        "minifx fused": fuse_conv_bn(model),
+        "torch.fx fused": torch_fx_fuse(model),
+    }
 
 
 def check_outputs(functions: dict[str, Any], x: torch.Tensor) -> float:
@@ -95,9 +98,11 @@ def check_outputs(functions: dict[str, Any], x: torch.Tensor) -> float:
         for name in FUSED:
             got = functions[name](x)
             if not torch.allclose(got, want, rtol=RTOL, atol=ATOL):
-                raise RuntimeError(f"{name}: the output differs from eager's by up to "
-                                   f"{(got - want).abs().max().item():.3g}, more than rtol={RTOL}, "
-                                   f"atol={ATOL}")
+                raise RuntimeError(
+                    f"{name}: the output differs from eager's by up to "
+                    f"{(got - want).abs().max().item():.3g}, more than rtol={RTOL}, "
+                    f"atol={ATOL}"
+                )
             largest = max(largest, (got - want).abs().max().item())
     return largest
 
@@ -127,39 +132,66 @@ class Results:
         return self.seconds[batch, "minifx fused"] / self.seconds[batch, "torch.fx fused"]
 
 
-def measure(batch_sizes: list[int], image_size: int = 224, width: int = 64, repeat: int = 10,
-            min_time: float = 0.0, budget_s: float = 60.0, device: str = "cpu",
-            progress: Callable[[str], None] = lambda line: None) -> Results:
+def measure(
+    batch_sizes: list[int],
+    image_size: int = 224,
+    width: int = 64,
+    repeat: int = 10,
+    min_time: float = 0.0,
+    budget_s: float = 60.0,
+    device: str = "cpu",
+    progress: Callable[[str], None] = lambda line: None,
+) -> Results:
     """Fuse once, check, then time the three runners at each batch size."""
     import minifx
 
     model = make_model(width, device)
     functions = runners(model)
-    results = Results(nodes={"eager": len(minifx.symbolic_trace(model).graph.nodes),
-                             **{name: len(functions[name].graph.nodes) for name in FUSED}})
+    results = Results(
+        nodes={
+            "eager": len(minifx.symbolic_trace(model).graph.nodes),
+            **{name: len(functions[name].graph.nodes) for name in FUSED},
+        }
+    )
     for batch in batch_sizes:
         x = torch.randn(batch, 3, image_size, image_size, device=device)
         results.differences[batch] = check_outputs(functions, x)
         best, results.rounds[batch] = time_runners(functions, x, repeat, min_time, budget_s)
         results.seconds.update({(batch, name): s for name, s in best.items()})
-        progress(f"  batch {batch}: eager {best['eager'] * 1e3:,.1f} ms, speedup minifx "
-                 f"{results.speedup(batch, 'minifx fused'):.2f}x, torch.fx "
-                 f"{results.speedup(batch, 'torch.fx fused'):.2f}x (best of {results.rounds[batch]})")
+        progress(
+            f"  batch {batch}: eager {best['eager'] * 1e3:,.1f} ms, speedup minifx "
+            f"{results.speedup(batch, 'minifx fused'):.2f}x, torch.fx "
+            f"{results.speedup(batch, 'torch.fx fused'):.2f}x (best of {results.rounds[batch]})"
+        )
     return results
 
 
 # --- reporting ----------------------------------------------------------------------
 
+
 def table(results: Results) -> tuple[list[str], list[list[str]]]:
     """One row per batch size: times, speedups, minifx / torch.fx, the output difference."""
-    header = ["batch", "rounds", *(f"{name} (ms)" for name in RUNNERS), "minifx speedup",
-              "torch.fx speedup", "minifx / torch.fx", "max abs diff vs eager"]
-    rows = [[str(batch), str(results.rounds[batch]),
-             *(f"{results.seconds[batch, name] * 1e3:,.1f}" for name in RUNNERS),
-             f"{results.speedup(batch, 'minifx fused'):.2f}",
-             f"{results.speedup(batch, 'torch.fx fused'):.2f}",
-             f"{results.minifx_over_torch_fx(batch):.2f}", f"{results.differences[batch]:.1e}"]
-            for batch in results.rounds]
+    header = [
+        "batch",
+        "rounds",
+        *(f"{name} (ms)" for name in RUNNERS),
+        "minifx speedup",
+        "torch.fx speedup",
+        "minifx / torch.fx",
+        "max abs diff vs eager",
+    ]
+    rows = [
+        [
+            str(batch),
+            str(results.rounds[batch]),
+            *(f"{results.seconds[batch, name] * 1e3:,.1f}" for name in RUNNERS),
+            f"{results.speedup(batch, 'minifx fused'):.2f}",
+            f"{results.speedup(batch, 'torch.fx fused'):.2f}",
+            f"{results.minifx_over_torch_fx(batch):.2f}",
+            f"{results.differences[batch]:.1e}",
+        ]
+        for batch in results.rounds
+    ]
     return header, rows
 
 
@@ -203,44 +235,103 @@ def save_plot(results: Results, path: Path) -> None:
     """Bars of the speedup over eager, per batch size and library (PNG)."""
     batches = list(results.rounds)
     speedup_bars(
-        path, batches,
-        {name.replace(" fused", ""): [results.speedup(batch, name) for batch in batches]
-         for name in FUSED},
+        path,
+        batches,
+        {
+            name.replace(" fused", ""): [results.speedup(batch, name) for batch in batches]
+            for name in FUSED
+        },
         ylabel="speedup over eager (eager time / fused time)",
-        title="ResNet-50 after Conv–BatchNorm fusion", legend_loc="lower right")
+        title="ResNet-50 after Conv–BatchNorm fusion",
+        legend_loc="lower right",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.fusion", description=__doc__.split("\n")[0])
-    parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 8],
-                        help="batch sizes to time (default: 1 8)")
-    parser.add_argument("--image-size", type=int, default=224,
-                        help="height and width of the input (default: 224, ImageNet's)")
-    parser.add_argument("--width", type=int, default=64,
-                        help="ResNet-50's stem channels (default: 64, torchvision's; smaller is faster)")
-    parser.add_argument("--repeat", type=int, default=10,
-                        help="timed rounds per runner; the fastest counts (default: 10)")
-    parser.add_argument("--min-time", type=float, default=0.0,
-                        help="seconds a round lasts at least (default: 0: one call per round)")
-    parser.add_argument("--budget", type=float, default=60.0,
-                        help="seconds per batch size after which rounds stop early (default: 60)")
-    parser.add_argument("--device", default="cpu", help="where the models run: cpu or cuda (default: cpu)")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch.set_num_threads on CPU (default: 1, for a shared machine)")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="also write the report here (the committed one is benchmarks/results/fusion.md)")
-    parser.add_argument("--plot", type=Path, default=None,
-                        help="write the bar plot here (the book's is chapters/figures/fusion.png)")
-    parser.add_argument("--note", default="", help="a line for the report's header, e.g. about the machine's load")
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.fusion", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument(
+        "--batch-sizes",
+        type=int,
+        nargs="+",
+        default=[1, 8],
+        help="batch sizes to time (default: 1 8)",
+    )
+    parser.add_argument(
+        "--image-size",
+        type=int,
+        default=224,
+        help="height and width of the input (default: 224, ImageNet's)",
+    )
+    parser.add_argument(
+        "--width",
+        type=int,
+        default=64,
+        help="ResNet-50's stem channels (default: 64, torchvision's; smaller is faster)",
+    )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=10,
+        help="timed rounds per runner; the fastest counts (default: 10)",
+    )
+    parser.add_argument(
+        "--min-time",
+        type=float,
+        default=0.0,
+        help="seconds a round lasts at least (default: 0: one call per round)",
+    )
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=60.0,
+        help="seconds per batch size after which rounds stop early (default: 60)",
+    )
+    parser.add_argument(
+        "--device", default="cpu", help="where the models run: cpu or cuda (default: cpu)"
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch.set_num_threads on CPU (default: 1, for a shared machine)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="also write the report here (the committed one is benchmarks/results/fusion.md)",
+    )
+    parser.add_argument(
+        "--plot",
+        type=Path,
+        default=None,
+        help="write the bar plot here (the book's is chapters/figures/fusion.png)",
+    )
+    parser.add_argument(
+        "--note", default="", help="a line for the report's header, e.g. about the machine's load"
+    )
     args = parser.parse_args(argv)
     if torch.device(args.device).type == "cuda" and not torch.cuda.is_available():
-        print("--device cuda: CUDA is not available (torch.cuda.is_available() is False)", file=sys.stderr)
+        print(
+            "--device cuda: CUDA is not available (torch.cuda.is_available() is False)",
+            file=sys.stderr,
+        )
         return 2
 
     torch.set_num_threads(args.threads)
     print(f"fusion: ResNet-50, batch sizes {args.batch_sizes}; {machine_description()}", flush=True)
-    results = measure(args.batch_sizes, args.image_size, args.width, args.repeat, args.min_time,
-                      args.budget, args.device, progress=lambda line: print(line, flush=True))
+    results = measure(
+        args.batch_sizes,
+        args.image_size,
+        args.width,
+        args.repeat,
+        args.min_time,
+        args.budget,
+        args.device,
+        progress=lambda line: print(line, flush=True),
+    )
     report = markdown_report(results, args)
     print(report)
     if args.out is not None:

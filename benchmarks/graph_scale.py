@@ -71,6 +71,7 @@ DEFAULT_SIZES = (1_000, 10_000, 100_000)
 
 # --- the operations, written once for both libraries -------------------------------
 
+
 def erase_every_other(fx: ModuleType, graph: Any) -> None:
     """Erase every other call_function node, rewiring its users to its first input.
 
@@ -141,12 +142,16 @@ DEAD_CODE_CHAINS: tuple[tuple[str, Callable[[ModuleType, int], Any]], ...] = (
     ("dce_dead", build_dead_chain),
     ("dce_live", build_chain),
 )
-OPERATION_NAMES = ("build", *(name for name, _ in OPERATIONS),
-                   *(name for name, _ in DEAD_CODE_CHAINS))
+OPERATION_NAMES = (
+    "build",
+    *(name for name, _ in OPERATIONS),
+    *(name for name, _ in DEAD_CODE_CHAINS),
+)
 
 
-def run_pipeline(fx: ModuleType, n: int,
-                 timer: Callable[[str, Callable[[], Any]], Any] | None = None) -> Any:
+def run_pipeline(
+    fx: ModuleType, n: int, timer: Callable[[str, Callable[[], Any]], Any] | None = None
+) -> Any:
     """Build a chain of `n` nodes and apply every operation to it, in order.
 
     Args:
@@ -167,9 +172,9 @@ def run_pipeline(fx: ModuleType, n: int,
     return graph
 
 
-def eliminate_dead_chains(fx: ModuleType, n: int,
-                          timer: Callable[[str, Callable[[], Any]], Any] | None = None
-                          ) -> dict[str, tuple[bool, Any]]:
+def eliminate_dead_chains(
+    fx: ModuleType, n: int, timer: Callable[[str, Callable[[], Any]], Any] | None = None
+) -> dict[str, tuple[bool, Any]]:
     """Build each chain of `DEAD_CODE_CHAINS` untimed, then time `eliminate_dead_code` on it.
 
     Returns:
@@ -185,7 +190,10 @@ def eliminate_dead_chains(fx: ModuleType, n: int,
 
 # --- timing -------------------------------------------------------------------------
 
-def measure(fx: ModuleType, n: int, repeat: int, budget_s: float = 60.0) -> tuple[dict[str, float], int]:
+
+def measure(
+    fx: ModuleType, n: int, repeat: int, budget_s: float = 60.0
+) -> tuple[dict[str, float], int]:
     """Best-of-`repeat` seconds for each operation on a chain of `n` nodes.
 
     Repeats stop early (after at least one) once `budget_s` seconds are spent,
@@ -232,8 +240,12 @@ class Results:
         return slack * self.sizes[-1] / self.sizes[-2]
 
 
-def run_all(sizes: list[int], repeat: int, budget_s: float = 60.0,
-            progress: Callable[[str], None] = lambda line: None) -> Results:
+def run_all(
+    sizes: list[int],
+    repeat: int,
+    budget_s: float = 60.0,
+    progress: Callable[[str], None] = lambda line: None,
+) -> Results:
     """Measure every library at every size.
 
     The libraries take turns, one run each, `repeat` times: on a shared
@@ -256,8 +268,10 @@ def run_all(sizes: list[int], repeat: int, budget_s: float = 60.0,
                     results.seconds[key] = min(results.seconds.get(key, float("inf")), seconds)
         for library in LIBRARIES:
             total = sum(results.seconds[library, op, n] for op in OPERATION_NAMES)
-            progress(f"  {library:8} n={n:>7,}: {total:7.2f} s for all operations "
-                     f"(best of {results.runs[library, n]})")
+            progress(
+                f"  {library:8} n={n:>7,}: {total:7.2f} s for all operations "
+                f"(best of {results.runs[library, n]})"
+            )
     return results
 
 
@@ -272,30 +286,50 @@ def not_linear(results: Results, slack: float, library: str = "minifx") -> list[
 
 # --- reporting ----------------------------------------------------------------------
 
-def table_rows(results: Results, slack: float) -> tuple[list[str], list[list[str]], list[str], list[list[str]]]:
+
+def table_rows(
+    results: Results, slack: float
+) -> tuple[list[str], list[list[str]], list[str], list[list[str]]]:
     """The two tables, as header and rows: times and ratios, then growth."""
     time_header = ["operation", "nodes", "minifx (ms)", "torch.fx (ms)", "minifx / torch.fx"]
-    time_rows = [[op, _size(n), _ms(results.seconds["minifx", op, n]),
-                  _ms(results.seconds["torch.fx", op, n]), f"{results.ratio(op, n):.2f}"]
-                 for op in OPERATION_NAMES for n in results.sizes]
+    time_rows = [
+        [
+            op,
+            _size(n),
+            _ms(results.seconds["minifx", op, n]),
+            _ms(results.seconds["torch.fx", op, n]),
+            f"{results.ratio(op, n):.2f}",
+        ]
+        for op in OPERATION_NAMES
+        for n in results.sizes
+    ]
     if len(results.sizes) < 2:
         return time_header, time_rows, [], []
     small, large = _size(results.sizes[-2]), _size(results.sizes[-1])
     limit = results.growth_limit(slack)
-    growth_header = ["operation", f"minifx {small} -> {large}", f"torch.fx {small} -> {large}",
-                     f"minifx (linear ~ {results.sizes[-1] / results.sizes[-2]:.0f}, limit {limit:.0f})"]
+    growth_header = [
+        "operation",
+        f"minifx {small} -> {large}",
+        f"torch.fx {small} -> {large}",
+        f"minifx (linear ~ {results.sizes[-1] / results.sizes[-2]:.0f}, limit {limit:.0f})",
+    ]
     growth_rows = []
     for op in OPERATION_NAMES:
         mine, theirs = results.growth("minifx", op), results.growth("torch.fx", op)
-        growth_rows.append([op, f"{mine:.1f}x", f"{theirs:.1f}x",
-                            "NOT LINEAR" if mine > limit else "linear"])
+        growth_rows.append(
+            [op, f"{mine:.1f}x", f"{theirs:.1f}x", "NOT LINEAR" if mine > limit else "linear"]
+        )
     return time_header, time_rows, growth_header, growth_rows
 
 
 def format_text(header: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    lines = ["  ".join(cell.rjust(w) if i else cell.ljust(w) for i, (cell, w)
-                       in enumerate(zip(row, widths))) for row in [header, *rows]]
+    lines = [
+        "  ".join(
+            cell.rjust(w) if i else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths))
+        )
+        for row in [header, *rows]
+    ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
@@ -338,24 +372,55 @@ def markdown_report(results: Results, slack: float, repeat: int, note: str) -> s
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.graph_scale", description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=list(DEFAULT_SIZES),
-                        help="numbers of call_function nodes in the chain (default: 1000 10000 100000)")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per size; the fastest counts (default: 3)")
-    parser.add_argument("--budget", type=float, default=60.0,
-                        help="seconds per library and size after which repeats stop early (default: 60)")
-    parser.add_argument("--slack", type=float, default=2.0,
-                        help="flag growth above slack x the size ratio (default: 2, i.e. 20x for 10k -> 100k)")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="also write the tables as Markdown to this file (the committed one is "
-                             "benchmarks/results/graph_scale.md)")
-    parser.add_argument("--note", default="", help="a line for the Markdown header, e.g. about the machine's load")
-    parser.add_argument("--check", action="store_true",
-                        help="exit with status 1 if any minifx operation grows faster than the limit")
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.graph_scale", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument(
+        "--sizes",
+        type=int,
+        nargs="+",
+        default=list(DEFAULT_SIZES),
+        help="numbers of call_function nodes in the chain (default: 1000 10000 100000)",
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="runs per size; the fastest counts (default: 3)"
+    )
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=60.0,
+        help="seconds per library and size after which repeats stop early (default: 60)",
+    )
+    parser.add_argument(
+        "--slack",
+        type=float,
+        default=2.0,
+        help="flag growth above slack x the size ratio (default: 2, i.e. 20x for 10k -> 100k)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="also write the tables as Markdown to this file (the committed one is "
+        "benchmarks/results/graph_scale.md)",
+    )
+    parser.add_argument(
+        "--note", default="", help="a line for the Markdown header, e.g. about the machine's load"
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="exit with status 1 if any minifx operation grows faster than the limit",
+    )
     args = parser.parse_args(argv)
 
-    print(f"graph_scale: sizes {args.sizes}, best of {args.repeat}; {machine_description()}", flush=True)
-    results = run_all(args.sizes, args.repeat, args.budget, progress=lambda line: print(line, flush=True))
+    print(
+        f"graph_scale: sizes {args.sizes}, best of {args.repeat}; {machine_description()}",
+        flush=True,
+    )
+    results = run_all(
+        args.sizes, args.repeat, args.budget, progress=lambda line: print(line, flush=True)
+    )
     time_header, time_rows, growth_header, growth_rows = table_rows(results, args.slack)
     print()
     print(format_text(time_header, time_rows))
@@ -368,8 +433,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nwrote {args.out}")
     slow = not_linear(results, args.slack)
     if slow:
-        print(f"\nNOT LINEAR in minifx: {', '.join(slow)} (growth above "
-              f"{results.growth_limit(args.slack):.0f}x)")
+        print(
+            f"\nNOT LINEAR in minifx: {', '.join(slow)} (growth above "
+            f"{results.growth_limit(args.slack):.0f}x)"
+        )
     if args.check and len(results.sizes) < 2:
         print("--check needs at least two sizes", file=sys.stderr)
         return 2

@@ -112,12 +112,15 @@ def cases(image_size: int = 64, chain_size: int = 1000) -> list[ForwardCase]:
     """The tiny model, a chain of `chain_size` nodes (none if 0), and ResNet-50."""
     found = [ForwardCase("tiny: Linear(4, 4) + relu", Tiny, (1, 4))]
     if chain_size:
-        found.append(ForwardCase(f"chain of {chain_size} add/relu", lambda: Chain(chain_size), (1, 4)))
+        found.append(
+            ForwardCase(f"chain of {chain_size} add/relu", lambda: Chain(chain_size), (1, 4))
+        )
     found.append(ForwardCase("ResNet-50", ResNet50, (1, 3, image_size, image_size)))
     return found
 
 
 # --- torch.fx's progress bar ----------------------------------------------------------
+
 
 def progress_bar_kind() -> str:
     """Which bar torch.fx's Interpreter opens: real tqdm, or torch.hub's stand-in."""
@@ -129,18 +132,29 @@ def progress_bar_kind() -> str:
 def progress_bar_seconds(nodes: int, repeat: int = 20) -> float:
     """Best seconds for what one torch.fx `run` spends on its disabled progress bar:
     opening it as `run` does, then `update(1)` once per node."""
+
     def one_run() -> None:
-        bar = torch.hub.tqdm(total=nodes, desc="Interpreter: ", initial=0, position=0,
-                             leave=True, disable=True, delay=0)
+        bar = torch.hub.tqdm(
+            total=nodes,
+            desc="Interpreter: ",
+            initial=0,
+            position=0,
+            leave=True,
+            disable=True,
+            delay=0,
+        )
         for _ in range(nodes):
             bar.update(1)
+
     return min(timed(one_run)[0] for _ in range(repeat))
 
 
 # --- the runners, checked before they are timed ---------------------------------------
 
-def runners(model: torch.nn.Module, keep_values: bool = True
-            ) -> tuple[dict[str, Callable], dict[str, Any]]:
+
+def runners(
+    model: torch.nn.Module, keep_values: bool = True
+) -> tuple[dict[str, Callable], dict[str, Any]]:
     """The eager model and each library's GraphModule and Interpreters of it.
 
     Returns:
@@ -154,7 +168,9 @@ def runners(model: torch.nn.Module, keep_values: bool = True
         functions[runner(name, "gm")] = gm
     for variant in variants:  # grouped by variant, so the table reads minifx | torch.fx
         for name, library in LIBRARIES.items():
-            interpreter = library.interpreter(gms[name], garbage_collect_values=variant == "interpreter")
+            interpreter = library.interpreter(
+                gms[name], garbage_collect_values=variant == "interpreter"
+            )
             functions[runner(name, variant)] = interpreter.run
     return functions, gms
 
@@ -172,8 +188,10 @@ def check_outputs(case: str, functions: dict[str, Callable], x: torch.Tensor) ->
         for name, function in others:
             got = function(x)
             if type(got) is not type(expected) or not torch.equal(got, expected):
-                raise RuntimeError(f"{case}: {name} returns something else than eager's "
-                                   f"{type(expected).__name__}; the runners must do the same work")
+                raise RuntimeError(
+                    f"{case}: {name} returns something else than eager's "
+                    f"{type(expected).__name__}; the runners must do the same work"
+                )
 
 
 def node_count(case: str, gms: dict[str, Any]) -> int:
@@ -190,6 +208,7 @@ def construction_seconds(library: Library, gm: Any, repeat: int) -> float:
 
 
 # --- all of it ----------------------------------------------------------------------
+
 
 @dataclass
 class Results:
@@ -221,8 +240,16 @@ class Results:
         return extra / self.nodes[case]
 
 
-def measure_case(results: Results, case: ForwardCase, device: torch.device, repeat: int,
-                 min_time: float, budget_s: float, construct_repeat: int, keep_values: bool) -> None:
+def measure_case(
+    results: Results,
+    case: ForwardCase,
+    device: torch.device,
+    repeat: int,
+    min_time: float,
+    budget_s: float,
+    construct_repeat: int,
+    keep_values: bool,
+) -> None:
     """Check and time every runner on one model; add the numbers to `results`."""
     torch.manual_seed(0)
     model = case.make_model().eval().to(device)
@@ -232,27 +259,48 @@ def measure_case(results: Results, case: ForwardCase, device: torch.device, repe
     results.nodes[case.name] = node_count(case.name, gms)
     results.inputs[case.name] = "x".join(map(str, case.input_shape))
     for name, library in LIBRARIES.items():
-        results.construction[case.name, name] = construction_seconds(library, gms[name], construct_repeat)
+        results.construction[case.name, name] = construction_seconds(
+            library, gms[name], construct_repeat
+        )
     best, results.rounds[case.name] = time_runners(functions, x, repeat, min_time, budget_s)
     results.seconds.update({(case.name, name): s for name, s in best.items()})
 
 
-def run_all(repeat: int, min_time: float = 0.005, budget_s: float = 20.0, image_size: int = 64,
-            chain_size: int = 1000, device: str = "cpu", construct_repeat: int = 20,
-            keep_values: bool = True, progress: Callable[[str], None] = lambda line: None) -> Results:
+def run_all(
+    repeat: int,
+    min_time: float = 0.005,
+    budget_s: float = 20.0,
+    image_size: int = 64,
+    chain_size: int = 1000,
+    device: str = "cpu",
+    construct_repeat: int = 20,
+    keep_values: bool = True,
+    progress: Callable[[str], None] = lambda line: None,
+) -> Results:
     """Measure every case, for both libraries."""
     results = Results(variants=INTERPRETED if keep_values else INTERPRETED[:1])
     for case in cases(image_size, chain_size):
-        measure_case(results, case, torch.device(device), repeat, min_time, budget_s,
-                     construct_repeat, keep_values)
-        progress(f"  {case.name}: {results.nodes[case.name]} nodes, eager "
-                 f"{results.seconds[case.name, 'eager'] * 1e6:,.1f} us per call, minifx interpreter "
-                 f"{results.time(case.name, 'minifx', 'interpreter') * 1e6:,.1f} us "
-                 f"(best of {results.rounds[case.name]})")
+        measure_case(
+            results,
+            case,
+            torch.device(device),
+            repeat,
+            min_time,
+            budget_s,
+            construct_repeat,
+            keep_values,
+        )
+        progress(
+            f"  {case.name}: {results.nodes[case.name]} nodes, eager "
+            f"{results.seconds[case.name, 'eager'] * 1e6:,.1f} us per call, minifx interpreter "
+            f"{results.time(case.name, 'minifx', 'interpreter') * 1e6:,.1f} us "
+            f"(best of {results.rounds[case.name]})"
+        )
     return results
 
 
 # --- reporting ----------------------------------------------------------------------
+
 
 def _per_node(seconds: float) -> str:
     return f"{seconds * 1e6:.2f}"
@@ -264,28 +312,50 @@ def tables(results: Results) -> list[tuple[str, list[str], list[list[str]]]]:
 
 
 def _times_table(results: Results) -> tuple[str, list[str], list[list[str]]]:
-    names = ["eager"] + [runner(library, variant) for variant in ("gm", *results.variants)
-                         for library in LIBRARY_NAMES]
+    names = ["eager"] + [
+        runner(library, variant)
+        for variant in ("gm", *results.variants)
+        for library in LIBRARY_NAMES
+    ]
     header = ["model", "input", "nodes", "rounds", *(f"{name} (us)" for name in names)]
-    rows = [[case, shape, str(results.nodes[case]), str(results.rounds[case]),
-             *(us(results.seconds[case, name]) for name in names)]
-            for case, shape in results.inputs.items()]
+    rows = [
+        [
+            case,
+            shape,
+            str(results.nodes[case]),
+            str(results.rounds[case]),
+            *(us(results.seconds[case, name]) for name in names),
+        ]
+        for case, shape in results.inputs.items()
+    ]
     return "Time per call", header, rows
 
 
 def _overhead_table(results: Results) -> tuple[str, list[str], list[list[str]]]:
-    header = ["model", "interpreter", "minifx / torch.fx", "minifx / minifx gm",
-              "torch.fx / torch.fx gm", "minifx per node (us)", "torch.fx per node (us)"]
+    header = [
+        "model",
+        "interpreter",
+        "minifx / torch.fx",
+        "minifx / minifx gm",
+        "torch.fx / torch.fx gm",
+        "minifx per node (us)",
+        "torch.fx per node (us)",
+    ]
     rows = []
     for case in results.inputs:
         for variant in results.variants:
             mine, theirs = (results.time(case, library, variant) for library in LIBRARY_NAMES)
-            rows.append([case, "keep values" if variant != "interpreter" else "default",
-                         ratio(mine, theirs),
-                         ratio(mine, results.time(case, "minifx", "gm")),
-                         ratio(theirs, results.time(case, "torch.fx", "gm")),
-                         _per_node(results.per_node(case, "minifx", variant)),
-                         _per_node(results.per_node(case, "torch.fx", variant))])
+            rows.append(
+                [
+                    case,
+                    "keep values" if variant != "interpreter" else "default",
+                    ratio(mine, theirs),
+                    ratio(mine, results.time(case, "minifx", "gm")),
+                    ratio(theirs, results.time(case, "torch.fx", "gm")),
+                    _per_node(results.per_node(case, "minifx", variant)),
+                    _per_node(results.per_node(case, "torch.fx", variant)),
+                ]
+            )
     return "Interpreter overhead", header, rows
 
 
@@ -300,18 +370,22 @@ def _construction_table(results: Results) -> tuple[str, list[str], list[list[str
 
 def markdown_tables(results: Results) -> str:
     """Every table under its `##` title."""
-    return "\n".join(f"## {title}\n\n{format_markdown(header, rows)}\n"
-                     for title, header, rows in tables(results))
+    return "\n".join(
+        f"## {title}\n\n{format_markdown(header, rows)}\n"
+        for title, header, rows in tables(results)
+    )
 
 
 def _progress_bar_line(results: Results) -> str:
     largest = max(results.nodes.values())
     cost = progress_bar_seconds(largest)
-    return (f"- torch.fx's progress bar: {progress_bar_kind()}, disabled "
-            "(`torch.fx.config.disable_progress = True`, `verbose_progress = False`). Disabled, "
-            f"it still costs {us(cost)} us per run at {largest} nodes "
-            f"({cost / largest * 1e6:.3f} us per node), measured alone; that is part of "
-            "torch.fx's Interpreter times.")
+    return (
+        f"- torch.fx's progress bar: {progress_bar_kind()}, disabled "
+        "(`torch.fx.config.disable_progress = True`, `verbose_progress = False`). Disabled, "
+        f"it still costs {us(cost)} us per run at {largest} nodes "
+        f"({cost / largest * 1e6:.3f} us per node), measured alone; that is part of "
+        "torch.fx's Interpreter times."
+    )
 
 
 def markdown_report(results: Results, args: argparse.Namespace) -> str:
@@ -347,40 +421,92 @@ def markdown_report(results: Results, args: argparse.Namespace) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.interpreter",
-                                     description=__doc__.split("\n")[0])
-    parser.add_argument("--repeat", type=int, default=200,
-                        help="timed rounds per runner; the fastest counts (default: 200)")
-    parser.add_argument("--min-time", type=float, default=0.005,
-                        help="seconds a round lasts at least (default: 0.005)")
-    parser.add_argument("--budget", type=float, default=20.0,
-                        help="seconds per model after which rounds stop early (default: 20)")
-    parser.add_argument("--construct-repeat", type=int, default=20,
-                        help="times each Interpreter is built; the fastest counts (default: 20)")
-    parser.add_argument("--image-size", type=int, default=64,
-                        help="height and width of ResNet-50's input (default: 64)")
-    parser.add_argument("--chain-size", type=int, default=1000,
-                        help="nodes in the chain of add/relu (default: 1000; 0 leaves the chain out)")
-    parser.add_argument("--no-keep-values", dest="keep_values", action="store_false",
-                        help="do not time the Interpreters with garbage_collect_values=False")
-    parser.add_argument("--device", default="cpu", help="where the models run: cpu or cuda (default: cpu)")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch.set_num_threads on CPU (default: 1: on a busy machine, more "
-                             "threads than idle cores make CPU kernels stall)")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="also write the report to this file (the committed one is "
-                             "benchmarks/results/interpreter.md)")
-    parser.add_argument("--note", default="", help="a line for the report's header, e.g. about the machine's load")
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.interpreter", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=200,
+        help="timed rounds per runner; the fastest counts (default: 200)",
+    )
+    parser.add_argument(
+        "--min-time",
+        type=float,
+        default=0.005,
+        help="seconds a round lasts at least (default: 0.005)",
+    )
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=20.0,
+        help="seconds per model after which rounds stop early (default: 20)",
+    )
+    parser.add_argument(
+        "--construct-repeat",
+        type=int,
+        default=20,
+        help="times each Interpreter is built; the fastest counts (default: 20)",
+    )
+    parser.add_argument(
+        "--image-size",
+        type=int,
+        default=64,
+        help="height and width of ResNet-50's input (default: 64)",
+    )
+    parser.add_argument(
+        "--chain-size",
+        type=int,
+        default=1000,
+        help="nodes in the chain of add/relu (default: 1000; 0 leaves the chain out)",
+    )
+    parser.add_argument(
+        "--no-keep-values",
+        dest="keep_values",
+        action="store_false",
+        help="do not time the Interpreters with garbage_collect_values=False",
+    )
+    parser.add_argument(
+        "--device", default="cpu", help="where the models run: cpu or cuda (default: cpu)"
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch.set_num_threads on CPU (default: 1: on a busy machine, more "
+        "threads than idle cores make CPU kernels stall)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="also write the report to this file (the committed one is "
+        "benchmarks/results/interpreter.md)",
+    )
+    parser.add_argument(
+        "--note", default="", help="a line for the report's header, e.g. about the machine's load"
+    )
     args = parser.parse_args(argv)
     if torch.device(args.device).type == "cuda" and not torch.cuda.is_available():
-        print("--device cuda: CUDA is not available (torch.cuda.is_available() is False)", file=sys.stderr)
+        print(
+            "--device cuda: CUDA is not available (torch.cuda.is_available() is False)",
+            file=sys.stderr,
+        )
         return 2
 
     torch.set_num_threads(args.threads)
     print(f"interpreter: best of {args.repeat} rounds; {machine_description()}", flush=True)
-    results = run_all(args.repeat, args.min_time, args.budget, args.image_size, args.chain_size,
-                      args.device, args.construct_repeat, args.keep_values,
-                      progress=lambda line: print(line, flush=True))
+    results = run_all(
+        args.repeat,
+        args.min_time,
+        args.budget,
+        args.image_size,
+        args.chain_size,
+        args.device,
+        args.construct_repeat,
+        args.keep_values,
+        progress=lambda line: print(line, flush=True),
+    )
     print()
     print(markdown_tables(results))
     if args.out is not None:

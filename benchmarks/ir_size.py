@@ -71,6 +71,7 @@ PAPER_COUNT = "not found"
 
 # --- the tracers ----------------------------------------------------------------------
 
+
 @contextmanager
 def rank_check_skipped(module: nn.Module) -> Iterator[None]:
     """Trace through a BatchNorm without its `_check_input_dim` (see the module docstring).
@@ -137,6 +138,7 @@ def opcode_counts(graph: Any) -> dict[str, int]:
 
 # --- what cannot be decomposed --------------------------------------------------------
 
+
 def undecomposable(model: nn.Module, library: str) -> dict[str, str]:
     """Module types whose `forward` the library cannot trace through, with the error.
 
@@ -150,6 +152,7 @@ def undecomposable(model: nn.Module, library: str) -> dict[str, str]:
     base = TRACER_CLASSES["default", library]
     failures = {}
     for kind in _layer_types(model):
+
         class OnlyThisKind(base):
             def is_leaf_module(self, m: nn.Module, name: str, kind: type = kind) -> bool:
                 return not isinstance(m, kind) and super().is_leaf_module(m, name)
@@ -164,8 +167,11 @@ def undecomposable(model: nn.Module, library: str) -> dict[str, str]:
 
 def _where(error: Exception) -> str:
     """The line of `torch.nn` code that the tracer could not get past, as `file:line in function`."""
-    frames = [frame for frame in traceback.extract_tb(error.__traceback__)
-              if f"torch{os.sep}nn{os.sep}" in frame.filename]
+    frames = [
+        frame
+        for frame in traceback.extract_tb(error.__traceback__)
+        if f"torch{os.sep}nn{os.sep}" in frame.filename
+    ]
     if not frames:
         return "a line outside torch.nn"
     frame = frames[-1]
@@ -175,11 +181,14 @@ def _where(error: Exception) -> str:
 def _layer_types(model: nn.Module) -> list[type]:
     """The `torch.nn` layer types in `model` that the default tracer keeps as leaves."""
     tracer = minifx.Tracer()
-    kinds = {type(m) for name, m in model.named_modules() if name and tracer.is_leaf_module(m, name)}
+    kinds = {
+        type(m) for name, m in model.named_modules() if name and tracer.is_leaf_module(m, name)
+    }
     return sorted(kinds, key=lambda kind: kind.__name__)
 
 
 # --- all of it ----------------------------------------------------------------------
+
 
 @dataclass
 class Results:
@@ -206,8 +215,11 @@ class Results:
 
     def disagreements(self) -> list[str]:
         """The tracers under which the libraries' counts differ."""
-        return [tracer for tracer in TRACERS
-                if self.counts[tracer, "minifx"] != self.counts[tracer, "torch.fx"]]
+        return [
+            tracer
+            for tracer in TRACERS
+            if self.counts[tracer, "minifx"] != self.counts[tracer, "torch.fx"]
+        ]
 
 
 def check_output(name: str, gm: Any, model: nn.Module, x: torch.Tensor) -> None:
@@ -220,8 +232,10 @@ def check_output(name: str, gm: Any, model: nn.Module, x: torch.Tensor) -> None:
     with torch.no_grad():
         expected, got = model(x), gm(x)
     if not torch.equal(got, expected):
-        raise RuntimeError(f"{name}: the traced GraphModule's output differs from the eager "
-                           "model's; the graph does not compute the model")
+        raise RuntimeError(
+            f"{name}: the traced GraphModule's output differs from the eager "
+            "model's; the graph does not compute the model"
+        )
 
 
 def measure(model: nn.Module, x: torch.Tensor, description: str = "") -> Results:
@@ -242,12 +256,15 @@ def measure(model: nn.Module, x: torch.Tensor, description: str = "") -> Results
             results.counts[tracer, library] = opcode_counts(gm.graph)
             texts.append(str(gm.graph))
         results.same_text[tracer] = texts[0] == texts[1]
-    results.skipped_checks = sum(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in model.modules())
+    results.skipped_checks = sum(
+        isinstance(m, nn.modules.batchnorm._BatchNorm) for m in model.modules()
+    )
     results.failures = {library: undecomposable(model, library) for library in LIBRARY_NAMES}
     return results
 
 
 # --- reporting ----------------------------------------------------------------------
+
 
 def counts_table(results: Results) -> tuple[list[str], list[list[str]]]:
     """One row per tracer and library, then the paper's figure; header and rows."""
@@ -257,8 +274,15 @@ def counts_table(results: Results) -> tuple[list[str], list[list[str]]]:
         agree = "yes" if tracer not in results.disagreements() else "**NO: counts differ**"
         for library in LIBRARY_NAMES:
             counts = results.counts[tracer, library]
-            rows.append([tracer, library, *(str(counts[op]) for op in OPCODES),
-                         str(results.total(tracer, library)), agree])
+            rows.append(
+                [
+                    tracer,
+                    library,
+                    *(str(counts[op]) for op in OPCODES),
+                    str(results.total(tracer, library)),
+                    agree,
+                ]
+            )
     rows.append(["paper", PAPER_FIGURE, *("-" for _ in OPCODES), PAPER_COUNT, "-"])
     return header, rows
 
@@ -277,7 +301,9 @@ def failures_lines(results: Results) -> list[str]:
 def markdown_report(results: Results, note: str = "") -> str:
     """The table with a header saying what was counted and how."""
     header, rows = counts_table(results)
-    same = ", ".join(f"{tracer}: {'yes' if results.same_text[tracer] else 'NO'}" for tracer in TRACERS)
+    same = ", ".join(
+        f"{tracer}: {'yes' if results.same_text[tracer] else 'NO'}" for tracer in TRACERS
+    )
     lines = [
         "# IR size: nodes per opcode, minifx vs torch.fx",
         "",
@@ -337,17 +363,34 @@ def save_plot(results: Results, path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.ir_size",
-                                     description=__doc__.split("\n")[0])
-    parser.add_argument("--width", type=int, default=64,
-                        help="ResNet-50's stem channels (default: 64, torchvision's); the graph "
-                             "is the same at any width")
-    parser.add_argument("--image-size", type=int, default=64,
-                        help="height and width of the input used to check outputs (default: 64)")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="write the report here (the committed one is benchmarks/results/ir_size.md)")
-    parser.add_argument("--plot", type=Path, default=None,
-                        help="write the bar plot here (the book's is chapters/figures/ir_size.png)")
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.ir_size", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument(
+        "--width",
+        type=int,
+        default=64,
+        help="ResNet-50's stem channels (default: 64, torchvision's); the graph "
+        "is the same at any width",
+    )
+    parser.add_argument(
+        "--image-size",
+        type=int,
+        default=64,
+        help="height and width of the input used to check outputs (default: 64)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="write the report here (the committed one is benchmarks/results/ir_size.md)",
+    )
+    parser.add_argument(
+        "--plot",
+        type=Path,
+        default=None,
+        help="write the bar plot here (the book's is chapters/figures/ir_size.png)",
+    )
     parser.add_argument("--note", default="", help="a line for the report's header")
     args = parser.parse_args(argv)
 
@@ -365,8 +408,10 @@ def main(argv: list[str] | None = None) -> int:
         save_plot(results, args.plot)
         print(f"wrote {args.plot}")
     if results.disagreements():
-        print(f"minifx and torch.fx count different nodes under: {', '.join(results.disagreements())}",
-              file=sys.stderr)
+        print(
+            f"minifx and torch.fx count different nodes under: {', '.join(results.disagreements())}",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

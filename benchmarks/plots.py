@@ -25,8 +25,14 @@ def png_figure(path: Path, figsize: tuple[float, float] = (6, 4)) -> Iterator[An
         plt.close(figure)
 
 
-def speedup_bars(path: Path, batches: list[int], speedups: dict[str, list[float]],
-                 ylabel: str, title: str, legend_loc: str = "best") -> None:
+def speedup_bars(
+    path: Path,
+    batches: list[int],
+    speedups: dict[str, list[float]],
+    ylabel: str,
+    title: str,
+    legend_loc: str = "best",
+) -> None:
     """Grouped bars: for each batch size, one bar per runner's speedup, labelled.
 
     Args:

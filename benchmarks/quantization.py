@@ -71,14 +71,18 @@ def torch_ao_quantize(model: nn.Module, calibration: list[torch.Tensor]) -> nn.M
     from torch.ao.quantization import MinMaxObserver, QConfig, QConfigMapping
     from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
 
-    qconfig = QConfig(activation=MinMaxObserver.with_args(**ACTIVATION),
-                      weight=MinMaxObserver.with_args(**WEIGHT))
+    qconfig = QConfig(
+        activation=MinMaxObserver.with_args(**ACTIVATION), weight=MinMaxObserver.with_args(**WEIGHT)
+    )
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "torch.ao.quantization is deprecated", DeprecationWarning)
         warnings.filterwarnings("ignore", "Please use quant_min and quant_max", UserWarning)
         warnings.filterwarnings("ignore", "torch.quantize_per_tensor", UserWarning)
-        prepared = prepare_fx(copy.deepcopy(model), QConfigMapping().set_global(qconfig),
-                              example_inputs=(calibration[0],))
+        prepared = prepare_fx(
+            copy.deepcopy(model),
+            QConfigMapping().set_global(qconfig),
+            example_inputs=(calibration[0],),
+        )
         with torch.no_grad():
             for batch in calibration:
                 prepared(batch)
@@ -88,7 +92,11 @@ def torch_ao_quantize(model: nn.Module, calibration: list[torch.Tensor]) -> nn.M
 def runners(model: nn.Module, calibration: list[torch.Tensor]) -> dict[str, Callable]:
     """The float model and both libraries' int8 versions of it, in `RUNNERS` order."""
     ours = quantize(model, calibration)  # no warning: minifx's int8 path uses no quantized tensors
-    return {"float": model, "minifx int8": ours, "torch.ao int8": torch_ao_quantize(model, calibration)}
+    return {
+        "float": model,
+        "minifx int8": ours,
+        "torch.ao int8": torch_ao_quantize(model, calibration),
+    }
 
 
 def check_outputs(functions: dict[str, Callable], x: torch.Tensor) -> dict[str, float]:
@@ -102,8 +110,10 @@ def check_outputs(functions: dict[str, Callable], x: torch.Tensor) -> dict[str, 
     errors = {name: relative_error(outputs[name], outputs["float"]) for name in INT8}
     for name, error in errors.items():
         if error > MAX_RELATIVE_ERROR:
-            raise RuntimeError(f"{name}: relative error {error:.3g} from the float output, more than "
-                               f"{MAX_RELATIVE_ERROR}: the int8 model computes something else")
+            raise RuntimeError(
+                f"{name}: relative error {error:.3g} from the float output, more than "
+                f"{MAX_RELATIVE_ERROR}: the int8 model computes something else"
+            )
     errors["minifx vs torch.ao"] = relative_error(outputs["minifx int8"], outputs["torch.ao int8"])
     return errors
 
@@ -127,8 +137,14 @@ class Results:
         return self.seconds[batch, "float"] / self.seconds[batch, runner]
 
 
-def measure(n: int, batch_sizes: list[int], repeat: int = 20, min_time: float = 0.02,
-            budget_s: float = 30.0, progress: Callable[[str], None] = lambda line: None) -> Results:
+def measure(
+    n: int,
+    batch_sizes: list[int],
+    repeat: int = 20,
+    min_time: float = 0.02,
+    budget_s: float = 30.0,
+    progress: Callable[[str], None] = lambda line: None,
+) -> Results:
     """Quantize once with each library, check, then time the three runners per batch size."""
     model = make_model(n)
     functions = runners(model, calibration_data(n))
@@ -139,28 +155,44 @@ def measure(n: int, batch_sizes: list[int], repeat: int = 20, min_time: float = 
         results.errors[batch] = check_outputs(functions, x)
         best, results.rounds[batch] = time_runners(functions, x, repeat, min_time, budget_s)
         results.seconds.update({(batch, name): s for name, s in best.items()})
-        progress(f"  batch {batch}: float {best['float'] * 1e3:,.2f} ms, speedup minifx "
-                 f"{results.speedup(batch, 'minifx int8'):.2f}x, torch.ao "
-                 f"{results.speedup(batch, 'torch.ao int8'):.2f}x (best of {results.rounds[batch]})")
+        progress(
+            f"  batch {batch}: float {best['float'] * 1e3:,.2f} ms, speedup minifx "
+            f"{results.speedup(batch, 'minifx int8'):.2f}x, torch.ao "
+            f"{results.speedup(batch, 'torch.ao int8'):.2f}x (best of {results.rounds[batch]})"
+        )
     return results
 
 
 # --- reporting ----------------------------------------------------------------------
 
+
 def table(results: Results) -> tuple[list[str], list[list[str]]]:
     """One row per batch size: times, speedups, minifx / torch.ao, relative errors."""
-    header = ["batch", "rounds", *(f"{name} (ms)" for name in RUNNERS), "minifx speedup",
-              "torch.ao speedup", "minifx / torch.ao", "minifx error", "torch.ao error",
-              "minifx vs torch.ao"]
+    header = [
+        "batch",
+        "rounds",
+        *(f"{name} (ms)" for name in RUNNERS),
+        "minifx speedup",
+        "torch.ao speedup",
+        "minifx / torch.ao",
+        "minifx error",
+        "torch.ao error",
+        "minifx vs torch.ao",
+    ]
     rows = []
     for batch in results.rounds:
         errors = results.errors[batch]
-        rows.append([str(batch), str(results.rounds[batch]),
-                     *(f"{results.seconds[batch, name] * 1e3:,.3f}" for name in RUNNERS),
-                     f"{results.speedup(batch, 'minifx int8'):.2f}",
-                     f"{results.speedup(batch, 'torch.ao int8'):.2f}",
-                     f"{results.seconds[batch, 'minifx int8'] / results.seconds[batch, 'torch.ao int8']:.2f}",
-                     *(f"{errors[name]:.2%}" for name in (*INT8, "minifx vs torch.ao"))])
+        rows.append(
+            [
+                str(batch),
+                str(results.rounds[batch]),
+                *(f"{results.seconds[batch, name] * 1e3:,.3f}" for name in RUNNERS),
+                f"{results.speedup(batch, 'minifx int8'):.2f}",
+                f"{results.speedup(batch, 'torch.ao int8'):.2f}",
+                f"{results.seconds[batch, 'minifx int8'] / results.seconds[batch, 'torch.ao int8']:.2f}",
+                *(f"{errors[name]:.2%}" for name in (*INT8, "minifx vs torch.ao")),
+            ]
+        )
     return header, rows
 
 
@@ -203,38 +235,83 @@ def save_plot(results: Results, path: Path) -> None:
     """Bars of each int8 model's speedup over float, per batch size (PNG)."""
     batches = list(results.rounds)
     speedup_bars(
-        path, batches,
+        path,
+        batches,
         {name: [results.speedup(batch, name) for batch in batches] for name in INT8},
         ylabel="speedup over float (float time / int8 time)",
-        title="DeepRecommender-shaped autoencoder, int8 on the CPU", legend_loc="upper left")
+        title="DeepRecommender-shaped autoencoder, int8 on the CPU",
+        legend_loc="upper left",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.quantization",
-                                     description=__doc__.split("\n")[0])
-    parser.add_argument("--n", type=int, default=4096, help="input and output width (default: 4096)")
-    parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 16, 64, 128],
-                        help="batch sizes to time (default: 1 16 64 128)")
-    parser.add_argument("--repeat", type=int, default=20,
-                        help="timed rounds per runner; the fastest counts (default: 20)")
-    parser.add_argument("--min-time", type=float, default=0.02,
-                        help="seconds a round lasts at least (default: 0.02)")
-    parser.add_argument("--budget", type=float, default=30.0,
-                        help="seconds per batch size after which rounds stop early (default: 30)")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch.set_num_threads (default: 1, for a shared machine)")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="also write the report here (the committed one is benchmarks/results/quantization.md)")
-    parser.add_argument("--plot", type=Path, default=None,
-                        help="write the bar plot here (the book's is chapters/figures/quantization.png)")
-    parser.add_argument("--note", default="", help="a line for the report's header, e.g. about the machine's load")
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.quantization", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument(
+        "--n", type=int, default=4096, help="input and output width (default: 4096)"
+    )
+    parser.add_argument(
+        "--batch-sizes",
+        type=int,
+        nargs="+",
+        default=[1, 16, 64, 128],
+        help="batch sizes to time (default: 1 16 64 128)",
+    )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=20,
+        help="timed rounds per runner; the fastest counts (default: 20)",
+    )
+    parser.add_argument(
+        "--min-time",
+        type=float,
+        default=0.02,
+        help="seconds a round lasts at least (default: 0.02)",
+    )
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=30.0,
+        help="seconds per batch size after which rounds stop early (default: 30)",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch.set_num_threads (default: 1, for a shared machine)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="also write the report here (the committed one is benchmarks/results/quantization.md)",
+    )
+    parser.add_argument(
+        "--plot",
+        type=Path,
+        default=None,
+        help="write the bar plot here (the book's is chapters/figures/quantization.png)",
+    )
+    parser.add_argument(
+        "--note", default="", help="a line for the report's header, e.g. about the machine's load"
+    )
     args = parser.parse_args(argv)
 
     torch.set_num_threads(args.threads)
-    print(f"quantization: AutoEncoder({args.n}), batch sizes {args.batch_sizes}; {machine_description()}",
-          flush=True)
-    results = measure(args.n, args.batch_sizes, args.repeat, args.min_time, args.budget,
-                      progress=lambda line: print(line, flush=True))
+    print(
+        f"quantization: AutoEncoder({args.n}), batch sizes {args.batch_sizes}; {machine_description()}",
+        flush=True,
+    )
+    results = measure(
+        args.n,
+        args.batch_sizes,
+        args.repeat,
+        args.min_time,
+        args.budget,
+        progress=lambda line: print(line, flush=True),
+    )
     report = markdown_report(results, args)
     print(report)
     if args.out is not None:

@@ -39,6 +39,8 @@ def plus_zeros(x: torch.Tensor) -> torch.Tensor:
     """Adds zeros of the same length, made from a plain Python `int`."""
     n = int(x.shape[0])
     return x.new_zeros(n) + x
+
+
 # --8<-- [end:programs]
 
 

@@ -34,9 +34,11 @@ class TinyCNN(nn.Module):
         self.temperature = nn.Parameter(torch.ones(1))
 
     def forward(self, x):
-        y = torch.relu(self.bn(self.conv(x)))      # call_module, call_function
-        y = y.mean(dim=(2, 3))                     # call_method
-        return self.head(y) / self.temperature     # get_attr
+        y = torch.relu(self.bn(self.conv(x)))  # call_module, call_function
+        y = y.mean(dim=(2, 3))  # call_method
+        return self.head(y) / self.temperature  # get_attr
+
+
 # --8<-- [end:model]
 
 
@@ -46,6 +48,8 @@ def record_shape(node: Node, value: Any) -> None:
     if isinstance(value, torch.Tensor):
         node.meta["shape"] = value.shape
         node.meta["dtype"] = value.dtype
+
+
 # --8<-- [end:record]
 
 
@@ -54,7 +58,7 @@ def shape_prop_by_hand(gm: GraphModule, *inputs: Any) -> Any:
     """Run `gm.graph` on `inputs`, one node at a time, recording the shape of
     every tensor it computes; return what the graph returns."""
     modules = dict(gm.named_modules())
-    env: dict[Node, Any] = {}          # node -> the value it computed
+    env: dict[Node, Any] = {}  # node -> the value it computed
     next_input = iter(inputs)
     for node in gm.graph.nodes:
         # The node's arguments, with each Node replaced by its value.
@@ -72,9 +76,11 @@ def shape_prop_by_hand(gm: GraphModule, *inputs: Any) -> Any:
             value = modules[node.target](*args, **kwargs)
         else:  # "output": what the graph returns
             value = args[0]
-        record_shape(node, value)      # the only line about shapes
+        record_shape(node, value)  # the only line about shapes
         env[node] = value
-    return value                       # the output node is the last one
+    return value  # the output node is the last one
+
+
 # --8<-- [end:by_hand]
 
 
@@ -91,4 +97,6 @@ class ShapeProp(Interpreter):
     def propagate(self, *inputs: Any) -> Any:
         """Run the graph on `inputs` and return its output (torch.fx's name)."""
         return self.run(*inputs)
+
+
 # --8<-- [end:interpreter]

@@ -31,6 +31,8 @@ class NegSigmoidSwap(Interpreter):
             receiver, *rest = args
             return receiver.sigmoid(*rest, **kwargs)
         return super().call_method(target, args, kwargs)
+
+
 # --8<-- [end:swap]
 
 
@@ -48,6 +50,8 @@ class NegSigmoidSwapTransformer(Transformer):
             receiver, *rest = args
             return receiver.sigmoid(*rest, **kwargs)
         return super().call_method(target, args, kwargs)
+
+
 # --8<-- [end:swap_transformer]
 
 
@@ -60,6 +64,8 @@ class ReluToGelu(Transformer):
         if target in (torch.relu, F.relu) and not kwargs.get("inplace", False):
             return F.gelu(args[0])
         return super().call_function(target, args, kwargs)
+
+
 # --8<-- [end:relu_to_gelu]
 
 

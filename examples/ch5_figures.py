@@ -25,6 +25,8 @@ class ResidualBlock(nn.Module):
     def forward(self, x):
         y = torch.relu(self.conv1(x))
         return torch.relu(x + self.conv2(y))
+
+
 # --8<-- [end:block]
 
 

@@ -24,6 +24,8 @@ class ConvBNBlock(nn.Module):
     def forward(self, x):
         y = torch.relu(self.bn1(self.conv1(x)))
         return torch.relu(x + self.bn2(self.conv2(y)))
+
+
 # --8<-- [end:block]
 
 

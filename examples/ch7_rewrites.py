@@ -25,6 +25,8 @@ class SwishBlock(nn.Module):
         y = self.linear(x)
         y = y * torch.sigmoid(y)
         return y * torch.sigmoid(y) + x
+
+
 # --8<-- [end:model]
 
 
@@ -37,16 +39,20 @@ def swish(x):
 def silu(x):
     """The replacement: what to put there instead, with the same inputs."""
     return F.silu(x)
+
+
 # --8<-- [end:rewrite]
 
 
 # --8<-- [start:near_misses]
 def gate_and_swish(x, y):
-    gate = x * torch.sigmoid(y)      # two different inputs: not a swish
+    gate = x * torch.sigmoid(y)  # two different inputs: not a swish
     s = torch.sigmoid(x)
-    kept = x * s + s                 # the sigmoid escapes: it is used outside the product
+    kept = x * s + s  # the sigmoid escapes: it is used outside the product
     z = x + 1
-    return gate, kept, z * torch.sigmoid(z)   # the only match
+    return gate, kept, z * torch.sigmoid(z)  # the only match
+
+
 # --8<-- [end:near_misses]
 
 
@@ -61,4 +67,6 @@ def double_relu(x):
 
 def one_relu(x):
     return torch.relu(x)
+
+
 # --8<-- [end:overlap]

@@ -42,6 +42,8 @@ class MLP(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.fc3(self.fc2(self.relu(self.fc1(x))))
         return self.fc4(torch.selu(x))
+
+
 # --8<-- [end:models]
 
 
@@ -74,4 +76,6 @@ def quantize(model: nn.Module, calibration: Iterable[torch.Tensor]) -> GraphModu
 def relative_error(output: torch.Tensor, reference: torch.Tensor) -> float:
     """`||output - reference|| / ||reference||`: 0.01 means 1% of the signal."""
     return ((output - reference).norm() / reference.norm()).item()
+
+
 # --8<-- [end:recipe]

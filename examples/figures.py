@@ -124,9 +124,14 @@ def _shown(path: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m examples.figures", description=__doc__.split("\n")[0])
-    parser.add_argument("--check", action="store_true",
-                        help="write nothing; exit 1 listing missing, stale and orphaned files")
+    parser = argparse.ArgumentParser(
+        prog="python -m examples.figures", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 listing missing, stale and orphaned files",
+    )
     args = parser.parse_args(argv)
     rendered = render(collect())
     if args.check:

@@ -18,6 +18,8 @@ def clip_or_negate(x: torch.Tensor) -> torch.Tensor:
     if x.sum() > 0:
         return -x
     return x.clamp(-1, 1)
+
+
 # --8<-- [end:given]
 
 

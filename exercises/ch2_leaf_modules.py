@@ -52,6 +52,8 @@ class Block(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.clip(self.scale(self.linear(x)).relu())
+
+
 # --8<-- [end:given]
 
 

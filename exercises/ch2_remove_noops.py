@@ -15,8 +15,14 @@ from minifx.graph import Graph, Node
 
 # --8<-- [start:given]
 # The dropout layers of torch.nn: in evaluation mode each returns its input.
-DROPOUT_MODULES = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d,
-                   nn.AlphaDropout, nn.FeatureAlphaDropout)
+DROPOUT_MODULES = (
+    nn.Dropout,
+    nn.Dropout1d,
+    nn.Dropout2d,
+    nn.Dropout3d,
+    nn.AlphaDropout,
+    nn.FeatureAlphaDropout,
+)
 # --8<-- [end:given]
 
 
@@ -39,8 +45,7 @@ def is_noop(node: Node, root: nn.Module) -> bool:
             its submodule in `root` (`root.get_submodule(node.target)`).
     """
     raise NotImplementedError(
-        "Exercise 2.2: is_noop is not written yet; "
-        "see chapters/02-graph.md#replacing-and-erasing"
+        "Exercise 2.2: is_noop is not written yet; see chapters/02-graph.md#replacing-and-erasing"
     )
 
 

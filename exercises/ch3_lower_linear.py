@@ -24,6 +24,8 @@ def state_name(target: str, name: str) -> str:
     `state_name("layer1.fc", "bias") == "layer1_fc_bias"`.
     """
     return f"{target.replace('.', '_')}_{name}"
+
+
 # --8<-- [end:given]
 
 

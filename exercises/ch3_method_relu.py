@@ -58,6 +58,8 @@ def relu_to_gelu(gm: GraphModule) -> GraphModule:
             method_relu_to_gelu(node)
     gm.recompile()  # the graph changed: generate forward again from it
     return gm
+
+
 # --8<-- [end:given]
 
 

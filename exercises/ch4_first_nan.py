@@ -41,7 +41,8 @@ class NonFiniteError(ArithmeticError):
         super().__init__(
             f"%{node.name} ({node.op} {format_target(node.target)}) is the first node whose "
             "value has a NaN or an infinity"
-            + (f"; what it read ({read}) was finite" if read else ""))
+            + (f"; what it read ({read}) was finite" if read else "")
+        )
 
 
 def first_nonfinite(gm: nn.Module, *args: Any) -> str | None:
@@ -52,6 +53,8 @@ def first_nonfinite(gm: nn.Module, *args: Any) -> str | None:
     except NonFiniteError as error:
         return error.node
     return None
+
+
 # --8<-- [end:given]
 
 

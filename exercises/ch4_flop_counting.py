@@ -70,6 +70,7 @@ class FlopCounter(Interpreter):
     def total_flops(self) -> int:
         """The FLOPs of the whole graph: the sum over its nodes."""
         return sum(self.flops_by_node.values())
+
     # --8<-- [end:given]
 
     def run_node(self, n: Node) -> Any:

@@ -44,6 +44,8 @@ def missing_metadata(node: Node) -> ValueError:
         f"node %{node.name} has no shape metadata (node.meta['type'] is missing): run "
         "ShapeProp(gm).propagate(*example_inputs) on the GraphModule before measuring it."
     )
+
+
 # --8<-- [end:given]
 
 

@@ -28,6 +28,8 @@ def missing_metadata(node: Node) -> ValueError:
         f"draw_shapes: node %{node.name} has no shape metadata (node.meta['type'] is missing): "
         "run ShapeProp(gm).propagate(*example_inputs) before drawing."
     )
+
+
 # --8<-- [end:given]
 
 

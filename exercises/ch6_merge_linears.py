@@ -23,9 +23,15 @@ def other_uses(node: Node) -> list[Node]:
     must keep its weights: merging would change the other use too.
     """
     target = node.target
-    return [other for other in node.graph.nodes
-            if other is not node and other.op in ("call_module", "get_attr")
-            and (other.target == target or other.target.startswith(target + "."))]
+    return [
+        other
+        for other in node.graph.nodes
+        if other is not node
+        and other.op in ("call_module", "get_attr")
+        and (other.target == target or other.target.startswith(target + "."))
+    ]
+
+
 # --8<-- [end:given]
 
 

@@ -20,6 +20,8 @@ QMIN, QMAX = -128, 127  # qint8
 def relative_error(weight: torch.Tensor, quantized: torch.Tensor) -> float:
     """`||dequantized - weight|| / ||weight||`: how much of the weight rounding lost."""
     return ((quantized.dequantize() - weight).norm() / weight.norm()).item()
+
+
 # --8<-- [end:given]
 
 

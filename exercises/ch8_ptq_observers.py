@@ -29,6 +29,8 @@ def calibrate(gm: GraphModule, batches: Iterable[torch.Tensor]) -> None:
     with torch.no_grad():
         for batch in batches:
             gm(batch)
+
+
 # --8<-- [end:given]
 
 

@@ -25,4 +25,6 @@ class NoInplaceRecorder(TapeRecorder):
         if kwargs.get("inplace") is True:
             raise TraceError(f"refusing {target.__name__}(..., inplace=True)")
         return super().create_proxy(kind, target, args, kwargs, *rest, **more)
+
+
 # --8<-- [end:solution]

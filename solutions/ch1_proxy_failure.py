@@ -15,6 +15,8 @@ def clip_or_negate(x: torch.Tensor) -> torch.Tensor:
     if x.sum() > 0:
         return -x
     return x.clamp(-1, 1)
+
+
 # --8<-- [end:given]
 
 
@@ -35,4 +37,6 @@ def clip_or_negate_traceable(x: torch.Tensor) -> torch.Tensor:
     condition broadcast from the scalar `x.sum() > 0`.
     """
     return torch.where(x.sum() > 0, -x, x.clamp(-1, 1))
+
+
 # --8<-- [end:solution]

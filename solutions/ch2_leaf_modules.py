@@ -50,6 +50,8 @@ class Block(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.clip(self.scale(self.linear(x)).relu())
+
+
 # --8<-- [end:given]
 
 
@@ -71,4 +73,6 @@ class OpaqueTracer(Tracer):
     def is_leaf_module(self, m: nn.Module, module_qualified_name: str) -> bool:
         # Keep the default leaves (nn.Linear, nn.ReLU, ...) and add the chosen types.
         return isinstance(m, self.leaf_types) or super().is_leaf_module(m, module_qualified_name)
+
+
 # --8<-- [end:solution]

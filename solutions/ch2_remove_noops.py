@@ -12,8 +12,14 @@ from minifx.graph import Graph, Node
 
 # --8<-- [start:given]
 # The dropout layers of torch.nn: in evaluation mode each returns its input.
-DROPOUT_MODULES = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d,
-                   nn.AlphaDropout, nn.FeatureAlphaDropout)
+DROPOUT_MODULES = (
+    nn.Dropout,
+    nn.Dropout1d,
+    nn.Dropout2d,
+    nn.Dropout3d,
+    nn.AlphaDropout,
+    nn.FeatureAlphaDropout,
+)
 # --8<-- [end:given]
 
 
@@ -23,7 +29,8 @@ def is_noop(node: Node, root: nn.Module) -> bool:
     if node.op == "call_module":
         module = root.get_submodule(node.target)
         return isinstance(module, nn.Identity) or (
-            isinstance(module, DROPOUT_MODULES) and not module.training)
+            isinstance(module, DROPOUT_MODULES) and not module.training
+        )
     if node.op == "call_function" and node.target is F.dropout:
         # F.dropout forwards every argument by keyword to __torch_function__.
         return node.kwargs.get("training") is False
@@ -44,4 +51,6 @@ def remove_noops(graph: Graph, root: nn.Module) -> int:
             graph.erase_node(node)
             removed += 1
     return removed
+
+
 # --8<-- [end:solution]

@@ -21,6 +21,8 @@ def state_name(target: str, name: str) -> str:
     `state_name("layer1.fc", "bias") == "layer1_fc_bias"`.
     """
     return f"{target.replace('.', '_')}_{name}"
+
+
 # --8<-- [end:given]
 
 
@@ -40,11 +42,15 @@ def lower_linear(gm: GraphModule) -> GraphModule:
             gm.register_parameter(state_name(node.target, "bias"), linear.bias)
         with graph.inserting_before(node):
             weight = graph.get_attr(state_name(node.target, "weight"))
-            bias = graph.get_attr(state_name(node.target, "bias")) if linear.bias is not None else None
+            bias = (
+                graph.get_attr(state_name(node.target, "bias")) if linear.bias is not None else None
+            )
             call = graph.call_function(F.linear, (node.args[0], weight, bias))
         node.replace_all_uses_with(call)
         graph.erase_node(node)
     gm.recompile()  # the code must follow the graph
     gm.delete_all_unused_submodules()  # the Linears: no node names them any more
     return gm
+
+
 # --8<-- [end:solution]

@@ -55,6 +55,8 @@ def relu_to_gelu(gm: GraphModule) -> GraphModule:
             method_relu_to_gelu(node)
     gm.recompile()  # the graph changed: generate forward again from it
     return gm
+
+
 # --8<-- [end:given]
 
 
@@ -67,4 +69,6 @@ def method_relu_to_gelu(node: Node) -> bool:
     node.op = "call_function"
     node.target = F.gelu
     return True
+
+
 # --8<-- [end:solution]

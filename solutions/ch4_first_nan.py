@@ -37,7 +37,8 @@ class NonFiniteError(ArithmeticError):
         super().__init__(
             f"%{node.name} ({node.op} {format_target(node.target)}) is the first node whose "
             "value has a NaN or an infinity"
-            + (f"; what it read ({read}) was finite" if read else ""))
+            + (f"; what it read ({read}) was finite" if read else "")
+        )
 
 
 def first_nonfinite(gm: nn.Module, *args: Any) -> str | None:
@@ -48,6 +49,8 @@ def first_nonfinite(gm: nn.Module, *args: Any) -> str | None:
     except NonFiniteError as error:
         return error.node
     return None
+
+
 # --8<-- [end:given]
 
 
@@ -75,4 +78,6 @@ class NonFiniteChecker(Interpreter):
         if not is_finite(value):
             raise NonFiniteError(n)
         return value
+
+
 # --8<-- [end:solution]

@@ -65,6 +65,7 @@ class FlopCounter(Interpreter):
     def total_flops(self) -> int:
         """The FLOPs of the whole graph: the sum over its nodes."""
         return sum(self.flops_by_node.values())
+
     # --8<-- [end:given]
 
     # --8<-- [start:solution]
@@ -81,8 +82,9 @@ class FlopCounter(Interpreter):
         if n.op == "call_module":
             return module_flops(self.fetch_attr(n.target), output)
         function = n.op == "call_function"
-        if (function and n.target in MATMUL_FUNCTIONS) or \
-                (n.op == "call_method" and n.target in MATMUL_METHODS):
+        if (function and n.target in MATMUL_FUNCTIONS) or (
+            n.op == "call_method" and n.target in MATMUL_METHODS
+        ):
             # a @ b: one dot product of length a.shape[-1] per output element,
             # whatever the batch dimensions and their broadcasting.
             return 2 * output.numel() * args[0].shape[-1]
@@ -110,4 +112,6 @@ def module_flops(module: nn.Module, output: Any) -> int:
 def _weight(args: tuple, kwargs: dict) -> torch.Tensor:
     """The weight of `F.linear(input, weight, ...)` or `F.conv2d(input, weight, ...)`."""
     return args[1] if len(args) > 1 else kwargs["weight"]
+
+
 # --8<-- [end:solution]

@@ -37,6 +37,8 @@ def missing_metadata(node: Node) -> ValueError:
         f"node %{node.name} has no shape metadata (node.meta['type'] is missing): run "
         "ShapeProp(gm).propagate(*example_inputs) on the GraphModule before measuring it."
     )
+
+
 # --8<-- [end:given]
 
 
@@ -82,4 +84,6 @@ def peak_memory(graph: Graph) -> tuple[int, str]:
         for value in freed.get(node, []):
             live -= alive.pop(value)
     return peak, peak_node
+
+
 # --8<-- [end:solution]

@@ -21,6 +21,8 @@ def missing_metadata(node: Node) -> ValueError:
         f"draw_shapes: node %{node.name} has no shape metadata (node.meta['type'] is missing): "
         "run ShapeProp(gm).propagate(*example_inputs) before drawing."
     )
+
+
 # --8<-- [end:given]
 
 
@@ -39,7 +41,9 @@ def describe_meta(meta: Any) -> str:
     if isinstance(meta, list):
         return "[" + ", ".join(describe_meta(item) for item in meta) + "]"
     if isinstance(meta, dict):
-        return "{" + ", ".join(f"{key!r}: {describe_meta(item)}" for key, item in meta.items()) + "}"
+        return (
+            "{" + ", ".join(f"{key!r}: {describe_meta(item)}" for key, item in meta.items()) + "}"
+        )
     return repr(meta)
 
 
@@ -55,4 +59,6 @@ def describe_value(node: Node) -> str:
 def draw_shapes(gm: Any) -> str:
     """A Mermaid flowchart of `gm` whose boxes also show each value's shape and dtype."""
     return to_mermaid(gm, node_label=lambda node: f"{describe_node(node)}\n{describe_value(node)}")
+
+
 # --8<-- [end:solution]

@@ -24,9 +24,15 @@ def other_uses(node: Node) -> list[Node]:
     must keep its weights: fusing would change the other use too.
     """
     target = node.target
-    return [other for other in node.graph.nodes
-            if other is not node and other.op in ("call_module", "get_attr")
-            and (other.target == target or other.target.startswith(target + "."))]
+    return [
+        other
+        for other in node.graph.nodes
+        if other is not node
+        and other.op in ("call_module", "get_attr")
+        and (other.target == target or other.target.startswith(target + "."))
+    ]
+
+
 # --8<-- [end:given]
 
 
@@ -47,10 +53,17 @@ def can_fuse(bn_node: Node, modules: dict[str, nn.Module]) -> bool:
     if type(bn) is not nn.BatchNorm1d or bn.training or bn.running_mean is None:
         return False
     linear_node = bn_node.args[0]
-    linear = modules.get(linear_node.target) \
-        if isinstance(linear_node, Node) and linear_node.op == "call_module" else None
-    return (type(linear) is nn.Linear and not linear.training
-            and len(linear_node.users) == 1 and not other_uses(linear_node))
+    linear = (
+        modules.get(linear_node.target)
+        if isinstance(linear_node, Node) and linear_node.op == "call_module"
+        else None
+    )
+    return (
+        type(linear) is nn.Linear
+        and not linear.training
+        and len(linear_node.users) == 1
+        and not other_uses(linear_node)
+    )
 
 
 def fuse_linear_bn(gm: GraphModule) -> GraphModule:
@@ -68,4 +81,6 @@ def fuse_linear_bn(gm: GraphModule) -> GraphModule:
     gm.delete_all_unused_submodules()
     gm.recompile()
     return gm
+
+
 # --8<-- [end:solution]

@@ -22,9 +22,15 @@ def other_uses(node: Node) -> list[Node]:
     must keep its weights: merging would change the other use too.
     """
     target = node.target
-    return [other for other in node.graph.nodes
-            if other is not node and other.op in ("call_module", "get_attr")
-            and (other.target == target or other.target.startswith(target + "."))]
+    return [
+        other
+        for other in node.graph.nodes
+        if other is not node
+        and other.op in ("call_module", "get_attr")
+        and (other.target == target or other.target.startswith(target + "."))
+    ]
+
+
 # --8<-- [end:given]
 
 
@@ -32,8 +38,13 @@ def other_uses(node: Node) -> list[Node]:
 def merged_linear(first: nn.Linear, second: nn.Linear) -> nn.Linear:
     """One Linear that computes `second(first(x))`."""
     has_bias = first.bias is not None or second.bias is not None
-    merged = nn.Linear(first.in_features, second.out_features, bias=has_bias,
-                       device=first.weight.device, dtype=first.weight.dtype)
+    merged = nn.Linear(
+        first.in_features,
+        second.out_features,
+        bias=has_bias,
+        device=first.weight.device,
+        dtype=first.weight.dtype,
+    )
     with torch.no_grad():
         merged.weight.copy_(second.weight @ first.weight)
         if has_bias:
@@ -51,10 +62,17 @@ def can_merge(second_node: Node, modules: dict[str, nn.Module]) -> bool:
     if type(second) is not nn.Linear or second.training or len(second_node.args) != 1:
         return False
     first_node = second_node.args[0]
-    first = modules.get(first_node.target) \
-        if isinstance(first_node, Node) and first_node.op == "call_module" else None
-    return (type(first) is nn.Linear and not first.training and len(first_node.users) == 1
-            and not other_uses(first_node))
+    first = (
+        modules.get(first_node.target)
+        if isinstance(first_node, Node) and first_node.op == "call_module"
+        else None
+    )
+    return (
+        type(first) is nn.Linear
+        and not first.training
+        and len(first_node.users) == 1
+        and not other_uses(first_node)
+    )
 
 
 def merge_linears(gm: GraphModule) -> GraphModule:
@@ -72,4 +90,6 @@ def merge_linears(gm: GraphModule) -> GraphModule:
     gm.delete_all_unused_submodules()
     gm.recompile()
     return gm
+
+
 # --8<-- [end:solution]

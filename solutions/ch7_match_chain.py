@@ -36,4 +36,6 @@ def chain_ending_at(last: Node, targets: Sequence[Callable]) -> list[Node] | Non
 
 def is_call(node: Node, target: Callable) -> bool:
     return node.op == "call_function" and node.target is target
+
+
 # --8<-- [end:solution]

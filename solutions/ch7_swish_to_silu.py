@@ -27,4 +27,6 @@ def silu(x):
 def swish_to_silu(gm: GraphModule) -> int:
     """Rewrite every `x * torch.sigmoid(x)` in `gm` into `F.silu(x)`; return how many."""
     return len(replace_pattern(gm, swish, silu))
+
+
 # --8<-- [end:solution]

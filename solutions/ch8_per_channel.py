@@ -16,6 +16,8 @@ QMIN, QMAX = -128, 127  # qint8
 def relative_error(weight: torch.Tensor, quantized: torch.Tensor) -> float:
     """`||dequantized - weight|| / ||weight||`: how much of the weight rounding lost."""
     return ((quantized.dequantize() - weight).norm() / weight.norm()).item()
+
+
 # --8<-- [end:given]
 
 
@@ -34,4 +36,6 @@ def quantize_per_channel(weight: torch.Tensor) -> torch.Tensor:
     scales = per_channel_scales(weight)
     zero_points = torch.zeros_like(scales, dtype=torch.int64)
     return torch.quantize_per_channel(weight.detach(), scales.double(), zero_points, 0, torch.qint8)
+
+
 # --8<-- [end:solution]

@@ -24,6 +24,8 @@ def calibrate(gm: GraphModule, batches: Iterable[torch.Tensor]) -> None:
     with torch.no_grad():
         for batch in batches:
             gm(batch)
+
+
 # --8<-- [end:given]
 
 
@@ -64,4 +66,6 @@ def observed_ranges(gm: GraphModule) -> dict[str, tuple[float, float]]:
             observer = gm.get_submodule(node.target)
             ranges[node.args[0].name] = (observer.min_val.item(), observer.max_val.item())
     return ranges
+
+
 # --8<-- [end:solution]

@@ -63,9 +63,12 @@ RELEASE = not (Path(__file__).resolve().parent.parent / "solutions").is_dir()
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Fail a test that carries no chapter marker: `pytest -m chN` must find all of chapter N."""
     if not any(item.get_closest_marker(name) for name in [*CHAPTERS, "meta"]):
-        pytest.fail(f"{item.nodeid} carries no chapter marker: add `pytestmark = pytest.mark.chN` "
-                    "to its module (N: the chapter it tests), or `pytest.mark.meta` for a check of "
-                    "the course machinery", pytrace=False)
+        pytest.fail(
+            f"{item.nodeid} carries no chapter marker: add `pytestmark = pytest.mark.chN` "
+            "to its module (N: the chapter it tests), or `pytest.mark.meta` for a check of "
+            "the course machinery",
+            pytrace=False,
+        )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -73,7 +76,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     grading = any(type(p).__name__ == "GradingPlugin" for p in config.pluginmanager.get_plugins())
     if not RELEASE or grading:  # the grading worker runs graders in a folder without solutions/
         return
-    kept = [i for i in items if not (i.get_closest_marker("needs_solutions") or "tests/graders/" in i.nodeid)]
+    kept = [
+        i
+        for i in items
+        if not (i.get_closest_marker("needs_solutions") or "tests/graders/" in i.nodeid)
+    ]
     deselected = [i for i in items if i not in kept]
     if deselected:
         config.hook.pytest_deselected(items=deselected)
@@ -82,6 +89,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_report_header(config: pytest.Config) -> str | None:
     if RELEASE:
-        return ("student release (no solutions/): the graders are not run as tests here; "
-                "`make grade` grades your exercises/")
+        return (
+            "student release (no solutions/): the graders are not run as tests here; "
+            "`make grade` grades your exercises/"
+        )
     return None

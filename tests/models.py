@@ -15,7 +15,9 @@ from torch import nn
 class BasicBlock(nn.Module):
     expansion = 1
 
-    def __init__(self, inplanes: int, planes: int, stride: int = 1, downsample: nn.Module | None = None):
+    def __init__(
+        self, inplanes: int, planes: int, stride: int = 1, downsample: nn.Module | None = None
+    ):
         super().__init__()
         self.conv1 = nn.Conv2d(inplanes, planes, 3, stride, 1, bias=False)
         self.bn1 = nn.BatchNorm2d(planes)
@@ -51,8 +53,9 @@ class ResNet18(nn.Module):
     def _make_layer(self, planes: int, blocks: int, stride: int = 1) -> nn.Sequential:
         downsample = None
         if stride != 1 or self.inplanes != planes:
-            downsample = nn.Sequential(nn.Conv2d(self.inplanes, planes, 1, stride, bias=False),
-                                       nn.BatchNorm2d(planes))
+            downsample = nn.Sequential(
+                nn.Conv2d(self.inplanes, planes, 1, stride, bias=False), nn.BatchNorm2d(planes)
+            )
         layers = [BasicBlock(self.inplanes, planes, stride, downsample)]
         self.inplanes = planes
         layers += [BasicBlock(planes, planes) for _ in range(1, blocks)]
@@ -75,7 +78,9 @@ class SelfAttention(nn.Module):
     def forward(self, x, mask=None):
         batch, length, dim = x.shape
         q, k, v = self.qkv(x).chunk(3, dim=-1)
-        q, k, v = (t.view(batch, length, self.heads, self.head_dim).transpose(1, 2) for t in (q, k, v))
+        q, k, v = (
+            t.view(batch, length, self.heads, self.head_dim).transpose(1, 2) for t in (q, k, v)
+        )
         scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
         if mask is not None:
             scores = scores.masked_fill(mask == 0, float("-inf"))
@@ -102,9 +107,14 @@ class InvertedResidual(nn.Module):
         super().__init__()
         hidden = channels * expand
         self.block = nn.Sequential(
-            nn.Conv2d(channels, hidden, 1, bias=False), nn.BatchNorm2d(hidden), nn.ReLU6(inplace=True),
-            nn.Conv2d(hidden, hidden, 3, 1, 1, groups=hidden, bias=False), nn.BatchNorm2d(hidden),
-            nn.ReLU6(inplace=True), nn.Conv2d(hidden, channels, 1, bias=False), nn.BatchNorm2d(channels),
+            nn.Conv2d(channels, hidden, 1, bias=False),
+            nn.BatchNorm2d(hidden),
+            nn.ReLU6(inplace=True),
+            nn.Conv2d(hidden, hidden, 3, 1, 1, groups=hidden, bias=False),
+            nn.BatchNorm2d(hidden),
+            nn.ReLU6(inplace=True),
+            nn.Conv2d(hidden, channels, 1, bias=False),
+            nn.BatchNorm2d(channels),
         )
 
     def forward(self, x):
@@ -192,7 +202,8 @@ class ResNet50(nn.Module):
         if stride != 1 or self.inplanes != planes * Bottleneck.expansion:
             downsample = nn.Sequential(
                 nn.Conv2d(self.inplanes, planes * Bottleneck.expansion, 1, stride, bias=False),
-                nn.BatchNorm2d(planes * Bottleneck.expansion))
+                nn.BatchNorm2d(planes * Bottleneck.expansion),
+            )
         layers = [Bottleneck(self.inplanes, planes, stride, downsample)]
         self.inplanes = planes * Bottleneck.expansion
         layers += [Bottleneck(self.inplanes, planes) for _ in range(1, blocks)]

@@ -23,6 +23,7 @@ SEED = 0
 
 # -- tracing one case of the corpus with each library ------------------------------------
 
+
 @dataclass
 class Traced:
     """One case traced by one library.
@@ -72,12 +73,15 @@ def torch_module(c: Case) -> torch.fx.GraphModule:
     return torch.fx.GraphModule(traced.tracer.root, traced.graph)
 
 
-
 # -- models ------------------------------------------------------------------------------
 
-def model_and_input(models: dict[str, tuple[Callable[[], torch.nn.Module], tuple[int, ...]]],
-                    name: str, device: str, training: bool = False,
-                    ) -> tuple[torch.nn.Module, torch.Tensor]:
+
+def model_and_input(
+    models: dict[str, tuple[Callable[[], torch.nn.Module], tuple[int, ...]]],
+    name: str,
+    device: str,
+    training: bool = False,
+) -> tuple[torch.nn.Module, torch.Tensor]:
     """A fresh model of `models[name]` (a factory and an input shape) and an input for it,
     both on `device`, seeded; in eval mode unless `training`."""
     factory, shape = models[name]
@@ -88,8 +92,10 @@ def model_and_input(models: dict[str, tuple[Callable[[], torch.nn.Module], tuple
 
 # -- a well-formed graph -----------------------------------------------------------------
 
-def assert_well_formed(gm: minifx.codegen.GraphModule, model: Callable[..., Any], *inputs: Any,
-                       **tolerance: float) -> Any:
+
+def assert_well_formed(
+    gm: minifx.codegen.GraphModule, model: Callable[..., Any], *inputs: Any, **tolerance: float
+) -> Any:
     """`gm` computes what `model` computes, run by its generated code and by the
     `Interpreter`, and its graph passes `lint()`; returns what the code computed.
 

@@ -23,9 +23,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 # A chapter's solution: `??? success "Solution"`, then its indented body.
 SOLUTION = re.compile(r'^\?\?\? success "Solution"\n(?:\n|    .*\n)*', re.M)
-NOTE = ('!!! info "Solution"\n\n'
-        "    Solutions are not part of the student release; `make grade` tells you how your\n"
-        "    version does.\n\n")
+NOTE = (
+    '!!! info "Solution"\n\n'
+    "    Solutions are not part of the student release; `make grade` tells you how your\n"
+    "    version does.\n\n"
+)
 
 
 def strip_solutions(markdown: str) -> str:
@@ -37,8 +39,9 @@ def release(out: Path, root: Path = ROOT) -> None:
     """Write the student release of `root`'s HEAD into the new folder `out`."""
     if out.exists():
         raise FileExistsError(f"{out} exists; remove it or choose another folder")
-    archive = subprocess.run(["git", "archive", "--format=tar", "HEAD"], cwd=root,
-                             capture_output=True, check=True).stdout
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", "HEAD"], cwd=root, capture_output=True, check=True
+    ).stdout
     out.mkdir(parents=True)
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         # The "data" filter refuses links and paths that leave `out`; Pythons before
@@ -55,8 +58,9 @@ def release(out: Path, root: Path = ROOT) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.release",
-                                     description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.release", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("out", type=Path, help="the folder to create")
     args = parser.parse_args(argv)
     try:

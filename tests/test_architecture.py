@@ -32,14 +32,26 @@ EXISTING = [s for s in STAGES if (ROOT / "minifx" / s / "__init__.py").is_file()
 # (stage 3); they import it when called. `import minifx.graph` still loads no codegen
 # (test_importing_a_stage_loads_no_later_stage), and no other import may do this.
 LAZY_LATER_STAGE_IMPORTS = {
-    ("minifx/graph/codegen_hooks.py", "python_code", "minifx.codegen.python_code"):
-        "Graph.python_code(root_module), torch.fx's method, is stage 3's python_code(graph)",
-    ("minifx/graph/codegen_hooks.py", "process_inputs", "minifx.codegen.codegen"):
-        "Graph.process_inputs asks the graph's CodeGen (stage 3), the default one or the set one",
-    ("minifx/graph/codegen_hooks.py", "process_outputs", "minifx.codegen.codegen"):
-        "Graph.process_outputs asks the graph's CodeGen (stage 3), the default one or the set one",
-    ("minifx/graph/codegen_hooks.py", "on_generate_code", "minifx.codegen.codegen"):
-        "Graph.on_generate_code sets a body transformer on the graph's CodeGen (stage 3)",
+    (
+        "minifx/graph/codegen_hooks.py",
+        "python_code",
+        "minifx.codegen.python_code",
+    ): "Graph.python_code(root_module), torch.fx's method, is stage 3's python_code(graph)",
+    (
+        "minifx/graph/codegen_hooks.py",
+        "process_inputs",
+        "minifx.codegen.codegen",
+    ): "Graph.process_inputs asks the graph's CodeGen (stage 3), the default one or the set one",
+    (
+        "minifx/graph/codegen_hooks.py",
+        "process_outputs",
+        "minifx.codegen.codegen",
+    ): "Graph.process_outputs asks the graph's CodeGen (stage 3), the default one or the set one",
+    (
+        "minifx/graph/codegen_hooks.py",
+        "on_generate_code",
+        "minifx.codegen.codegen",
+    ): "Graph.on_generate_code sets a body transformer on the graph's CodeGen (stage 3)",
 }
 
 
@@ -55,17 +67,25 @@ def module_parts(relpath: str) -> list[str]:
 
 def imports(relpath: str, source: str) -> list[tuple[int, str, list[str]]]:
     """Every import of the file as `(line, absolute module, imported names)`."""
-    return [(line, module, names) for line, module, names, _ in imports_in_functions(relpath, source)]
+    return [
+        (line, module, names) for line, module, names, _ in imports_in_functions(relpath, source)
+    ]
 
 
 def imports_in_functions(relpath: str, source: str) -> list[tuple[int, str, list[str], str | None]]:
     """Every import as `(line, absolute module, imported names, enclosing function or None)`."""
     found = []
-    package = module_parts(relpath) if relpath.endswith("__init__.py") else module_parts(relpath)[:-1]
+    package = (
+        module_parts(relpath) if relpath.endswith("__init__.py") else module_parts(relpath)[:-1]
+    )
     tree = ast.parse(source)
-    function_of = {id(inner): outer.name for outer in ast.walk(tree)
-                   if isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef))
-                   for inner in ast.walk(outer) if inner is not outer}
+    function_of = {
+        id(inner): outer.name
+        for outer in ast.walk(tree)
+        if isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for inner in ast.walk(outer)
+        if inner is not outer
+    }
     for node in ast.walk(tree):
         function = function_of.get(id(node))
         if isinstance(node, ast.Import):
@@ -124,7 +144,11 @@ def earlier_stage_names(stage: str, relpath: str, source: str) -> set[str]:
 def _bindings(tree: ast.Module, line: int, module: str) -> set[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Import) and node.lineno == line:
-            return {alias.asname or alias.name.split(".")[0] for alias in node.names if alias.name == module}
+            return {
+                alias.asname or alias.name.split(".")[0]
+                for alias in node.names
+                if alias.name == module
+            }
         if isinstance(node, ast.ImportFrom) and node.lineno == line:
             return {alias.asname or alias.name for alias in node.names}
     return set()
@@ -146,7 +170,11 @@ def patch_violations(stage: str, relpath: str, source: str) -> list[str]:
             targets = node.targets
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
             targets = [node.target]
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr"):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("setattr", "delattr")
+        ):
             targets = node.args[:1]
         for target in targets:
             is_attr = isinstance(target, ast.Attribute) or isinstance(node, ast.Call)
@@ -184,7 +212,9 @@ def test_stage_never_patches_an_earlier_stage(stage):
 def loaded_after(statement: str) -> list[str]:
     """The minifx modules in `sys.modules` after running `statement` in a fresh interpreter."""
     code = f"import json, sys; {statement}; print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'minifx')))"
-    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert run.returncode == 0, f"`{statement}` failed in a fresh interpreter:\n{run.stderr}"
     return json.loads(run.stdout.splitlines()[-1])
 
@@ -192,13 +222,21 @@ def loaded_after(statement: str) -> list[str]:
 @pytest.mark.parametrize("stage", EXISTING)
 def test_importing_a_stage_loads_no_later_stage(stage):
     later = STAGES[STAGES.index(stage) + 1 :]
-    loaded = [m for m in loaded_after(f"import minifx.{stage}") if m.split(".")[1:2] and m.split(".")[1] in later]
-    assert not loaded, f"`import minifx.{stage}` loaded later stages: {loaded}; a stage must import only earlier ones"
+    loaded = [
+        m
+        for m in loaded_after(f"import minifx.{stage}")
+        if m.split(".")[1:2] and m.split(".")[1] in later
+    ]
+    assert not loaded, (
+        f"`import minifx.{stage}` loaded later stages: {loaded}; a stage must import only earlier ones"
+    )
 
 
 def test_importing_minifx_loads_no_stage():
     loaded = [m for m in loaded_after("import minifx") if m != "minifx"]
-    assert not loaded, f"`import minifx` loaded {loaded}; re-export stage names lazily with a module __getattr__ (PEP 562)"
+    assert not loaded, (
+        f"`import minifx` loaded {loaded}; re-export stage names lazily with a module __getattr__ (PEP 562)"
+    )
 
 
 # --- the checkers themselves, on made-up files --------------------------------------
@@ -211,8 +249,16 @@ def test_importing_minifx_loads_no_stage():
         ("minifx/graph/graph.py", "from ..proxy.proxy import Proxy", []),
         ("minifx/graph/__init__.py", "from .graph import Graph", []),
         ("minifx/graph/graph.py", "import torch.fx", []),
-        ("minifx/graph/graph.py", "from minifx.codegen import python_code", ["later stage 'codegen'"]),
-        ("minifx/graph/graph.py", "def f():\n    from ..interpreter import Interpreter", ["later stage 'interpreter'"]),
+        (
+            "minifx/graph/graph.py",
+            "from minifx.codegen import python_code",
+            ["later stage 'codegen'"],
+        ),
+        (
+            "minifx/graph/graph.py",
+            "def f():\n    from ..interpreter import Interpreter",
+            ["later stage 'interpreter'"],
+        ),
         ("minifx/graph/__init__.py", "from ..passes import shape_prop", ["later stage 'passes'"]),
         ("minifx/graph/graph.py", "import minifx.passes.shape_prop", ["later stage 'passes'"]),
         ("minifx/graph/graph.py", "from minifx import symbolic_trace", ["which is no stage"]),
@@ -221,7 +267,9 @@ def test_importing_minifx_loads_no_stage():
 )
 def test_import_checker(relpath, source, expected):
     problems = import_violations("graph", relpath, source)
-    assert len(problems) == len(expected) and all(e in p for e, p in zip(expected, problems)), problems
+    assert len(problems) == len(expected) and all(e in p for e, p in zip(expected, problems)), (
+        problems
+    )
 
 
 @pytest.mark.parametrize(
@@ -241,9 +289,11 @@ def test_the_lazy_import_allowlist_names_file_function_and_module(source, allowe
 
 
 def test_every_allowlisted_lazy_import_exists_inside_its_function():
-    found = {(relpath, function, module)
-             for relpath, _, _ in LAZY_LATER_STAGE_IMPORTS
-             for _, module, _, function in imports_in_functions(*_read(ROOT / relpath))}
+    found = {
+        (relpath, function, module)
+        for relpath, _, _ in LAZY_LATER_STAGE_IMPORTS
+        for _, module, _, function in imports_in_functions(*_read(ROOT / relpath))
+    }
     stale = set(LAZY_LATER_STAGE_IMPORTS) - found
     assert not stale, f"allowlisted imports that no longer exist (remove them): {sorted(stale)}"
 

@@ -42,21 +42,42 @@ def test_runners_are_eager_and_both_fused_models() -> None:
 def test_check_outputs_refuses_a_fused_model_that_computes_something_else() -> None:
     functions = tiny_runners()
     functions["minifx fused"].conv1.weight.data.mul_(2)
-    with pytest.raises(RuntimeError, match=r"^minifx fused: the output differs from eager's by up to "):
+    with pytest.raises(
+        RuntimeError, match=r"^minifx fused: the output differs from eager's by up to "
+    ):
         fusion.check_outputs(functions, torch.randn(1, 3, 32, 32))
 
 
 def test_check_outputs_refuses_different_graphs() -> None:
     functions = tiny_runners()
     functions["torch.fx fused"] = torch.fx.symbolic_trace(functions["eager"])  # not fused
-    with pytest.raises(RuntimeError, match="^minifx and torch.fx fused the model into different graphs$"):
+    with pytest.raises(
+        RuntimeError, match="^minifx and torch.fx fused the model into different graphs$"
+    ):
         fusion.check_outputs(functions, torch.randn(1, 3, 32, 32))
 
 
 def test_main_writes_the_report_and_the_plot(tmp_path, capsys) -> None:
     out, plot = tmp_path / "results" / "fusion.md", tmp_path / "figures" / "fusion.png"
-    status = fusion.main(["--batch-sizes", "1", "2", "--image-size", "32", "--width", "4",
-                          "--repeat", "1", "--out", str(out), "--plot", str(plot), "--note", "smoke"])
+    status = fusion.main(
+        [
+            "--batch-sizes",
+            "1",
+            "2",
+            "--image-size",
+            "32",
+            "--width",
+            "4",
+            "--repeat",
+            "1",
+            "--out",
+            str(out),
+            "--plot",
+            str(plot),
+            "--note",
+            "smoke",
+        ]
+    )
     assert status == 0
     report = out.read_text()
     assert report in capsys.readouterr().out
@@ -69,8 +90,9 @@ def test_main_writes_the_report_and_the_plot(tmp_path, capsys) -> None:
 
 
 def test_results_ratios() -> None:
-    results = fusion.Results(seconds={(1, "eager"): 3.0, (1, "minifx fused"): 2.0,
-                                      (1, "torch.fx fused"): 2.5})
+    results = fusion.Results(
+        seconds={(1, "eager"): 3.0, (1, "minifx fused"): 2.0, (1, "torch.fx fused"): 2.5}
+    )
     assert results.speedup(1, "minifx fused") == 1.5
     assert results.minifx_over_torch_fx(1) == 0.8
 
@@ -83,10 +105,15 @@ def test_cuda_is_refused_where_there_is_none(capsys) -> None:
 
 
 def test_the_report_names_the_settings() -> None:
-    results = fusion.Results(seconds={(8, name): 1.0 for name in fusion.RUNNERS}, rounds={8: 3},
-                             differences={8: 1e-6}, nodes={name: 1 for name in fusion.RUNNERS})
-    args = argparse.Namespace(device="cpu", threads=1, note="", width=64, image_size=224,
-                              repeat=10, budget=60.0)
+    results = fusion.Results(
+        seconds={(8, name): 1.0 for name in fusion.RUNNERS},
+        rounds={8: 3},
+        differences={8: 1e-6},
+        nodes={name: 1 for name in fusion.RUNNERS},
+    )
+    args = argparse.Namespace(
+        device="cpu", threads=1, note="", width=64, image_size=224, repeat=10, budget=60.0
+    )
     report = fusion.markdown_report(results, args)
     assert "| 8 | 3 | 1,000.0 | 1,000.0 | 1,000.0 | 1.00 | 1.00 | 1.00 | 1.0e-06 |" in report
     assert "input Nx3x224x224" in report and "with 1 torch thread(s)" in report

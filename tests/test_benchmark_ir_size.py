@@ -47,7 +47,9 @@ def test_the_decomposed_tracer_leaves_no_module_calls_and_reads_parameters() -> 
         assert ops["call_module"] == 0
         # 53 convolutions (weight), 53 BatchNorms (weight, bias, running mean and var), fc (2).
         assert ops["get_attr"] == 53 + 4 * 53 + 2
-        targets = collections.Counter(node.target for node in gm.graph.nodes if node.op == "call_function")
+        targets = collections.Counter(
+            node.target for node in gm.graph.nodes if node.op == "call_function"
+        )
         assert targets[torch.conv2d] == 53
         assert targets[torch.nn.functional.batch_norm] == 53
 
@@ -65,36 +67,59 @@ def test_measure_checks_outputs_and_leaves_the_model_as_it_was() -> None:
 def test_check_output_names_a_graph_that_computes_something_else() -> None:
     model = nn.Linear(2, 2).eval()
     gm = minifx.symbolic_trace(nn.Sequential(nn.Linear(2, 2)))
-    with pytest.raises(RuntimeError, match=r"^decomposed minifx: the traced GraphModule's output differs "
-                                           r"from the eager model's; the graph does not compute the model$"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"^decomposed minifx: the traced GraphModule's output differs "
+        r"from the eager model's; the graph does not compute the model$",
+    ):
         ir_size.check_output("decomposed minifx", gm, model, torch.ones(1, 2))
 
 
 def test_undecomposable_names_batchnorm_and_the_line_each_library_stops_at() -> None:
     model = small_resnet().eval()
-    for library, message in [("minifx", "TraceError: %ne was used as a Python bool"),
-                             ("torch.fx", "TraceError: symbolically traced variables cannot be used "
-                                          "as inputs to control flow")]:
+    for library, message in [
+        ("minifx", "TraceError: %ne was used as a Python bool"),
+        (
+            "torch.fx",
+            "TraceError: symbolically traced variables cannot be used as inputs to control flow",
+        ),
+    ]:
         failures = ir_size.undecomposable(model, library)
         assert list(failures) == ["BatchNorm2d"]
         assert failures["BatchNorm2d"].startswith(message)
         # The line number is torch's, so it is matched as any number.
-        assert re.search(r" \(at batchnorm\.py:\d+ in _check_input_dim: if input\.dim\(\) != 4:\)$",
-                         failures["BatchNorm2d"])
+        assert re.search(
+            r" \(at batchnorm\.py:\d+ in _check_input_dim: if input\.dim\(\) != 4:\)$",
+            failures["BatchNorm2d"],
+        )
 
 
 def test_main_writes_the_report_and_the_plot(tmp_path, capsys) -> None:
     out, plot = tmp_path / "results" / "ir_size.md", tmp_path / "figures" / "ir_size.png"
-    status = ir_size.main(["--width", "4", "--image-size", "32", "--out", str(out),
-                           "--plot", str(plot), "--note", "smoke"])
+    status = ir_size.main(
+        [
+            "--width",
+            "4",
+            "--image-size",
+            "32",
+            "--out",
+            str(out),
+            "--plot",
+            str(plot),
+            "--note",
+            "smoke",
+        ]
+    )
     assert status == 0
     report = out.read_text()
     assert report in capsys.readouterr().out
-    for row in ("| default | minifx | 1 | 0 | 17 | 158 | 0 | 1 | 177 | yes |",
-                "| default | torch.fx | 1 | 0 | 17 | 158 | 0 | 1 | 177 | yes |",
-                "| decomposed | minifx | 1 | 267 | 175 | 0 | 0 | 1 | 444 | yes |",
-                "| decomposed | torch.fx | 1 | 267 | 175 | 0 | 0 | 1 | 444 | yes |",
-                f"| paper | {ir_size.PAPER_FIGURE} | - | - | - | - | - | - | not found | - |"):
+    for row in (
+        "| default | minifx | 1 | 0 | 17 | 158 | 0 | 1 | 177 | yes |",
+        "| default | torch.fx | 1 | 0 | 17 | 158 | 0 | 1 | 177 | yes |",
+        "| decomposed | minifx | 1 | 267 | 175 | 0 | 0 | 1 | 444 | yes |",
+        "| decomposed | torch.fx | 1 | 267 | 175 | 0 | 0 | 1 | 444 | yes |",
+        f"| paper | {ir_size.PAPER_FIGURE} | - | - | - | - | - | - | not found | - |",
+    ):
         assert row in report
     assert "- Both libraries print the same graph: default: yes, decomposed: yes." in report
     assert "- Note: smoke" in report
@@ -102,7 +127,9 @@ def test_main_writes_the_report_and_the_plot(tmp_path, capsys) -> None:
     assert plot.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
 
 
-def test_main_says_so_and_fails_when_the_libraries_count_differently(tmp_path, capsys, monkeypatch) -> None:
+def test_main_says_so_and_fails_when_the_libraries_count_differently(
+    tmp_path, capsys, monkeypatch
+) -> None:
     class EveryModuleALeaf(minifx.Tracer):  # stands for a minifx bug: layer1..4 become call_module
         def is_leaf_module(self, m: nn.Module, module_qualified_name: str) -> bool:
             return True

@@ -14,7 +14,10 @@ import torch
 from benchmarks import quantization
 from minifx.passes.quantize import QuantizedLinear
 
-pytestmark = [pytest.mark.ch8, pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor:UserWarning")]
+pytestmark = [
+    pytest.mark.ch8,
+    pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor:UserWarning"),
+]
 
 N = 64
 
@@ -25,8 +28,11 @@ def test_runners_are_float_minifx_int8_and_torch_ao_int8():
     assert list(functions) == list(quantization.RUNNERS)
     assert functions["float"] is model
     assert sum(isinstance(m, QuantizedLinear) for m in functions["minifx int8"].modules()) == 6
-    ao_linears = [m for m in functions["torch.ao int8"].modules() if type(m).__name__ == "Linear"
-                  and type(m).__module__.startswith("torch.ao.nn.quantized")]
+    ao_linears = [
+        m
+        for m in functions["torch.ao int8"].modules()
+        if type(m).__name__ == "Linear" and type(m).__module__.startswith("torch.ao.nn.quantized")
+    ]
     assert len(ao_linears) == 6
 
 
@@ -46,7 +52,9 @@ def test_at_the_benchmarks_size_both_int8_models_give_the_same_output():
     # once rounded a value 0.0000026 above a half step down where PyTorch rounds it up.
     model = quantization.make_model()
     functions = quantization.runners(model, quantization.calibration_data(4096))
-    errors = quantization.check_outputs(functions, torch.randn(128, 4096, generator=torch.Generator().manual_seed(2)))
+    errors = quantization.check_outputs(
+        functions, torch.randn(128, 4096, generator=torch.Generator().manual_seed(2))
+    )
     assert errors["minifx vs torch.ao"] == 0.0
 
 
@@ -59,12 +67,31 @@ def test_an_int8_model_far_from_float_is_refused():
 
 def test_main_writes_the_report_and_the_plot(tmp_path, capsys):
     out, plot = tmp_path / "quantization.md", tmp_path / "quantization.png"
-    status = quantization.main(["--n", str(N), "--batch-sizes", "1", "4", "--repeat", "1",
-                                "--min-time", "0", "--out", str(out), "--plot", str(plot), "--note", "smoke"])
+    status = quantization.main(
+        [
+            "--n",
+            str(N),
+            "--batch-sizes",
+            "1",
+            "4",
+            "--repeat",
+            "1",
+            "--min-time",
+            "0",
+            "--out",
+            str(out),
+            "--plot",
+            str(plot),
+            "--note",
+            "smoke",
+        ]
+    )
     assert status == 0
     report = out.read_text()
     assert "<!-- --8<-- [start:report] -->" in report and "- Note: smoke" in report
-    rows = [line for line in report.splitlines() if line.startswith("| 1 |") or line.startswith("| 4 |")]
+    rows = [
+        line for line in report.splitlines() if line.startswith("| 1 |") or line.startswith("| 4 |")
+    ]
     assert len(rows) == 2 and all(len(row.split("|")) == 13 for row in rows)
     assert plot.read_bytes().startswith(b"\x89PNG")
     assert "speedup minifx" in capsys.readouterr().out

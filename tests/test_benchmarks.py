@@ -73,7 +73,9 @@ def test_the_pipeline_sizes_are_as_documented() -> None:
 @pytest.mark.ch2
 def test_main_reports_and_checks_without_asserting_speed(tmp_path, capsys) -> None:
     out = tmp_path / "results" / "scale.md"
-    status = graph_scale.main(["--sizes", "20", "40", "--repeat", "1", "--out", str(out), "--note", "smoke"])
+    status = graph_scale.main(
+        ["--sizes", "20", "40", "--repeat", "1", "--out", str(out), "--note", "smoke"]
+    )
     assert status == 0  # without --check, the status never depends on timings
     printed = capsys.readouterr().out
     for operation in graph_scale.OPERATION_NAMES:
@@ -143,9 +145,27 @@ def test_codegen_resnet50_generates_the_same_code_and_outputs(codegen) -> None:
 @pytest.mark.ch3
 def test_codegen_main_reports_and_checks_without_asserting_speed(codegen, tmp_path, capsys) -> None:
     out = tmp_path / "results" / "codegen.md"
-    status = codegen.main(["--sizes", "20", "40", "--repeat", "1", "--model-repeat", "1",
-                           "--forward-repeat", "1", "--min-time", "0.0001", "--image-size", "32",
-                           "--out", str(out), "--note", "smoke"])
+    status = codegen.main(
+        [
+            "--sizes",
+            "20",
+            "40",
+            "--repeat",
+            "1",
+            "--model-repeat",
+            "1",
+            "--forward-repeat",
+            "1",
+            "--min-time",
+            "0.0001",
+            "--image-size",
+            "32",
+            "--out",
+            str(out),
+            "--note",
+            "smoke",
+        ]
+    )
     assert status == 0  # without --check, the status never depends on timings
     printed = capsys.readouterr().out
     for operation in (*codegen.MODEL_OPERATIONS, *codegen.CHAIN_OPERATIONS):
@@ -170,6 +190,7 @@ def test_codegen_not_linear_flags_growth_above_the_limit(codegen) -> None:
 
 # --- benchmarks.interpreter: every runner does the same work, on the right interpreter -
 
+
 @pytest.fixture
 def interpreter_bench():
     """`benchmarks.interpreter`, imported on use: it loads stage 4 (minifx.interpreter)."""
@@ -179,15 +200,23 @@ def interpreter_bench():
 
 
 @pytest.mark.ch4
-def test_interpreter_runners_are_each_librarys_interpreter_on_its_own_graph(interpreter_bench) -> None:
+def test_interpreter_runners_are_each_librarys_interpreter_on_its_own_graph(
+    interpreter_bench,
+) -> None:
     import minifx
 
     torch.manual_seed(0)
     model = interpreter_bench.Tiny().eval()
     functions, gms = interpreter_bench.runners(model)
-    assert list(functions) == ["eager", "minifx gm", "torch.fx gm",
-                               "minifx interpreter", "torch.fx interpreter",
-                               "minifx interpreter, keep values", "torch.fx interpreter, keep values"]
+    assert list(functions) == [
+        "eager",
+        "minifx gm",
+        "torch.fx gm",
+        "minifx interpreter",
+        "torch.fx interpreter",
+        "minifx interpreter, keep values",
+        "torch.fx interpreter, keep values",
+    ]
     assert isinstance(gms["minifx"], minifx.GraphModule)
     assert isinstance(gms["torch.fx"], torch.fx.GraphModule)
     expected = {"minifx": minifx.Interpreter, "torch.fx": torch.fx.Interpreter}
@@ -204,21 +233,30 @@ def test_interpreter_runners_are_each_librarys_interpreter_on_its_own_graph(inte
 @pytest.mark.ch4
 def test_interpreter_runners_without_keep_values_leave_those_out(interpreter_bench) -> None:
     functions, _ = interpreter_bench.runners(interpreter_bench.Tiny().eval(), keep_values=False)
-    assert list(functions) == ["eager", "minifx gm", "torch.fx gm",
-                               "minifx interpreter", "torch.fx interpreter"]
+    assert list(functions) == [
+        "eager",
+        "minifx gm",
+        "torch.fx gm",
+        "minifx interpreter",
+        "torch.fx interpreter",
+    ]
 
 
 @pytest.mark.ch4
 def test_interpreter_check_outputs_accepts_the_same_work_and_names_a_runner_that_differs(
-        interpreter_bench) -> None:
+    interpreter_bench,
+) -> None:
     torch.manual_seed(0)
     model = interpreter_bench.Tiny().eval()
     x = torch.randn(1, 4)
     functions, _ = interpreter_bench.runners(model)
     interpreter_bench.check_outputs("tiny", functions, x)  # all equal: no error
     functions["torch.fx interpreter"] = lambda x: model(x) + 1e-6
-    with pytest.raises(RuntimeError, match=r"^tiny: torch.fx interpreter returns something else "
-                                           r"than eager's Tensor; the runners must do the same work$"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"^tiny: torch.fx interpreter returns something else "
+        r"than eager's Tensor; the runners must do the same work$",
+    ):
         interpreter_bench.check_outputs("tiny", functions, x)
     functions["torch.fx interpreter"] = lambda x: [model(x)]  # same numbers, another type
     with pytest.raises(RuntimeError, match="torch.fx interpreter returns something else"):
@@ -226,12 +264,17 @@ def test_interpreter_check_outputs_accepts_the_same_work_and_names_a_runner_that
 
 
 @pytest.mark.ch4
-def test_interpreter_quiet_progress_disables_the_bar_and_restores_the_config(interpreter_bench) -> None:
+def test_interpreter_quiet_progress_disables_the_bar_and_restores_the_config(
+    interpreter_bench,
+) -> None:
     saved = torch.fx.config.disable_progress, torch.fx.config.verbose_progress
     try:
         torch.fx.config.disable_progress, torch.fx.config.verbose_progress = False, True
         with interpreter_bench.quiet_torch_fx_progress():
-            assert (torch.fx.config.disable_progress, torch.fx.config.verbose_progress) == (True, False)
+            assert (torch.fx.config.disable_progress, torch.fx.config.verbose_progress) == (
+                True,
+                False,
+            )
         assert (torch.fx.config.disable_progress, torch.fx.config.verbose_progress) == (False, True)
     finally:
         torch.fx.config.disable_progress, torch.fx.config.verbose_progress = saved
@@ -257,24 +300,48 @@ def test_interpreter_per_node_overhead_is_the_difference_over_the_nodes(interpre
 
 @pytest.mark.ch4
 def test_interpreter_main_writes_both_libraries_rows_without_asserting_speed(
-        interpreter_bench, tmp_path, capsys) -> None:
+    interpreter_bench, tmp_path, capsys
+) -> None:
     out = tmp_path / "results" / "interpreter.md"
-    status = interpreter_bench.main(["--repeat", "1", "--min-time", "0.0001", "--image-size", "32",
-                                     "--chain-size", "10", "--construct-repeat", "1",
-                                     "--out", str(out), "--note", "smoke"])
+    status = interpreter_bench.main(
+        [
+            "--repeat",
+            "1",
+            "--min-time",
+            "0.0001",
+            "--image-size",
+            "32",
+            "--chain-size",
+            "10",
+            "--construct-repeat",
+            "1",
+            "--out",
+            str(out),
+            "--note",
+            "smoke",
+        ]
+    )
     assert status == 0
     printed = capsys.readouterr().out
     report = out.read_text()
-    assert ("| model | input | nodes | rounds | eager (us) | minifx gm (us) | torch.fx gm (us) "
-            "| minifx interpreter (us) | torch.fx interpreter (us) "
-            "| minifx interpreter, keep values (us) | torch.fx interpreter, keep values (us) |") in report
-    assert ("| model | interpreter | minifx / torch.fx | minifx / minifx gm | torch.fx / torch.fx gm "
-            "| minifx per node (us) | torch.fx per node (us) |") in report
+    assert (
+        "| model | input | nodes | rounds | eager (us) | minifx gm (us) | torch.fx gm (us) "
+        "| minifx interpreter (us) | torch.fx interpreter (us) "
+        "| minifx interpreter, keep values (us) | torch.fx interpreter, keep values (us) |"
+    ) in report
+    assert (
+        "| model | interpreter | minifx / torch.fx | minifx / minifx gm | torch.fx / torch.fx gm "
+        "| minifx per node (us) | torch.fx per node (us) |"
+    ) in report
     assert "| model | nodes | minifx (us) | torch.fx (us) | minifx / torch.fx |" in report
     # Node counts are torch.fx's graph sizes: x, linear, relu, output; x, 10 ops, output.
-    for row in ("| tiny: Linear(4, 4) + relu | 1x4 | 4 | 1 |", "| chain of 10 add/relu | 1x4 | 12 | 1 |",
-                "| ResNet-50 | 1x3x32x32 | 177 | 1 |", "| tiny: Linear(4, 4) + relu | keep values |",
-                "| ResNet-50 | default |"):
+    for row in (
+        "| tiny: Linear(4, 4) + relu | 1x4 | 4 | 1 |",
+        "| chain of 10 add/relu | 1x4 | 12 | 1 |",
+        "| ResNet-50 | 1x3x32x32 | 177 | 1 |",
+        "| tiny: Linear(4, 4) + relu | keep values |",
+        "| ResNet-50 | default |",
+    ):
         assert row in report
         assert row in printed
     assert "Every runner's output equals eager's (`torch.equal`)" in report

@@ -30,9 +30,15 @@ pytestmark = pytest.mark.meta
 ROOT = Path(__file__).resolve().parent.parent
 MERMAID_JS = ROOT / "chapters" / "assets" / "vendor" / "mermaid.min.js"
 # What a root process needs to start Chromium headless in a container with no network.
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 # Material closes the shadow root it draws a Mermaid diagram into; open it so the test
 # can see the SVG.
 OPEN_SHADOW_ROOTS = """
@@ -44,15 +50,22 @@ Element.prototype.attachShadow = function (init) {
 
 
 def find_chromium() -> str | None:
-    return os.environ.get("MINIFX_CHROMIUM") or shutil.which("chromium") \
+    return (
+        os.environ.get("MINIFX_CHROMIUM")
+        or shutil.which("chromium")
         or shutil.which("chromium-browser")
+    )
 
 
 CHROMIUM = find_chromium()
 if CHROMIUM is None:
-    pytestmark = [pytestmark, pytest.mark.skip(
-        reason="no Chromium (install Debian's chromium package, or set MINIFX_CHROMIUM to "
-               "its path; `make test` installs it when run as root with apt-get)")]
+    pytestmark = [
+        pytestmark,
+        pytest.mark.skip(
+            reason="no Chromium (install Debian's chromium package, or set MINIFX_CHROMIUM to "
+            "its path; `make test` installs it when run as root with apt-get)"
+        ),
+    ]
 
 
 @dataclass(frozen=True)
@@ -63,8 +76,11 @@ class Site:
     def pages(self) -> list[str]:
         """Every page, as a path below `url` ('' for the home page)."""
         return sorted(
-            "" if p.parent == self.directory else p.parent.relative_to(self.directory).as_posix() + "/"
-            for p in self.directory.rglob("index.html"))
+            ""
+            if p.parent == self.directory
+            else p.parent.relative_to(self.directory).as_posix() + "/"
+            for p in self.directory.rglob("index.html")
+        )
 
 
 @pytest.fixture(scope="module")
@@ -72,11 +88,17 @@ def site(tmp_path_factory) -> Site:
     """The book, built strictly and served on localhost."""
     assert MERMAID_JS.is_file(), (
         f"{MERMAID_JS.relative_to(ROOT)} is missing: run `make test` (or `make "
-        f"{MERMAID_JS.relative_to(ROOT)}`), which fetches Mermaid from the npm registry")
+        f"{MERMAID_JS.relative_to(ROOT)}`), which fetches Mermaid from the npm registry"
+    )
     out = tmp_path_factory.mktemp("site")
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    build = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir",
-                            str(out)], cwd=ROOT, env=env, capture_output=True, text=True)
+    build = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert build.returncode == 0, build.stderr[-3000:]
     handler = functools.partial(_QuietHandler, directory=str(out))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)

@@ -20,8 +20,11 @@ def steps_of(text: str) -> list[dict]:
 def test_one_grader_step_per_exercise_worth_its_points():
     exercises = load_manifest()
     steps = steps_of(classroom.render(exercises))
-    graders = [s for s in steps if s.get("uses", "").startswith(
-        "classroom-resources/autograding-command-grader")]
+    graders = [
+        s
+        for s in steps
+        if s.get("uses", "").startswith("classroom-resources/autograding-command-grader")
+    ]
     assert [s["with"]["test-name"] for s in graders] == [f"{e.id} {e.title}" for e in exercises]
     assert sum(s["with"]["max-score"] for s in graders) == sum(e.points for e in exercises)
     for step, exercise in zip(graders, exercises):
@@ -33,7 +36,9 @@ def test_one_step_sets_up_and_grades_everything_with_the_cpu_build():
     steps = steps_of(classroom.render(load_manifest()))
     script = steps[1]["run"]
     assert "download.pytorch.org/whl/cpu" in script and "-m tests.grading" in script
-    assert f"--verdicts {classroom.VERDICTS}" in script and script.startswith(f"rm -f {classroom.VERDICTS}")
+    assert f"--verdicts {classroom.VERDICTS}" in script and script.startswith(
+        f"rm -f {classroom.VERDICTS}"
+    )
     assert all(s["with"]["setup-command"] == "" for s in steps[2:-1])
 
 
@@ -44,8 +49,9 @@ def test_the_reporter_reads_every_grader_step():
     assert all(re.fullmatch(r"[a-z][a-z0-9-]*", i) for i in ids)
     reporter = steps[-1]
     assert reporter["with"]["runners"].split(",") == ids
-    assert reporter["env"] == {f"{i.upper()}_RESULTS": f"${{{{steps.{i}.outputs.result}}}}"
-                               for i in ids}
+    assert reporter["env"] == {
+        f"{i.upper()}_RESULTS": f"${{{{steps.{i}.outputs.result}}}}" for i in ids
+    }
 
 
 def test_on_is_a_list_of_events_not_the_boolean_true():

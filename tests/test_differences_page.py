@@ -24,12 +24,15 @@ def test_there_are_boxes_to_collect():
 @pytest.mark.parametrize("chapter", chapters_with_a_box(), ids=lambda p: p.stem)
 def test_each_box_is_a_section_the_page_includes(chapter: Path):
     text = chapter.read_text()
-    section = re.search(r"\[start:differences\] -->\n(.*?)<!-- --8<-- \[end:differences\]",
-                        text, re.S)
+    section = re.search(
+        r"\[start:differences\] -->\n(.*?)<!-- --8<-- \[end:differences\]", text, re.S
+    )
     assert section and BOX in section.group(1), (
         f"{chapter.name}: put its '{BOX}' box between the lines "
         "'<!-- --8<-- [start:differences] -->' and '<!-- --8<-- [end:differences] -->', "
-        "so chapters/differences.md can include it")
+        "so chapters/differences.md can include it"
+    )
     include = f'--8<-- "chapters/{chapter.name}:differences"'
     assert include in (CHAPTERS / "differences.md").read_text(), (
-        f"chapters/differences.md does not include {chapter.name}'s box; add the line {include}")
+        f"chapters/differences.md does not include {chapter.name}'s box; add the line {include}"
+    )

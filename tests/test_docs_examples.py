@@ -54,14 +54,18 @@ PAGES = collect()
 
 @pytest.mark.meta
 def test_the_book_has_examples():
-    assert PAGES, "no ```pycon block found under chapters/; the chapters' examples are part of the tests"
+    assert PAGES, (
+        "no ```pycon block found under chapters/; the chapters' examples are part of the tests"
+    )
 
 
 @pytest.mark.parametrize(("relpath", "blocks"), PAGES)
 def test_examples_of_page(relpath, blocks):
     namespace: dict = {}
     for line, text in blocks:
-        test = doctest.DocTestParser().get_doctest(text, namespace, f"{relpath}:{line}", str(ROOT / relpath), line)
+        test = doctest.DocTestParser().get_doctest(
+            text, namespace, f"{relpath}:{line}", str(ROOT / relpath), line
+        )
         report = []
         runner = doctest.DocTestRunner(optionflags=FLAGS)
         result = runner.run(test, out=report.append, clear_globs=False)

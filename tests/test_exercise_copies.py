@@ -23,8 +23,11 @@ Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
 
 def is_docstring(statement: ast.stmt) -> bool:
-    return (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)
-            and isinstance(statement.value.value, str))
+    return (
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Constant)
+        and isinstance(statement.value.value, str)
+    )
 
 
 def is_stub(statement: ast.stmt) -> bool:
@@ -43,37 +46,49 @@ def name_of(statement: ast.stmt) -> str:
     if isinstance(statement, Definition):
         return statement.name
     if isinstance(statement, ast.Assign | ast.AnnAssign):
-        return ast.unparse(statement.targets[0] if isinstance(statement, ast.Assign) else statement.target)
+        return ast.unparse(
+            statement.targets[0] if isinstance(statement, ast.Assign) else statement.target
+        )
     return ast.dump(statement)
 
 
 def signature(function: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
     """Parameters, defaults, annotations and decorators, as a comparable string."""
-    parts = [function.args, *function.decorator_list] + ([function.returns] if function.returns else [])
+    parts = [function.args, *function.decorator_list] + (
+        [function.returns] if function.returns else []
+    )
     return " ".join(ast.dump(part) for part in parts)
 
 
 def outline(definition: ast.ClassDef) -> str:
     """A class's bases, keywords and decorators, as a comparable string."""
-    return " ".join(ast.dump(part) for part in [*definition.bases, *definition.keywords,
-                                                *definition.decorator_list])
+    return " ".join(
+        ast.dump(part)
+        for part in [*definition.bases, *definition.keywords, *definition.decorator_list]
+    )
 
 
 def code_statements(body: list[ast.stmt]) -> list[ast.stmt]:
-    return [s for s in body if not is_docstring(s) and not isinstance(s, ast.Import | ast.ImportFrom)]
+    return [
+        s for s in body if not is_docstring(s) and not isinstance(s, ast.Import | ast.ImportFrom)
+    ]
 
 
 def only_stubs_use(name: str, module: ast.Module) -> bool:
     """Whether `name` is read only inside stubs (like the `SEE` of their messages)."""
     stubs = [node for node in ast.walk(module) if is_stub(node)]
     in_stubs = {id(n) for stub in stubs for n in ast.walk(stub)}
-    reads = [n for n in ast.walk(module) if isinstance(n, ast.Name) and n.id == name
-             and isinstance(n.ctx, ast.Load)]
+    reads = [
+        n
+        for n in ast.walk(module)
+        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+    ]
     return bool(reads) and all(id(n) in in_stubs for n in reads)
 
 
-def differences(given: list[ast.stmt], solution: list[ast.stmt], module: ast.Module,
-                where: str = "") -> list[str]:
+def differences(
+    given: list[ast.stmt], solution: list[ast.stmt], module: ast.Module, where: str = ""
+) -> list[str]:
     """How the exercise's `given` statements differ from the `solution`'s."""
     theirs = {name_of(s): s for s in code_statements(solution)}
     found = []
@@ -102,5 +117,6 @@ def test_the_given_code_is_the_solution_s(exercise: Path):
     given, solved = (ast.parse(p.read_text(encoding="utf-8")) for p in (exercise, solution))
     assert any(is_stub(node) for node in ast.walk(given)), f"{exercise.name} has no stub"
     found = differences(given.body, solved.body, given)
-    assert not found, (f"exercises/{exercise.name} and solutions/{exercise.name} disagree:\n"
-                       + "\n".join(found))
+    assert not found, (
+        f"exercises/{exercise.name} and solutions/{exercise.name} disagree:\n" + "\n".join(found)
+    )

@@ -32,14 +32,17 @@ def mistakes_of(exercise) -> list:
 
 def test_every_grader_lists_at_least_three_mistakes():
     few = {e.id: len(mistakes_of(e)) for e in EXERCISES if len(mistakes_of(e)) < 3}
-    assert not few, f"graders with fewer than 3 plausible wrong answers in solutions/mistakes.py: {few}"
+    assert not few, (
+        f"graders with fewer than 3 plausible wrong answers in solutions/mistakes.py: {few}"
+    )
 
 
 def made(exercise, mistake) -> bytes:
     solution = (ROOT / "solutions" / f"{exercise.module}.py").read_text(encoding="utf-8")
     assert solution.count(mistake.find) == 1, (
         f"{exercise.grader}: Mistake {mistake.name!r}: `find` must occur exactly once in "
-        f"solutions/{exercise.module}.py, found {solution.count(mistake.find)} times")
+        f"solutions/{exercise.module}.py, found {solution.count(mistake.find)} times"
+    )
     return solution.replace(mistake.find, mistake.replace).encode()
 
 
@@ -51,14 +54,20 @@ def test_each_mistake_loses_points_with_its_hint(round_):
     made_here = [pair for pair in ROUNDS[round_] if pair is not None]
     modules = {e.module: (ROOT / "solutions" / f"{e.module}.py").read_bytes() for e in EXERCISES}
     modules.update({e.module: made(e, m) for e, m in made_here})
-    scores = {s.exercise.id: s for s in grade([e for e, _ in made_here], modules, Limits(timeout=60))}
+    scores = {
+        s.exercise.id: s for s in grade([e for e, _ in made_here], modules, Limits(timeout=60))
+    }
     problems = []
     for exercise, mistake in made_here:
         score = scores[exercise.id]
-        messages = "\n".join([score.problem, *(t.message for t in score.tests if t.outcome == "failed")])
+        messages = "\n".join(
+            [score.problem, *(t.message for t in score.tests if t.outcome == "failed")]
+        )
         if score.earned >= exercise.points:
             problems.append(f"{exercise.id} {mistake.name!r}: still full marks")
         elif mistake.expect not in messages:
-            problems.append(f"{exercise.id} {mistake.name!r}: no message says {mistake.expect!r}; "
-                            f"they say:\n{messages[:1500]}")
+            problems.append(
+                f"{exercise.id} {mistake.name!r}: no message says {mistake.expect!r}; "
+                f"they say:\n{messages[:1500]}"
+            )
     assert not problems, "\n\n".join(problems)

@@ -33,30 +33,44 @@ EXERCISES = load_manifest()
 
 
 def _python(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=600
+    )
 
 
 def _test_names(source: str) -> list[str]:
     tree = ast.parse(source)
-    return [n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
+    return [
+        n.name
+        for n in ast.walk(tree)
+        if isinstance(n, ast.FunctionDef) and n.name.startswith("test")
+    ]
 
 
 # --- the real manifest ------------------------------------------------------------
 
 
 def test_manifest_lists_exercises():
-    assert EXERCISES, "tests/graders/points.toml lists no exercise; add one table per exercise (see its header)"
+    assert EXERCISES, (
+        "tests/graders/points.toml lists no exercise; add one table per exercise (see its header)"
+    )
 
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.id)
 def test_manifest_entry_has_stub_solution_and_grader(exercise):
     paths = [f"exercises/{exercise.module}.py", f"solutions/{exercise.module}.py", exercise.grader]
     missing = [p for p in paths if not (ROOT / p).is_file()]
-    assert not missing, f"exercise {exercise.id} in tests/graders/points.toml names files that do not exist: {missing}"
+    assert not missing, (
+        f"exercise {exercise.id} in tests/graders/points.toml names files that do not exist: {missing}"
+    )
     source = (ROOT / exercise.grader).read_text(encoding="utf-8")
-    assert _test_names(source), f"{exercise.grader} has no test_ function; exercise {exercise.id} cannot score"
+    assert _test_names(source), (
+        f"{exercise.grader} has no test_ function; exercise {exercise.id} cannot score"
+    )
     marker = f"pytest.mark.ch{exercise.chapter}"
-    assert marker in source, f"{exercise.grader}: add `pytestmark = {marker}` (exercise {exercise.id} is in chapter {exercise.chapter})"
+    assert marker in source, (
+        f"{exercise.grader}: add `pytestmark = {marker}` (exercise {exercise.id} is in chapter {exercise.chapter})"
+    )
 
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.id)
@@ -73,7 +87,13 @@ def _junit_outcomes(path: Path) -> dict[str, str]:
     outcomes = {}
     for case in ET.parse(path).iter("testcase"):
         kinds = {child.tag for child in case}
-        outcome = "failed" if kinds & {"failure", "error"} else "skipped" if "skipped" in kinds else "passed"
+        outcome = (
+            "failed"
+            if kinds & {"failure", "error"}
+            else "skipped"
+            if "skipped" in kinds
+            else "passed"
+        )
         outcomes[f"{case.get('classname')}::{case.get('name')}"] = outcome
     return outcomes
 
@@ -82,27 +102,45 @@ def test_every_graded_test_fails_on_the_untouched_stubs(tmp_path):
     graders = [e.grader for e in EXERCISES if (ROOT / e.grader).is_file()]
     assert graders, "no grader file of tests/graders/points.toml exists yet"
     junit = tmp_path / "stubs.xml"
-    run = _python("-m", "pytest", "-q", "--tb=no", "-p", "no:cacheprovider", "--impl=exercises", f"--junitxml={junit}", *graders)
-    assert run.returncode in (0, 1) and junit.exists(), f"pytest could not run the graders on the stubs:\n{run.stdout}{run.stderr}"
+    run = _python(
+        "-m",
+        "pytest",
+        "-q",
+        "--tb=no",
+        "-p",
+        "no:cacheprovider",
+        "--impl=exercises",
+        f"--junitxml={junit}",
+        *graders,
+    )
+    assert run.returncode in (0, 1) and junit.exists(), (
+        f"pytest could not run the graders on the stubs:\n{run.stdout}{run.stderr}"
+    )
     outcomes = _junit_outcomes(junit)
     ran = [name for name, outcome in outcomes.items() if outcome != "skipped"]
     assert ran, f"no graded test ran on the stubs:\n{run.stdout}"
     passed = [name for name, outcome in outcomes.items() if outcome == "passed"]
-    assert not passed, f"these graded tests pass on the untouched stubs in exercises/; a grader that passes on a stub is a bug: {passed}"
+    assert not passed, (
+        f"these graded tests pass on the untouched stubs in exercises/; a grader that passes on a stub is a bug: {passed}"
+    )
 
 
 @pytest.mark.parametrize("impl", ["exercises", "solutions"])
 def test_grading_tool_scores_stubs_zero_and_solutions_full(impl, tmp_path):
     results = tmp_path / "results.json"
     run = _python("-m", "tests.grading", f"--impl={impl}", f"--results={results}")
-    assert run.returncode == 0, f"python -m tests.grading --impl {impl} failed:\n{run.stdout}{run.stderr}"
+    assert run.returncode == 0, (
+        f"python -m tests.grading --impl {impl} failed:\n{run.stdout}{run.stderr}"
+    )
     assert "total" in run.stdout, run.stdout
     report = json.loads(results.read_text(encoding="utf-8"))
     assert report["max_score"] == sum(e.points for e in EXERCISES)
     expected = 0 if impl == "exercises" else report["max_score"]
     assert report["score"] == pytest.approx(expected), run.stdout
     assert sum(t["max_score"] for t in report["tests"]) == pytest.approx(report["max_score"])
-    assert all(t["status"] == ("failed" if impl == "exercises" else "passed") for t in report["tests"]), run.stdout
+    assert all(
+        t["status"] == ("failed" if impl == "exercises" else "passed") for t in report["tests"]
+    ), run.stdout
 
 
 def test_grading_a_chapter_without_exercises_says_so(capsys):
@@ -208,7 +246,9 @@ def test_grading_copes_with_every_broken_grader(toy):
         "RuntimeError: boom while importing the grader",
     ]:
         assert expected in run.stdout, f"missing {expected!r} in:\n{run.stdout}"
-    assert "assert 3 == 4" not in run.stdout, "pytest's assertion rewrite should not follow the grader's message"
+    assert "assert 3 == 4" not in run.stdout, (
+        "pytest's assertion rewrite should not follow the grader's message"
+    )
     report = json.loads((toy / "out/results.json").read_text(encoding="utf-8"))
     assert (report["score"], report["max_score"]) == (0, 50)
 
@@ -238,7 +278,12 @@ def test_manifest_that_is_not_tables_is_reported(tmp_path):
 
 def test_explain_orders_expected_got_hint_see():
     message = explain("4", "3", "multiply by two", "chapters/01-proxy.md#operators")
-    assert message.splitlines() == ["Expected: 4", "Got: 3", "Hint: multiply by two", "See: chapters/01-proxy.md#operators"]
+    assert message.splitlines() == [
+        "Expected: 4",
+        "Got: 3",
+        "Hint: multiply by two",
+        "See: chapters/01-proxy.md#operators",
+    ]
     with pytest.raises(ValueError, match="chapters/<page>.md#<anchor>"):
         explain("4", "3", "hint", "the book")
 
@@ -262,38 +307,55 @@ def test_bad_submissions_cost_their_exercise_only_with_one_sentence(tmp_path):
     for name, text in files.items():
         (tmp_path / name).write_text(text)
     chosen = [_exercise(i) for i in ("1.1", "1.2", "2.1", "2.2", "3.1", "3.2")]
-    scores = {s.exercise.id: s for s in grade(chosen, submitted_modules(chosen, tmp_path), Limits(timeout=30))}
-    assert scores["1.1"].problem.startswith("exercises/ch1_proxy_failure.py is not valid Python at line 1: ")
+    scores = {
+        s.exercise.id: s
+        for s in grade(chosen, submitted_modules(chosen, tmp_path), Limits(timeout=30))
+    }
+    assert scores["1.1"].problem.startswith(
+        "exercises/ch1_proxy_failure.py is not valid Python at line 1: "
+    )
     assert scores["1.2"].problem.startswith("exercises/ch1_no_inplace.py is empty")
-    assert scores["2.1"].problem == ("exercises/ch2_leaf_modules.py is not in the submission: submit it "
-                                     "under that name")
+    assert scores["2.1"].problem == (
+        "exercises/ch2_leaf_modules.py is not in the submission: submit it under that name"
+    )
     missing = {t.message for t in scores["2.2"].tests}
     assert scores["2.2"].earned == 0 and len(missing) == 1, missing
-    assert missing.pop().startswith("ModuleNotFoundError: No module named 'numpyy'\n  raised at "
-                                    "exercises/ch2_remove_noops.py:1: import numpyy")
+    assert missing.pop().startswith(
+        "ModuleNotFoundError: No module named 'numpyy'\n  raised at "
+        "exercises/ch2_remove_noops.py:1: import numpyy"
+    )
     assert scores["3.1"].full, [t.message for t in scores["3.1"].tests if t.outcome != "passed"]
-    assert scores["3.2"].problem == "exercises/ch3_lower_linear.py is nested too deeply for Python to read: " \
-                                   "write it as ordinary code"
+    assert (
+        scores["3.2"].problem
+        == "exercises/ch3_lower_linear.py is nested too deeply for Python to read: "
+        "write it as ordinary code"
+    )
 
 
 def test_a_hang_costs_its_time_limit_and_nothing_more():
     hang, other = _exercise("3.1"), _exercise("1.1")
     stub = (ROOT / "exercises" / f"{hang.module}.py").read_bytes()
-    modules = {hang.module: stub + b"\nwhile True:\n    pass\n",
-               other.module: (ROOT / "solutions" / f"{other.module}.py").read_bytes()}
+    modules = {
+        hang.module: stub + b"\nwhile True:\n    pass\n",
+        other.module: (ROOT / "solutions" / f"{other.module}.py").read_bytes(),
+    }
     started = time.monotonic()
     scores = grade([hang, other], modules, Limits(timeout=5, jobs=2))
     took = time.monotonic() - started
     assert took < 5 + 6, f"grading took {took:.1f} s with a 5 s limit"
-    assert scores[0].problem.startswith("timed out after 5 s while running test_"), scores[0].problem
+    assert scores[0].problem.startswith("timed out after 5 s while running test_"), scores[
+        0
+    ].problem
     assert scores[1].full, [t.message for t in scores[1].tests if t.outcome != "passed"]
 
 
 def test_without_the_fork_server_each_worker_starts_afresh(monkeypatch):
     monkeypatch.setenv("MINIFX_GRADING_NO_FORK", "1")
     solved, stub = _exercise("1.1"), _exercise("2.2")
-    modules = {solved.module: (ROOT / "solutions" / f"{solved.module}.py").read_bytes(),
-               stub.module: (ROOT / "exercises" / f"{stub.module}.py").read_bytes()}
+    modules = {
+        solved.module: (ROOT / "solutions" / f"{solved.module}.py").read_bytes(),
+        stub.module: (ROOT / "exercises" / f"{stub.module}.py").read_bytes(),
+    }
     scores = grade([solved, stub], modules, Limits(timeout=60))
     assert scores[0].full, [t.message for t in scores[0].tests if t.outcome != "passed"]
     assert scores[1].earned == 0 and scores[1].tests and not scores[1].problem
@@ -302,7 +364,20 @@ def test_without_the_fork_server_each_worker_starts_afresh(monkeypatch):
 def test_the_instructor_guide_s_chapter_command_works_as_written():
     # `--impl solutions` (a space, not `=`) only works if the option is registered in the
     # root conftest.py; `-m ch3` must select chapter 3's stage tests and its graders.
-    run = _python("-m", "pytest", "-m", "ch3", "--impl", "solutions", "--collect-only", "-q", "-p", "no:cacheprovider")
+    run = _python(
+        "-m",
+        "pytest",
+        "-m",
+        "ch3",
+        "--impl",
+        "solutions",
+        "--collect-only",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+    )
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    assert "tests/graders/test_ex3_1_method_relu.py::" in run.stdout and "tests/codegen/" in run.stdout
+    assert (
+        "tests/graders/test_ex3_1_method_relu.py::" in run.stdout and "tests/codegen/" in run.stdout
+    )
     assert "tests/graders/test_ex2_1" not in run.stdout

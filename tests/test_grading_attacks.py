@@ -58,8 +58,12 @@ ATTACKS = {
     "2.2": ("import os\nos._exit(0)\n", "exited with code 0"),
     "3.1": ("while True:\n    pass\n", f"timed out after {TIMEOUT} s while running test_"),
     "3.2": ("raise KeyboardInterrupt\n", "KeyboardInterrupt"),
-    "4.1": ("from solutions.ch4_flop_counting import *  # noqa\n", "may not import the reference solutions"),
-    "4.2": ("""
+    "4.1": (
+        "from solutions.ch4_flop_counting import *  # noqa\n",
+        "may not import the reference solutions",
+    ),
+    "4.2": (
+        """
 import sys
 for module in list(sys.modules.values()):
     plugin = getattr(module, "GradingPlugin", None)
@@ -69,8 +73,11 @@ for module in list(sys.modules.values()):
 import _pytest.runner
 _pytest.runner.CallInfo.from_call = classmethod(lambda cls, func, when, reraise=None: cls(
     None, None, 0, 0, 0, when, _ispytest=True))
-""", FRAMEWORK),
-    "5.1": ("""
+""",
+        FRAMEWORK,
+    ),
+    "5.1": (
+        """
 import json, os
 for fd in range(3, 40):
     for seq in range(200):
@@ -80,23 +87,32 @@ for fd in range(3, 40):
             os.write(fd, line.encode())
         except OSError:
             break
-""", "not"),
-    "5.2": ("""
+""",
+        "not",
+    ),
+    "5.2": (
+        """
 import torch, torch.testing
 torch.equal = lambda *a, **k: True
 torch.allclose = lambda *a, **k: True
 torch.testing.assert_close = lambda *a, **k: None
-""", "may not change the modules it imports"),
-    "6.1": ("""
+""",
+        "may not change the modules it imports",
+    ),
+    "6.1": (
+        """
 from pathlib import Path
 PASS = "def test_anything():\\n    pass\\n"
 for base in {Path(__file__).resolve().parents[1], Path.cwd()}:
     for grader in (base / "tests" / "graders").glob("test_ex*.py"):
         grader.write_text(PASS)
-""", "write files"),
+""",
+        "write files",
+    ),
     "6.2": ("HOG = b'x' * (6 * 1024**3)\n", "memory"),
     "7.1": ("raise SystemExit(0)\n", "SystemExit"),
-    "7.2": ("""
+    "7.2": (
+        """
 class AlwaysEqual:
     def __eq__(self, other):
         return True
@@ -104,8 +120,11 @@ class AlwaysEqual:
 
 def find_chains(graph, ops):
     return AlwaysEqual()
-""", "may not choose how it compares"),
-    "8.1": ("""
+""",
+        "may not choose how it compares",
+    ),
+    "8.1": (
+        """
 import os, subprocess, sys, textwrap
 script = textwrap.dedent('''
     import json, os, time
@@ -121,12 +140,16 @@ script = textwrap.dedent('''
 ''')
 subprocess.Popen([sys.executable, "-c", script], start_new_session=True,
                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-""", "reaches into the running interpreter or the operating system"),
+""",
+        "reaches into the running interpreter or the operating system",
+    ),
     "8.2": ("print('x' * 10_000_000)\nimport sys\nsys.stdout.flush()\n", "NotImplementedError"),
 }
 # A manifest of the student's own, which must change nothing.
-FAKE_MANIFEST = '[exercises."1.1"]\ntitle = "x"\nchapter = 1\nmodule = "ch1_proxy_failure"\n' \
-                'grader = "tests/graders/test_ex1_1_proxy_failure.py"\npoints = 1000\n'
+FAKE_MANIFEST = (
+    '[exercises."1.1"]\ntitle = "x"\nchapter = 1\nmodule = "ch1_proxy_failure"\n'
+    'grader = "tests/graders/test_ex1_1_proxy_failure.py"\npoints = 1000\n'
+)
 
 
 def test_every_exercise_has_an_attack():
@@ -172,8 +195,13 @@ def course_copy(folder: Path, exercises: Path) -> Path:
 def via_make_grade(tmp: Path, submission: Path) -> dict[str, float]:
     course = course_copy(tmp / "course", submission)
     results = tmp / "results.json"
-    run = subprocess.run([sys.executable, "-m", "tests.grading", "--timeout", TIMEOUT, "--results", str(results)],
-                         cwd=course, capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [sys.executable, "-m", "tests.grading", "--timeout", TIMEOUT, "--results", str(results)],
+        cwd=course,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     return _scores(json.loads(results.read_text()), run.stdout)
 
@@ -182,15 +210,22 @@ def via_gradescope(tmp: Path, submission: Path) -> dict[str, float]:
     autograder = tmp / "autograder"
     with zipfile.ZipFile(build(tmp / "autograder.zip")) as bundle:
         names = bundle.namelist()
-        assert not [n for n in names if "solutions/" in n], "the autograder must not ship solutions/"
+        assert not [n for n in names if "solutions/" in n], (
+            "the autograder must not ship solutions/"
+        )
         bundle.extractall(autograder)
     shutil.copytree(submission, autograder / "submission" / "nested" / "exercises")
     # Gradescope's run_autograder reads these two from its own image; here they point at ours.
     env = {**os.environ, "AUTOGRADER_ROOT": str(autograder), "AUTOGRADER_PYTHON": sys.executable}
     script = autograder / "run_autograder"
-    script.write_text(script.read_text().replace('"$PYTHON" -m tests.grading',
-                                                 f'"$PYTHON" -m tests.grading --timeout {TIMEOUT}'))
-    run = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=600)
+    script.write_text(
+        script.read_text().replace(
+            '"$PYTHON" -m tests.grading', f'"$PYTHON" -m tests.grading --timeout {TIMEOUT}'
+        )
+    )
+    run = subprocess.run(
+        ["bash", str(script)], env=env, capture_output=True, text=True, timeout=600
+    )
     results = autograder / "results" / "results.json"
     assert results.is_file(), run.stdout[-3000:] + run.stderr[-3000:]
     report = json.loads(results.read_text())
@@ -203,17 +238,25 @@ def via_gradescope(tmp: Path, submission: Path) -> dict[str, float]:
 def via_classroom(tmp: Path, submission: Path) -> dict[str, float]:
     repo = course_copy(tmp / "repo", submission)
     steps = classroom.workflow(EXERCISES)["jobs"]["run-autograding-tests"]["steps"]
-    grading = steps[1]["run"].replace(classroom.SETUP_COMMAND, "").replace(".venv/bin/python", sys.executable)
+    grading = (
+        steps[1]["run"]
+        .replace(classroom.SETUP_COMMAND, "")
+        .replace(".venv/bin/python", sys.executable)
+    )
     grading = grading.replace("-m tests.grading", f"-m tests.grading --timeout {TIMEOUT}")
     runner_temp = tmp / "runner-temp"
     runner_temp.mkdir()
     env = {**os.environ, "RUNNER_TEMP": str(runner_temp)}
-    run = subprocess.run(["bash", "-c", grading], cwd=repo, env=env, capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        ["bash", "-c", grading], cwd=repo, env=env, capture_output=True, text=True, timeout=600
+    )
     time.sleep(6)  # as above: a process left behind must not rewrite the verdicts
     scores = {}
     for step in steps[2:-1]:
         verdict = subprocess.run(["bash", "-c", step["with"]["command"]], cwd=repo, env=env)
-        scores[step["with"]["test-name"].split()[0]] = step["with"]["max-score"] if verdict.returncode == 0 else 0
+        scores[step["with"]["test-name"].split()[0]] = (
+            step["with"]["max-score"] if verdict.returncode == 0 else 0
+        )
     scores["_output"] = run.stdout
     return scores
 
@@ -226,7 +269,11 @@ def _scores(report: dict, output: str) -> dict[str, float]:
     return scores
 
 
-ENTRY_POINTS = {"make grade": via_make_grade, "gradescope": via_gradescope, "classroom": via_classroom}
+ENTRY_POINTS = {
+    "make grade": via_make_grade,
+    "gradescope": via_gradescope,
+    "classroom": via_classroom,
+}
 
 
 @pytest.mark.parametrize("entry", ENTRY_POINTS)
@@ -234,7 +281,9 @@ def test_solutions_get_full_marks_whatever_one_module_leaves_behind(entry, tmp_p
     scores = ENTRY_POINTS[entry](tmp_path, solutions_with_leaks(tmp_path / "submission"))
     output = scores.pop("_output")
     del scores[LEAKY]  # its own grade may suffer from what it changed; no other one may
-    assert scores == {e.id: pytest.approx(e.points) for e in EXERCISES if e.id != LEAKY}, output[-4000:]
+    assert scores == {e.id: pytest.approx(e.points) for e in EXERCISES if e.id != LEAKY}, output[
+        -4000:
+    ]
 
 
 @pytest.mark.parametrize("entry", ENTRY_POINTS)
@@ -246,7 +295,9 @@ def test_attacks_on_the_stubs_earn_nothing_and_grading_still_reports(entry, tmp_
     if entry != "classroom":  # the workflow's steps show only pass or fail
         blocks = _blocks(output)
         for id_, (_, words) in ATTACKS.items():
-            assert words in blocks.get(id_, ""), f"exercise {id_}: expected {words!r} in:\n{blocks.get(id_, output[-3000:])}"
+            assert words in blocks.get(id_, ""), (
+                f"exercise {id_}: expected {words!r} in:\n{blocks.get(id_, output[-3000:])}"
+            )
     # The hang costs its own time limit, not the whole run's.
     assert time.monotonic() - started < 200
 

@@ -58,36 +58,58 @@ def _search_frames(frame):
 
 # name -> (code appended to a stub, words its report must show)
 ATTACKS = {
-    "gc lists the worker's objects": ('''
+    "gc lists the worker's objects": (
+        """
 for _o in _sys.modules["g" + "c"].get_objects():
     if type(_o).__name__ == "GradingPlugin":
         _forge(_o)
-''', "inspect the running interpreter (gc.get_objects)"),
-    "gc finds what refers to a module": ('''
+""",
+        "inspect the running interpreter (gc.get_objects)",
+    ),
+    "gc finds what refers to a module": (
+        """
 _sys.modules["g" + "c"].get_referrers(_sys.modules["torch"])
-''', "inspect the running interpreter (gc.get_referrers)"),
-    "stack frames, from sys._getframe": ('''
+""",
+        "inspect the running interpreter (gc.get_referrers)",
+    ),
+    "stack frames, from sys._getframe": (
+        """
 _search_frames(_get(_sys, "_get" + "frame")())
-''', "inspect the running interpreter (sys._getframe)"),
-    "stack frames, from inspect": ('''
+""",
+        "inspect the running interpreter (sys._getframe)",
+    ),
+    "stack frames, from inspect": (
+        """
 for _info in _sys.modules["inspect"].stack():
     _search_frames(_info.frame)
-''', "inspect the running interpreter (sys._getframe)"),
-    "stack frames, from a traceback": ('''
+""",
+        "inspect the running interpreter (sys._getframe)",
+    ),
+    "stack frames, from a traceback": (
+        """
 try:
     1 / 0
 except ZeroDivisionError as _error:
     _search_frames(_get(_get(_error, "__trace" + "back__"), "tb_" + "frame"))
-''', "inspect the running interpreter"),
-    "stack frames, from torch": ('''
+""",
+        "inspect the running interpreter",
+    ),
+    "stack frames, from torch": (
+        """
 import torch.fx.proxy
 _search_frames(torch.fx.proxy.TracerBase._find_user_frame(None))
-''', "inspect the running interpreter (sys._getframe)"),
-    "stack frames, from every thread": ('''
+""",
+        "inspect the running interpreter (sys._getframe)",
+    ),
+    "stack frames, from every thread": (
+        """
 for _frame in _get(_sys, "_current" + "_frames")().values():
     _search_frames(_frame)
-''', "inspect the running interpreter (sys._current_frames)"),
-    "everything reachable from sys.modules": ('''
+""",
+        "inspect the running interpreter (sys._current_frames)",
+    ),
+    "everything reachable from sys.modules": (
+        """
 def _reachable():
     seen, todo = set(), [(m, 0) for m in list(_sys.modules.values())]
     while todo:
@@ -116,58 +138,94 @@ for _found in _reachable():
         for _plugin in _found.pluginmanager.get_plugins() if hasattr(_found, "pluginmanager") else ():
             if type(_plugin).__name__ == "GradingPlugin":
                 _forge(_plugin)
-''', "NotImplementedError"),
-    "pytest's Function.runtest made a no-op": ('''
+""",
+        "NotImplementedError",
+    ),
+    "pytest's Function.runtest made a no-op": (
+        """
 _b.setattr(_sys.modules["_pytest.python"].Function, "runtest", lambda self: None)
-''', "replaced _pytest.python.Function.runtest"),
-    "pytest's CallInfo made to report no error": ('''
+""",
+        "replaced _pytest.python.Function.runtest",
+    ),
+    "pytest's CallInfo made to report no error": (
+        """
 _CallInfo = _sys.modules["_pytest.runner"].CallInfo
 _CallInfo.from_call = classmethod(lambda cls, func, when, reraise=None: cls(
     None, None, 0, 0, 0, when, _ispytest=True))
-''', "replaced _pytest.runner.CallInfo.from_call"),
-    "pytest's runner replaced in its module": ('''
+""",
+        "replaced _pytest.runner.CallInfo.from_call",
+    ),
+    "pytest's runner replaced in its module": (
+        """
 _runner = _sys.modules["_pytest.runner"]
 _runner.call_and_report = _sys.modules["functools"].partial(_runner.call_and_report)
-''', "replaced _pytest.runner.call_and_report"),
-    "pytest.fail made a no-op": ('''
+""",
+        "replaced _pytest.runner.call_and_report",
+    ),
+    "pytest.fail made a no-op": (
+        """
 _b.setattr(_sys.modules["pytest"], "fail", lambda *args, **kwargs: None)
 _b.setattr(_sys.modules["_pytest.outcomes"], "fail", lambda *args, **kwargs: None)
-''', "replaced"),
-    "torch's comparisons made true": ('''
+""",
+        "replaced",
+    ),
+    "torch's comparisons made true": (
+        """
 _torch = _sys.modules["torch"]
 for _name in ("equal", "allclose"):
     _b.setattr(_torch, _name, lambda *args, **kwargs: True)
-''', "replaced torch."),
-    "Tensor.__eq__ patched": ('''
+""",
+        "replaced torch.",
+    ),
+    "Tensor.__eq__ patched": (
+        """
 _b.setattr(_sys.modules["torch"].Tensor, "__eq__", lambda self, other: True)
-''', "torch.Tensor.__eq__ (added)"),
-    "assert_close's tolerance widened": ('''
+""",
+        "torch.Tensor.__eq__ (added)",
+    ),
+    "assert_close's tolerance widened": (
+        """
 _get(_sys.modules["torch.testing"].assert_close, "__kw" + "defaults__")["atol"] = 1e9
-''', "read the defaults of assert_close"),
-    "a builtin replaced": ('''
+""",
+        "read the defaults of assert_close",
+    ),
+    "a builtin replaced": (
+        """
 _b.abs = lambda value: 0
-''', "replaced builtins.abs"),
-    "a module swapped in sys.modules": ('''
+""",
+        "replaced builtins.abs",
+    ),
+    "a module swapped in sys.modules": (
+        """
 _modules = _sys.modules
 _modules["tests.graders.support"] = type(_sys)("tests.graders.support")
-''', "sys.modules['tests.graders.support']"),
-    "an import hook added": ('''
+""",
+        "sys.modules['tests.graders.support']",
+    ),
+    "an import hook added": (
+        """
 class _Finder:
     def find_spec(self, name, path=None, target=None):
         return None
 
 
 _get(_sys, "meta" + "_path").insert(0, _Finder())
-''', "sys.meta_path"),
-    "the grader's expected values changed": ('''
+""",
+        "sys.meta_path",
+    ),
+    "the grader's expected values changed": (
+        """
 for _name, _module in list(_sys.modules.items()):
     if _name.startswith("tests.graders.test_ex"):
         for _key, _value in list(vars(_module).items()):
             if type(_value) in (dict, list) and _value and not _key.startswith("__") and _key != "pytestmark":
                 _value.clear()
 _sys.modules["tests.conftest"].CHAPTERS.append("ch99")  # for a grader without such data
-''', "the data of tests."),
-    "a torch function mode left active": ('''
+""",
+        "the data of tests.",
+    ),
+    "a torch function mode left active": (
+        """
 _overrides = _sys.modules["torch.overrides"]
 
 
@@ -181,53 +239,98 @@ def _answer(self, func, types, args=(), kwargs=None):
 
 _b.setattr(_Yes, "__torch_" + "function__", _answer)
 _get(_Yes(), "__en" + "ter__")()
-''', "torch's function and dispatch modes"),
-    "a builtin's name added to a grader": ('''
+""",
+        "torch's function and dispatch modes",
+    ),
+    "a builtin's name added to a grader": (
+        """
 for _name, _module in list(_sys.modules.items()):
     if _name.startswith("tests.graders.test_ex"):
         vars(_module)["abs"] = lambda value: 0
-''', "abs (added)"),
-    "ctypes reads memory": ('''
+""",
+        "abs (added)",
+    ),
+    "ctypes reads memory": (
+        """
 _sys.modules["ctypes"].string_at(id(_sys), 8)
-''', "use ctypes"),
-    "a process started": ('''
+""",
+        "use ctypes",
+    ),
+    "a process started": (
+        """
 _sys.modules["os"].system("true")
-''', "start, stop or signal processes (os.system)"),
-    "the judge killed": ('''
+""",
+        "start, stop or signal processes (os.system)",
+    ),
+    "the judge killed": (
+        """
 _os = _sys.modules["os"]
 _os.kill(_os.getppid(), 9)
-''', "start, stop or signal processes (os.kill)"),
-    "a file written": ('''
+""",
+        "start, stop or signal processes (os.kill)",
+    ),
+    "a file written": (
+        """
 open("/tmp/minifx-grading-attack.txt", "w").write("forged")
-''', "write files"),
-    "a solution read by its path": (f'''
+""",
+        "write files",
+    ),
+    "a solution read by its path": (
+        f"""
 _source = open({str(ROOT / "solutions" / "ch3_method_relu.py")!r}).read()
-''', "read files outside exercises/"),
-    "a grader read from the staged folder": ('''
+""",
+        "read files outside exercises/",
+    ),
+    "a grader read from the staged folder": (
+        """
 _text = open(_sys.modules["tests.graders.support"].__file__).read()
-''', "read files outside exercises/"),
-    "a trace function": ('''
+""",
+        "read files outside exercises/",
+    ),
+    "a trace function": (
+        """
 _get(_sys, "set" + "trace")(lambda frame, event, arg: None)
-''', "install a tracing or audit hook (sys.settrace)"),
-    "an audit hook of its own": ('''
+""",
+        "install a tracing or audit hook (sys.settrace)",
+    ),
+    "an audit hook of its own": (
+        """
 _get(_sys, "add" + "audithook")(lambda event, args: None)
-''', "install a tracing or audit hook (sys.addaudithook)"),
-    "a thread left running": ('''
+""",
+        "install a tracing or audit hook (sys.addaudithook)",
+    ),
+    "a thread left running": (
+        """
 _sys.modules["threading"].Thread(target=_sys.modules["time"].sleep, args=(30,), daemon=True).start()
-''', "the threads (graded code left one running)"),
-    "code compiled under minifx's name": ('''
+""",
+        "the threads (graded code left one running)",
+    ),
+    "code compiled under minifx's name": (
+        """
 _code = _get(_b, "com" + "pile")("x = 1", _sys.modules["minifx"].__file__, "exec")
-''', "make or run code that claims to be"),
-    "a code object renamed": ('''
+""",
+        "make or run code that claims to be",
+    ),
+    "a code object renamed": (
+        """
 _code = _get(lambda: 0, "__co" + "de__").replace(co_filename=_sys.modules["minifx"].__file__)
-''', "make or run code that claims to be"),
-    "a skip, through sys.modules": ('''
+""",
+        "make or run code that claims to be",
+    ),
+    "a skip, through sys.modules": (
+        """
 raise _sys.modules["unittest"].SkipTest("later")
-''', "skipped"),
-    "pytest.exit, through sys.modules": ('''
+""",
+        "skipped",
+    ),
+    "pytest.exit, through sys.modules": (
+        """
 _sys.modules["pytest"].exit("done", returncode=0)
-''', "pytest.exit()"),
-    "an exception whose message cannot be printed": ('''
+""",
+        "pytest.exit()",
+    ),
+    "an exception whose message cannot be printed": (
+        """
 class _Unprintable(Exception):
     pass
 
@@ -238,7 +341,9 @@ def _refuse(self):
 
 _b.setattr(_Unprintable, "__st" + "r__", _refuse)
 raise _Unprintable()
-''', "could not be printed"),
+""",
+        "could not be printed",
+    ),
 }
 
 
@@ -248,7 +353,7 @@ def test_each_attack_gets_past_the_scan():
     assert not {name: found for name, found in caught.items() if found}
 
 
-ROUNDS = [list(ATTACKS)[i:i + len(EXERCISES)] for i in range(0, len(ATTACKS), len(EXERCISES))]
+ROUNDS = [list(ATTACKS)[i : i + len(EXERCISES)] for i in range(0, len(ATTACKS), len(EXERCISES))]
 
 
 @pytest.mark.parametrize("round_", range(len(ROUNDS)), ids=lambda i: f"round-{i + 1}")
@@ -262,10 +367,14 @@ def test_tampering_earns_nothing_and_says_what_was_refused(round_):
     problems = []
     for score in scores:
         name = planted[score.exercise]
-        messages = "\n".join([score.problem, *(t.message for t in score.tests if t.outcome == "failed")])
+        messages = "\n".join(
+            [score.problem, *(t.message for t in score.tests if t.outcome == "failed")]
+        )
         if score.earned:
             problems.append(f"{score.exercise.id} {name!r}: earned {score.earned:g} points")
         elif ATTACKS[name][1] not in messages:
-            problems.append(f"{score.exercise.id} {name!r}: no message says {ATTACKS[name][1]!r}; "
-                            f"they say:\n{messages[:1200]}")
+            problems.append(
+                f"{score.exercise.id} {name!r}: no message says {ATTACKS[name][1]!r}; "
+                f"they say:\n{messages[:1200]}"
+            )
     assert not problems, "\n\n".join(problems)

@@ -21,16 +21,16 @@ ROOT = Path(__file__).resolve().parent.parent
 GAPS: dict[str, str] = {
     "minifx/codegen/codegen.py": "not yet: tests/codegen/test_codegen_hooks.py",
     "minifx/codegen/python_code.py": "not yet: tests/codegen/test_source.py, test_safety.py, "
-                                     "test_differential.py",
+    "test_differential.py",
     "minifx/codegen/pytree.py": "not yet: tests/codegen/test_codegen_hooks.py, "
-                                "tests/interpreter/test_codegen_io.py",
+    "tests/interpreter/test_codegen_io.py",
     "minifx/codegen/symbolic_trace.py": "one function that every test of tests/codegen/ calls",
     "minifx/codegen/syntax.py": "not yet: tests/codegen/test_safety.py",
     "minifx/graph/annotation.py": "not yet: tests/graph/test_rewriting_tracer.py",
     "minifx/graph/codegen_hooks.py": "not yet: tests/codegen/test_codegen_hooks.py",
     "minifx/graph/immutable_collections.py": "not yet: tests/graph/test_node_arguments.py",
     "minifx/graph/node.py": "not yet: tests/graph/test_node_arguments.py, "
-                            "test_mutable_operations.py",
+    "test_mutable_operations.py",
     "minifx/graph/placeholders.py": "not yet: tests/graph/test_tracer_options.py",
     "minifx/graph/proxyable.py": "not yet: tests/graph/test_tracer_arguments.py",
     "minifx/graph/rewriter.py": "not yet: tests/graph/test_rewriting_tracer.py",
@@ -39,9 +39,9 @@ GAPS: dict[str, str] = {
     "minifx/graph/wrapping.py": "not yet: tests/graph/test_differential.py",
     "minifx/interpreter/decompose.py": "not yet: tests/interpreter/test_overrides.py",
     "minifx/interpreter/interpreter.py": "not yet: tests/interpreter/test_differential.py, "
-                                         "test_errors.py",
+    "test_errors.py",
     "minifx/interpreter/transformer.py": "not yet: tests/interpreter/test_differential.py, "
-                                         "test_overrides.py",
+    "test_overrides.py",
     "minifx/proxy/mutation.py": "not yet",
     "minifx/proxy/tape.py": "not yet: tests/proxy/test_proxy.py",
 }
@@ -49,15 +49,26 @@ GAPS: dict[str, str] = {
 
 def expected_test_files() -> dict[str, Path]:
     """Each stage module (not `__init__.py`) -> the test file named after it."""
-    return {module.relative_to(ROOT).as_posix(): ROOT / "tests" / module.parent.name / f"test_{module.name}"
-            for module in sorted((ROOT / "minifx").glob("*/*.py")) if module.name != "__init__.py"}
+    return {
+        module.relative_to(ROOT).as_posix(): ROOT
+        / "tests"
+        / module.parent.name
+        / f"test_{module.name}"
+        for module in sorted((ROOT / "minifx").glob("*/*.py"))
+        if module.name != "__init__.py"
+    }
 
 
 def test_each_module_has_a_test_file_named_after_it():
-    missing = [f"{module} -> {test.relative_to(ROOT)}" for module, test in expected_test_files().items()
-               if not test.is_file() and module not in GAPS]
-    assert not missing, ("modules without a test file named after them (write it, or list the "
-                         "module in GAPS with the reason):\n" + "\n".join(missing))
+    missing = [
+        f"{module} -> {test.relative_to(ROOT)}"
+        for module, test in expected_test_files().items()
+        if not test.is_file() and module not in GAPS
+    ]
+    assert not missing, (
+        "modules without a test file named after them (write it, or list the "
+        "module in GAPS with the reason):\n" + "\n".join(missing)
+    )
 
 
 def test_each_gap_is_still_a_gap():
@@ -66,4 +77,5 @@ def test_each_gap_is_still_a_gap():
         assert reason.strip(), f"{module}: say why it has no test file"
         assert module in expected, f"GAPS names {module}, which is not a stage module"
         assert not expected[module].is_file(), (
-            f"{expected[module].relative_to(ROOT)} exists now: remove {module} from GAPS")
+            f"{expected[module].relative_to(ROOT)} exists now: remove {module} from GAPS"
+        )

@@ -32,8 +32,17 @@ def test_torch_fx_s_module_names_reach_minifx_s_modules():
     for name in ("node", "immutable_collections", "graph_module", "_pytree", "subgraph_rewriter"):
         module = getattr(minifx, name)
         theirs = getattr(torch.fx, name)
-        shared = [n for n in ("Node", "immutable_list", "immutable_dict", "GraphModule",
-                              "register_pytree_flatten_spec", "replace_pattern")
-                  if hasattr(theirs, n)]
+        shared = [
+            n
+            for n in (
+                "Node",
+                "immutable_list",
+                "immutable_dict",
+                "GraphModule",
+                "register_pytree_flatten_spec",
+                "replace_pattern",
+            )
+            if hasattr(theirs, n)
+        ]
         assert shared and all(hasattr(module, n) for n in shared), (name, shared)
         assert name in dir(minifx)

@@ -14,7 +14,7 @@ from tests import release
 # Releases are made from the course's own repository (git archive), not from a release.
 pytestmark = [pytest.mark.meta, pytest.mark.needs_solutions]
 
-PAGE = '''### Exercise 9.1 · Something
+PAGE = """### Exercise 9.1 · Something
 
 Write it.
 
@@ -25,7 +25,7 @@ Write it.
     ```
 
 ### Exercise 9.2 · More
-'''
+"""
 
 
 def test_a_solution_block_becomes_a_note_and_the_rest_stays():
@@ -45,22 +45,31 @@ def student(tmp_path_factory):
 
 def test_the_release_has_no_solutions(student):
     assert not (student / "solutions").exists()
-    mentions = [p.name for p in (student / "chapters").rglob("*.md")
-                if '"solutions/' in p.read_text()]
+    mentions = [
+        p.name for p in (student / "chapters").rglob("*.md") if '"solutions/' in p.read_text()
+    ]
     assert not mentions, f"pages that still include solutions/: {mentions}"
 
 
 def test_the_release_book_builds_strictly(student):
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    build = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir",
-                            str(student / "site")], cwd=student, env=env,
-                           capture_output=True, text=True)
+    build = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(student / "site")],
+        cwd=student,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert build.returncode == 0, build.stderr[-3000:]
 
 
 def test_the_release_grades_the_stubs(student):
-    graded = subprocess.run([sys.executable, "-m", "tests.grading", "--chapter", "1"],
-                            cwd=student, capture_output=True, text=True)
+    graded = subprocess.run(
+        [sys.executable, "-m", "tests.grading", "--chapter", "1"],
+        cwd=student,
+        capture_output=True,
+        text=True,
+    )
     assert graded.returncode == 0, graded.stderr[-3000:]
     # The stubs are untouched: every exercise of the chapter scores nothing.
     assert re.search(r"1\.1\s+Proxy failure\s+0/\d+\s+0/10", graded.stdout), graded.stdout[-2000:]
@@ -74,8 +83,12 @@ def test_an_existing_folder_is_refused(tmp_path, capsys):
 def test_the_release_collects_its_tests_without_errors(student):
     # What `make test` runs there: every module imports without solutions/, and the
     # graders and the checks that need the solutions are left out (tests/conftest.py).
-    collect = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],
-                             cwd=student, capture_output=True, text=True)
+    collect = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],
+        cwd=student,
+        capture_output=True,
+        text=True,
+    )
     assert collect.returncode == 0, collect.stdout[-3000:] + collect.stderr[-3000:]
     assert "tests/graders/" not in collect.stdout and "test_grader_mistakes" not in collect.stdout
     assert "deselected" in collect.stdout.splitlines()[-1], collect.stdout[-500:]

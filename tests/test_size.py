@@ -22,22 +22,36 @@ MAX_BODY_LINES = 40
 MAX_TEACHING_PATH_LINES = 2_400
 
 # Modules allowed over MAX_MODULE_LINES: path (from the repository root) -> why.
-LONG_MODULES: dict[str, str] = {
-}
+LONG_MODULES: dict[str, str] = {}
 # Functions allowed a body over MAX_BODY_LINES: "path:qualified name" -> why.
 LONG_FUNCTIONS: dict[str, str] = {}
 
 # What the chapters point to as "the code of this stage": the files a learner reads.
 # Parity features (pickling, copying, to_folder, ...) live in modules beside these.
 TEACHING_PATH: dict[int, list[str]] = {
-    1: ["minifx/proxy/proxy.py", "minifx/proxy/operators.py", "minifx/proxy/ir.py",
-        "minifx/proxy/tape.py"],
-    2: ["minifx/graph/node.py", "minifx/graph/graph.py", "minifx/graph/tracer.py",
-        "minifx/graph/invariants.py"],
-    3: ["minifx/codegen/python_code.py", "minifx/codegen/graph_module.py",
-        "minifx/codegen/source.py", "minifx/codegen/symbolic_trace.py"],
-    4: ["minifx/interpreter/interpreter.py", "minifx/interpreter/transformer.py",
-        "minifx/interpreter/decompose.py"],
+    1: [
+        "minifx/proxy/proxy.py",
+        "minifx/proxy/operators.py",
+        "minifx/proxy/ir.py",
+        "minifx/proxy/tape.py",
+    ],
+    2: [
+        "minifx/graph/node.py",
+        "minifx/graph/graph.py",
+        "minifx/graph/tracer.py",
+        "minifx/graph/invariants.py",
+    ],
+    3: [
+        "minifx/codegen/python_code.py",
+        "minifx/codegen/graph_module.py",
+        "minifx/codegen/source.py",
+        "minifx/codegen/symbolic_trace.py",
+    ],
+    4: [
+        "minifx/interpreter/interpreter.py",
+        "minifx/interpreter/transformer.py",
+        "minifx/interpreter/decompose.py",
+    ],
 }
 
 
@@ -56,8 +70,11 @@ def line_count(path: Path) -> int:
 def body_lines(function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
     """Lines from the first statement after the docstring to the end of the last one."""
     body = function.body
-    if (isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-            and isinstance(body[0].value.value, str)):
+    if (
+        isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and isinstance(body[0].value.value, str)
+    ):
         body = body[1:]
     return body[-1].end_lineno - body[0].lineno + 1 if body else 0
 
@@ -81,30 +98,44 @@ def function_sizes(path: Path) -> dict[str, int]:
 
 
 def test_body_lines_leave_out_the_docstring():
-    function = ast.parse('def f():\n    """Doc\n    string."""\n    a = 1\n\n    return a\n').body[0]
+    function = ast.parse('def f():\n    """Doc\n    string."""\n    a = 1\n\n    return a\n').body[
+        0
+    ]
     assert body_lines(function) == 3
 
 
 def test_every_module_is_short():
-    too_long = {relative(p): line_count(p) for p in modules()
-                if line_count(p) > MAX_MODULE_LINES and relative(p) not in LONG_MODULES}
-    assert not too_long, (f"modules over {MAX_MODULE_LINES} lines: {too_long}; split them, or "
-                          "add one to LONG_MODULES with the reason it must stay whole")
+    too_long = {
+        relative(p): line_count(p)
+        for p in modules()
+        if line_count(p) > MAX_MODULE_LINES and relative(p) not in LONG_MODULES
+    }
+    assert not too_long, (
+        f"modules over {MAX_MODULE_LINES} lines: {too_long}; split them, or "
+        "add one to LONG_MODULES with the reason it must stay whole"
+    )
 
 
 def test_every_long_module_exception_is_still_needed():
     for path, reason in LONG_MODULES.items():
         assert reason.strip(), f"{path}: say why it may be long"
         assert (ROOT / path).is_file(), f"LONG_MODULES names {path}, which does not exist"
-        assert line_count(ROOT / path) > MAX_MODULE_LINES, f"{path} is short now: remove it from LONG_MODULES"
+        assert line_count(ROOT / path) > MAX_MODULE_LINES, (
+            f"{path} is short now: remove it from LONG_MODULES"
+        )
 
 
 def test_every_function_body_is_short():
-    too_long = {f"{relative(p)}:{name}": size for p in modules()
-                for name, size in function_sizes(p).items()
-                if size > MAX_BODY_LINES and f"{relative(p)}:{name}" not in LONG_FUNCTIONS}
-    assert not too_long, (f"function bodies over {MAX_BODY_LINES} lines: {too_long}; split "
-                          "them, or add one to LONG_FUNCTIONS with the reason it must stay whole")
+    too_long = {
+        f"{relative(p)}:{name}": size
+        for p in modules()
+        for name, size in function_sizes(p).items()
+        if size > MAX_BODY_LINES and f"{relative(p)}:{name}" not in LONG_FUNCTIONS
+    }
+    assert not too_long, (
+        f"function bodies over {MAX_BODY_LINES} lines: {too_long}; split "
+        "them, or add one to LONG_FUNCTIONS with the reason it must stay whole"
+    )
 
 
 def test_every_long_function_exception_is_still_needed():
@@ -117,18 +148,25 @@ def test_every_long_function_exception_is_still_needed():
 
 
 def test_the_teaching_path_names_files_that_exist():
-    missing = [path for paths in TEACHING_PATH.values() for path in paths
-               if not (ROOT / path).is_file()]
+    missing = [
+        path for paths in TEACHING_PATH.values() for path in paths if not (ROOT / path).is_file()
+    ]
     assert not missing, f"TEACHING_PATH names files that do not exist: {missing}"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 17 is shortening the teaching path (3,384 lines "
-                   "when this test was written); the integrator updates TEACHING_PATH to the "
-                   "merged files and removes this mark")
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 17 is shortening the teaching path (3,384 lines "
+    "when this test was written); the integrator updates TEACHING_PATH to the "
+    "merged files and removes this mark",
+)
 def test_the_teaching_path_of_stages_1_to_4_is_short():
-    sizes = {path: line_count(ROOT / path) for stage in (1, 2, 3, 4) for path in TEACHING_PATH[stage]}
+    sizes = {
+        path: line_count(ROOT / path) for stage in (1, 2, 3, 4) for path in TEACHING_PATH[stage]
+    }
     too_long = {path: size for path, size in sizes.items() if size > MAX_MODULE_LINES}
     assert not too_long, f"teaching-path modules over {MAX_MODULE_LINES} lines: {too_long}"
     total = sum(sizes.values())
     assert total <= MAX_TEACHING_PATH_LINES, (
-        f"the teaching path of stages 1-4 is {total} lines, over {MAX_TEACHING_PATH_LINES}: {sizes}")
+        f"the teaching path of stages 1-4 is {total} lines, over {MAX_TEACHING_PATH_LINES}: {sizes}"
+    )

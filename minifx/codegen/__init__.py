@@ -10,4 +10,11 @@ from .graph_module import GraphModule
 from .python_code import PythonCode, attribute_chain, python_code
 from .symbolic_trace import symbolic_trace
 
-__all__ = ["CodeGen", "GraphModule", "PythonCode", "attribute_chain", "python_code", "symbolic_trace"]
+__all__ = [
+    "CodeGen",
+    "GraphModule",
+    "PythonCode",
+    "attribute_chain",
+    "python_code",
+    "symbolic_trace",
+]

@@ -55,8 +55,9 @@ class CodeGen:
     # Set by `graph.on_generate_code`: a function from the body's lines to new lines.
     _body_transformer: Callable[[list[str]], list[str]] | None = None
 
-    def gen_fn_def(self, free_vars: list[str], maybe_return_annotation: str, *,
-                   root_module: str = "self") -> str:
+    def gen_fn_def(
+        self, free_vars: list[str], maybe_return_annotation: str, *, root_module: str = "self"
+    ) -> str:
         """The function's first line: `def forward(self, x, y) -> T:`.
 
         Args:
@@ -73,7 +74,9 @@ class CodeGen:
             free_vars.insert(0, root_module)
         return f"def forward({', '.join(free_vars)}){maybe_return_annotation}:"
 
-    def generate_output(self, output_args: Any, *, repr_fn: Callable[[Any], str] | None = None) -> str:
+    def generate_output(
+        self, output_args: Any, *, repr_fn: Callable[[Any], str] | None = None
+    ) -> str:
         """The `return` statement (not indented) for the output value `output_args`.
 
         Args:
@@ -110,12 +113,14 @@ class _PyTreeCodeGen(CodeGen):
         super().__init__()
         self.pytree_info = pytree_info
 
-    def gen_fn_def(self, free_vars: list[str], maybe_return_annotation: str, *,
-                   root_module: str = "self") -> str:
+    def gen_fn_def(
+        self, free_vars: list[str], maybe_return_annotation: str, *, root_module: str = "self"
+    ) -> str:
         """`def forward(self, x, pair):`, then `x, pair_1, = fx_pytree.tree_flatten_spec(...)`."""
         arg_names = self._checked_arg_names()
-        definition = super().gen_fn_def([plain(name) for name in arg_names],
-                                        maybe_return_annotation, root_module=root_module)
+        definition = super().gen_fn_def(
+            [plain(name) for name in arg_names], maybe_return_annotation, root_module=root_module
+        )
         free_vars = [p for p in free_vars if p != "*"]  # the structures take the keywords
         if not free_vars:
             return definition
@@ -123,11 +128,14 @@ class _PyTreeCodeGen(CodeGen):
         annotated = [p for p in placeholders if ":" in p]
         lines = ["".join(p + "; " for p in annotated), ""] if annotated else []
         names = ", ".join(p.split(":")[0] for p in placeholders)
-        lines.append(f"{names}, = fx_pytree.tree_flatten_spec("
-                     f"[{', '.join(arg_names)}], self._in_spec)")
+        lines.append(
+            f"{names}, = fx_pytree.tree_flatten_spec([{', '.join(arg_names)}], self._in_spec)"
+        )
         return definition + "".join(f"\n    {line}" if line else "\n" for line in lines)
 
-    def generate_output(self, output_args: Any, *, repr_fn: Callable[[Any], str] | None = None) -> str:
+    def generate_output(
+        self, output_args: Any, *, repr_fn: Callable[[Any], str] | None = None
+    ) -> str:
         """`return pytree.tree_unflatten([...], self._out_spec)`."""
         if self.pytree_info.out_spec is None:
             return super().generate_output(output_args, repr_fn=repr_fn)
@@ -138,16 +146,18 @@ class _PyTreeCodeGen(CodeGen):
         info = self.pytree_info
         takes_self = info.arg_names[:1] == ["self"]
         # The spec starts with the module for a traced module; any leaf stands for it.
-        leaves = fx_pytree_helpers.tree_flatten_spec([None, *inputs] if takes_self
-                                                     else list(inputs), info.in_spec)
+        leaves = fx_pytree_helpers.tree_flatten_spec(
+            [None, *inputs] if takes_self else list(inputs), info.in_spec
+        )
         return tuple(leaves[1:] if takes_self else leaves)
 
     def process_outputs(self, out: Any) -> Any:
         """The graph's flat output, put back into the traced function's output structure."""
         if self.pytree_info.out_spec is None:
             return out
-        return pytree.tree_unflatten(list(out) if isinstance(out, (list, tuple)) else [out],
-                                     self.pytree_info.out_spec)
+        return pytree.tree_unflatten(
+            list(out) if isinstance(out, (list, tuple)) else [out], self.pytree_info.out_spec
+        )
 
     def additional_globals(self) -> list[tuple[str, Any]]:
         """`fx_pytree` (minifx's checked flattening) and `pytree` (torch's)."""
@@ -159,7 +169,8 @@ class _PyTreeCodeGen(CodeGen):
                 raise ValueError(
                     f"python_code: graph.pytree_info.arg_names has {name!r}, which is not a "
                     "parameter name, so it cannot appear in `def forward(...)`. How to fix: "
-                    "keep the names the Tracer recorded (the traced function's parameters).")
+                    "keep the names the Tracer recorded (the traced function's parameters)."
+                )
         return list(self.pytree_info.arg_names)
 
 
@@ -174,6 +185,7 @@ def codegen_of(graph: Graph) -> CodeGen:
 
 
 # --- how python_code calls the hooks ------------------------------------------------
+
 
 def call_hook(method: Callable[..., Any], *args: Any, **optional: Any) -> Any:
     """Call a CodeGen hook with the optional keywords it accepts, as torch.fx does:
@@ -202,8 +214,9 @@ def mark_keyword_only(parameters: list[tuple[str, bool]]) -> list[str]:
 _COUNTER = re.compile(r"# COUNTER: (\d+)")
 
 
-def transformed_body(codegen: CodeGen, lines: list[str], nodes: list[int | None]
-                     ) -> tuple[list[str], list[int | None]]:
+def transformed_body(
+    codegen: CodeGen, lines: list[str], nodes: list[int | None]
+) -> tuple[list[str], list[int | None]]:
     """The body's lines and the index of the node each line runs, after the
     CodeGen's body transformer (`graph.on_generate_code`), if it has one.
 

@@ -40,8 +40,10 @@ def constant_expression(writer: _SourceWriter, arg: Any) -> str:
         items = ", ".join(f"{writer.expression(k)}: {writer.expression(v)}" for k, v in arg.items())
         return _of_type(writer, arg, "{" + items + "}")
     if type(arg) is slice:
-        return f"slice({writer.expression(arg.start)}, {writer.expression(arg.stop)}, " \
-               f"{writer.expression(arg.step)})"
+        return (
+            f"slice({writer.expression(arg.start)}, {writer.expression(arg.stop)}, "
+            f"{writer.expression(arg.step)})"
+        )
     return _special_constant(writer, arg)
 
 

@@ -50,8 +50,11 @@ class CopyingMixin(torch.nn.Module):
         state = copy.deepcopy(self.__dict__, memo)
         GraphModule.__init__(copied, StateOf(state), state["_graph"], self._get_name())
         copied.meta = state.get("meta", {})
-        for hooks in ("_state_dict_hooks", "_load_state_dict_pre_hooks",
-                      "_load_state_dict_post_hooks"):
+        for hooks in (
+            "_state_dict_hooks",
+            "_load_state_dict_pre_hooks",
+            "_load_state_dict_post_hooks",
+        ):
             setattr(copied, hooks, state[hooks])
         return copied
 
@@ -95,6 +98,8 @@ def rebuild(state: dict, source: str, class_name: str) -> GraphModule:
         if not hasattr(gm, name):
             setattr(gm, name, value)
     return gm
+
+
 # --8<-- [end:copying]
 
 
@@ -145,6 +150,8 @@ def retrace(state: dict[str, Any], source: str) -> tuple[StateOf, Any]:
     graph = KeepModules().trace(root, **state.get("_tracer_extras", {}))
     graph._tracer_cls = tracer_cls
     return root, graph
+
+
 # --8<-- [end:retrace]
 
 

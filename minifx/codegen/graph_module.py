@@ -41,8 +41,9 @@ _MISSING = object()  # _child's "no such attribute" (None is a value an attribut
 
 
 # --8<-- [start:copy_attr]
-def _copy_attr(root: torch.nn.Module, gm: torch.nn.Module, target: str,
-               node: Node | None = None) -> None:
+def _copy_attr(
+    root: torch.nn.Module, gm: torch.nn.Module, target: str, node: Node | None = None
+) -> None:
     """Make `gm.<target>` the same object as `root.<target>`, adding empty
     `nn.Module`s for the parents on the path (`layer1` for `layer1.conv`)."""
     *parents, leaf = target.split(".")
@@ -57,6 +58,8 @@ def _copy_attr(root: torch.nn.Module, gm: torch.nn.Module, target: str,
             setattr(destination, part, existing)
         destination = existing
     install(destination, leaf, _child(source, leaf, target, node))
+
+
 # --8<-- [end:copy_attr]
 
 
@@ -91,13 +94,15 @@ class GraphModule(CopyingMixin, SubmodulesMixin, torch.nn.Module):
     def __new__(cls, *args: Any, **kwargs: Any) -> GraphModule:
         # A fresh subclass per instance: each holds its own generated forward.
         base = next(c for c in cls.__mro__ if not c.__dict__.get("_one_per_instance", False))
-        per_instance = type(base.__name__, (base,), {"_one_per_instance": True,
-                                                      "__module__": base.__module__})
+        per_instance = type(
+            base.__name__, (base,), {"_one_per_instance": True, "__module__": base.__module__}
+        )
         return super().__new__(per_instance)
 
     # --8<-- [start:init]
-    def __init__(self, root: torch.nn.Module | dict[str, Any], graph: Graph,
-                 class_name: str = "GraphModule") -> None:
+    def __init__(
+        self, root: torch.nn.Module | dict[str, Any], graph: Graph, class_name: str = "GraphModule"
+    ) -> None:
         super().__init__()
         type(self).__name__ = type(self).__qualname__ = class_name
         if isinstance(root, torch.nn.Module):
@@ -118,6 +123,7 @@ class GraphModule(CopyingMixin, SubmodulesMixin, torch.nn.Module):
         # How the graph was traced, so that unpickling can retrace its code the same way.
         self._tracer_cls, self._tracer_extras = copying.tracer_of(graph)
         self.graph = graph
+
     # --8<-- [end:init]
 
     @property
@@ -128,7 +134,9 @@ class GraphModule(CopyingMixin, SubmodulesMixin, torch.nn.Module):
     @graph.setter
     def graph(self, graph: Graph) -> None:
         if not isinstance(graph, Graph):
-            raise TypeError(f"GraphModule.graph must be a minifx Graph, not {type(graph).__name__}.")
+            raise TypeError(
+                f"GraphModule.graph must be a minifx Graph, not {type(graph).__name__}."
+            )
         self._graph = graph
         graph.owning_module = self
         self.recompile()
@@ -145,7 +153,11 @@ class GraphModule(CopyingMixin, SubmodulesMixin, torch.nn.Module):
             self._in_spec = self._graph.pytree_info.in_spec
             self._out_spec = self._graph.pytree_info.out_spec
         code = python_code(self._graph, root_module="self")
-        self._code, self._lineno_map, self._prologue_start = code.src, code.lineno_map, code.prologue_start
+        self._code, self._lineno_map, self._prologue_start = (
+            code.src,
+            code.lineno_map,
+            code.prologue_start,
+        )
         # The file name points at the traced code (`..._co_fields`, noted by the Tracer).
         co_fields = getattr(self._graph, "_co_fields", None)
         type(self).forward, self._source_file = compile_forward(code, co_fields)
@@ -153,6 +165,7 @@ class GraphModule(CopyingMixin, SubmodulesMixin, torch.nn.Module):
             if isinstance(child, GraphModule):
                 child.recompile()
         return code
+
     # --8<-- [end:recompile]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -174,8 +187,13 @@ class GraphModule(CopyingMixin, SubmodulesMixin, torch.nn.Module):
         return text
 
     def __str__(self) -> str:
-        return "\n".join([super().__str__(), self._code,
-                          "# To see more debug info, please use `graph_module.print_readable()`"])
+        return "\n".join(
+            [
+                super().__str__(),
+                self._code,
+                "# To see more debug info, please use `graph_module.print_readable()`",
+            ]
+        )
 
     def to_folder(self, folder: str | Path, module_name: str = "FxModule") -> None:
         """Write this module as a Python package that imports and runs on its own.

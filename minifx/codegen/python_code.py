@@ -147,7 +147,8 @@ class _SourceWriter:
                         f"python_code: placeholder %{node.name} has the parameter name "
                         f"{parameter!r}, which an earlier placeholder (or {self.root_module!r}, "
                         "the module itself) already has; `def forward` cannot take it twice. "
-                        "How to fix: give each placeholder its own target.")
+                        "How to fix: give each placeholder its own target."
+                    )
                 taken.add(parameter)
                 self.names.reserve(parameter)
                 if node.name == parameter:
@@ -177,18 +178,23 @@ class _SourceWriter:
         self.globals[name] = value
         self._global_names[id(value)] = name
         return name
+
     # --8<-- [end:names]
 
     def _torch_path(self, value: Any) -> str | None:
         """`torch.nn.functional.relu` for objects torch exports under that path, else None."""
         module = getattr(value, "__module__", None)
-        if (value is torch.device or not isinstance(module, str)
-                or not TORCH_MODULE.match(module) or id(torch) not in self._global_names):
+        if (
+            value is torch.device
+            or not isinstance(module, str)
+            or not TORCH_MODULE.match(module)
+            or id(torch) not in self._global_names
+        ):
             return None
         path = qualified_name(value)
         if path.split(".")[0] != "torch" or resolve_torch_path(path) is not value:
             return None
-        return self._global_names[id(torch)] + path[len("torch"):]
+        return self._global_names[id(torch)] + path[len("torch") :]
 
     # --8<-- [start:write]
     def write(self) -> PythonCode:
@@ -205,14 +211,16 @@ class _SourceWriter:
                     self.body[-1] += ";  " + " = ".join([self.local[n] for n in freed] + ["None"])
             self.line_nodes.extend([index] * (len(self.body) - start))
         return self._assemble()
+
     # --8<-- [end:write]
 
     # --8<-- [start:opcodes]
     def placeholder(self, node: Node) -> None:
         parameter = parameter_name(node)
         default = f" = {self.expression(node.args[0])}" if node.args else ""
-        self.parameters.append((f"{plain(node.target)}{node_annotation(self, node)}{default}",
-                                bool(node.args)))
+        self.parameters.append(
+            (f"{plain(node.target)}{node_annotation(self, node)}{default}", bool(node.args))
+        )
         if self.local[node] != parameter:
             self.body.append(f"{self.local[node]} = {parameter}")
 
@@ -241,8 +249,13 @@ class _SourceWriter:
                 self._assign(node, syntax.format(*self._operator_operands(operator_name, args)))
                 return
         function = self.global_name(target, global_hint(target))
-        if (target is builtins.getattr and len(args) == 2 and not node.kwargs
-                and isinstance(args[1], str) and args[1].isidentifier()):
+        if (
+            target is builtins.getattr
+            and len(args) == 2
+            and not node.kwargs
+            and isinstance(args[1], str)
+            and args[1].isidentifier()
+        ):
             self._assign(node, self._chain(self._operand(args[0]), args[1]))
             return
         self._assign(node, f"{function}({self.arguments(args, node.kwargs)})")
@@ -255,6 +268,7 @@ class _SourceWriter:
         # The graph's CodeGen writes the return (by default `return <value>`).
         generate_output = self.codegen.generate_output
         self.body.append(call_hook(generate_output, node.args[0], repr_fn=self.expression))
+
     # --8<-- [end:opcodes]
 
     def _chain(self, base: str, target: str) -> str:
@@ -305,6 +319,7 @@ class _SourceWriter:
             return "{" + items + "}"
         # Floats, slices, dtypes, named tuples, ...: see constants.py.
         return constant_expression(self, arg)
+
     # --8<-- [end:expression]
 
     def _node_variable(self, node: Node) -> str:
@@ -318,26 +333,33 @@ class _SourceWriter:
         return self.local[node]
 
     def _assemble(self) -> PythonCode:
-        fn_def = call_hook(self.codegen.gen_fn_def, mark_keyword_only(self.parameters),
-                           self.return_annotation, root_module=self.root_module)
+        fn_def = call_hook(
+            self.codegen.gen_fn_def,
+            mark_keyword_only(self.parameters),
+            self.return_annotation,
+            root_module=self.root_module,
+        )
         wrap_lines = ""
         if self.wrapped:
             wrap_name = self.global_name(wrap, "wrap")
             wrap_lines = "\n".join(f'{wrap_name}("{name}")' for name in self.wrapped)
         head = f"\n{wrap_lines}\n\n{fn_def}\n"
         # The CodeGen's body transformer (graph.on_generate_code), if it has one.
-        lines, nodes = transformed_body(self.codegen, self.body or ["pass"],
-                                        self.line_nodes or [None])
+        lines, nodes = transformed_body(
+            self.codegen, self.body or ["pass"], self.line_nodes or [None]
+        )
         # As torch.fx counts: from the `def` line (1 is the line after it), the line
         # after the body included.
         first = fn_def.count("\n") + 1
         lineno_map = dict(enumerate([*nodes, nodes[-1]], start=first))
         body = "".join(f"    {line}\n" for line in lines)
-        return PythonCode(head + body + "    ", self.globals, lineno_map,
-                          prologue_start=wrap_lines.count("\n") + 4)
+        return PythonCode(
+            head + body + "    ",
+            self.globals,
+            lineno_map,
+            prologue_start=wrap_lines.count("\n") + 4,
+        )
 
 
 def _is_number_literal(arg: Any) -> bool:
     return type(arg) in (int, float, complex)
-
-

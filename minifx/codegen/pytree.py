@@ -36,7 +36,9 @@ def tree_flatten_spec(value: Any, spec: pytree.TreeSpec, where: str = "the input
     return leaves
 
 
-def register_pytree_flatten_spec(cls: type, flatten_fn_spec: Any, flatten_fn_exact_match_spec: Any = None) -> None:
+def register_pytree_flatten_spec(
+    cls: type, flatten_fn_spec: Any, flatten_fn_exact_match_spec: Any = None
+) -> None:
     """Tell generated code how to read the parts of a `cls` input (torch.fx._pytree's API).
 
     Args:
@@ -72,8 +74,9 @@ def _children(value: Any, spec: pytree.TreeSpec, where: str) -> list:
             raise _mismatch(where, f"a dict with keys {list(spec.context)}", value)
         missing = [key for key in spec.context if key not in value]
         if missing:
-            raise _mismatch(where, f"a dict with keys {list(spec.context)}", value,
-                            f"missing {missing}")
+            raise _mismatch(
+                where, f"a dict with keys {list(spec.context)}", value, f"missing {missing}"
+            )
         return [value[key] for key in spec.context]
     if spec.type in _BY_POSITION:  # read by position, as torch.fx does
         if not isinstance(value, (list, tuple)) or len(value) != spec.num_children:

@@ -43,9 +43,11 @@ def compile_forward(code: PythonCode, co_fields: dict | None = None) -> tuple[Ca
     try:
         compiled = compile_once(code.src, filename)
     except SyntaxError as error:  # a graph python_code could not check: say which line
-        error.add_note(f"The generated code of this graph does not compile; line {error.lineno} "
-                       f"is:\n    {(error.text or '').strip()}\nprint the code with "
-                       "minifx.codegen.python_code(graph).src, and fix the graph's node.")
+        error.add_note(
+            f"The generated code of this graph does not compile; line {error.lineno} "
+            f"is:\n    {(error.text or '').strip()}\nprint the code with "
+            "minifx.codegen.python_code(graph).src, and fix the graph's node."
+        )
         raise
     exec(compiled, namespace)
     return namespace["forward"], filename
@@ -57,8 +59,14 @@ def register_source(src: str, co_fields: dict | None = None) -> str:
     The same code from the same place gets the same name again, so
     recompiling in a loop does not fill the cache.
     """
-    origin = (f" from {co_fields['co_filename']}:{co_fields['co_firstlineno']} in "
-              f"{co_fields['co_name']}") if co_fields else ""
+    origin = (
+        (
+            f" from {co_fields['co_filename']}:{co_fields['co_firstlineno']} in "
+            f"{co_fields['co_name']}"
+        )
+        if co_fields
+        else ""
+    )
     key = hashlib.sha1((src + origin).encode()).hexdigest()
     if key not in _SOURCE_KEYS:
         _SOURCE_KEYS[key] = _fresh_key()
@@ -66,6 +74,8 @@ def register_source(src: str, co_fields: dict | None = None) -> str:
     # mtime None: linecache.checkcache() never drops an entry that has no file.
     linecache.cache[filename] = (len(src), None, src.splitlines(keepends=True), filename)
     return filename
+
+
 # --8<-- [end:compile_forward]
 
 
@@ -92,9 +102,13 @@ def explain_error(error: BaseException, gm: GraphModule) -> None:
         return
     node = next(n for i, n in enumerate(gm.graph.nodes) if i == index)
     line = linecache.getline(gm._source_file, frames[-1]).strip()
-    note = (f"While running node %{node.name} ({node.op} {format_target(node.target)}) in the generated "
-            f"forward of {gm._get_name()}, line {frames[-1]}:\n    {line}\n"
-            "print(gm.code) shows the whole function; print(gm.graph) shows the nodes.")
+    note = (
+        f"While running node %{node.name} ({node.op} {format_target(node.target)}) in the generated "
+        f"forward of {gm._get_name()}, line {frames[-1]}:\n    {line}\n"
+        "print(gm.code) shows the whole function; print(gm.graph) shows the nodes."
+    )
     if note not in getattr(error, "__notes__", []):
         error.add_note(note)
+
+
 # --8<-- [end:explain_error]

@@ -48,8 +48,9 @@ class SubmodulesMixin(torch.nn.Module):
         """Remove the submodule at `target`; False if there is no module there."""
         *parents, leaf = target.split(".")
         parent = get_path(self, ".".join(parents), None) if parents else self
-        if not isinstance(parent, torch.nn.Module) or \
-                not isinstance(getattr(parent, leaf, None), torch.nn.Module):
+        if not isinstance(parent, torch.nn.Module) or not isinstance(
+            getattr(parent, leaf, None), torch.nn.Module
+        ):
             return False
         delattr(parent, leaf)
         return True
@@ -69,6 +70,7 @@ class SubmodulesMixin(torch.nn.Module):
                 used.update(f"{target}.{name}" for name, _ in called.named_modules() if name)
         for name in [name for name, _ in self.named_modules() if name not in used]:
             self.delete_submodule(name)
+
     # --8<-- [end:submodules]
 
 
@@ -78,8 +80,10 @@ def state_targets(graph: Graph) -> list[tuple[str, Node]]:
     for node in graph.nodes:
         if node.op in ("get_attr", "call_module"):
             if target_problem(node.op, node.target) is not None:  # invariant 1's rule
-                raise TypeError(f"GraphModule: node %{node.name} ({node.op}) has target "
-                                f"{node.target!r}; it must be a dotted attribute name (a str).")
+                raise TypeError(
+                    f"GraphModule: node %{node.name} ({node.op}) has target "
+                    f"{node.target!r}; it must be a dotted attribute name (a str)."
+                )
             found.append((node.target, node))
     return found
 
@@ -92,8 +96,9 @@ def install(module: torch.nn.Module, name: str, value: Any) -> None:
         setattr(module, name, value)
 
 
-def install_from_dict(gm: torch.nn.Module, root: dict[str, Any], targets: list[tuple[str, Node]]
-                      ) -> None:
+def install_from_dict(
+    gm: torch.nn.Module, root: dict[str, Any], targets: list[tuple[str, Node]]
+) -> None:
     """Install `root[target]` at each target's dotted path in `gm`, parents first.
 
     Raises:

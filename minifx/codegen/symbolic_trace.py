@@ -11,8 +11,9 @@ from .graph_module import GraphModule
 
 
 # --8<-- [start:symbolic_trace]
-def symbolic_trace(root: torch.nn.Module | Callable, concrete_args: dict[str, Any] | None = None
-                   ) -> GraphModule:
+def symbolic_trace(
+    root: torch.nn.Module | Callable, concrete_args: dict[str, Any] | None = None
+) -> GraphModule:
     """Trace `root` with the default `Tracer` and wrap the graph in a `GraphModule`.
 
     Args:
@@ -34,4 +35,6 @@ def symbolic_trace(root: torch.nn.Module | Callable, concrete_args: dict[str, An
     graph = tracer.trace(root, concrete_args)
     name = type(root).__name__ if isinstance(root, torch.nn.Module) else root.__name__
     return GraphModule(tracer.root, graph, name)
+
+
 # --8<-- [end:symbolic_trace]

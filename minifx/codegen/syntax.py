@@ -45,14 +45,30 @@ CUSTOM_BUILTINS = {
 LITERAL_TYPES = (type(None), bool, int, str, bytes, type(...))
 TORCH_MODULE = re.compile(r"^torch(\.(?!_dynamo\.|_inductor\.)[^.]+)*$")
 DTYPE_ABBREVIATIONS = {
-    torch.float64: "f64", torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16",
-    torch.int64: "i64", torch.int32: "i32", torch.int16: "i16", torch.int8: "i8",
-    torch.uint8: "u8", torch.bool: "b8", torch.complex64: "c64", torch.complex128: "c128",
+    torch.float64: "f64",
+    torch.float32: "f32",
+    torch.float16: "f16",
+    torch.bfloat16: "bf16",
+    torch.int64: "i64",
+    torch.int32: "i32",
+    torch.int16: "i16",
+    torch.int8: "i8",
+    torch.uint8: "u8",
+    torch.bool: "b8",
+    torch.complex64: "c64",
+    torch.complex128: "c128",
 }
 
 
-TYPING_ORIGINS = {list: typing.List, dict: typing.Dict, set: typing.Set,  # noqa: UP006
-                   frozenset: typing.FrozenSet, tuple: typing.Tuple, type: typing.Type}  # noqa: UP006
+# The `typing` aliases are the data here (torch.fx writes annotations with them).
+TYPING_ORIGINS = {
+    list: typing.List,  # noqa: UP006
+    dict: typing.Dict,  # noqa: UP006
+    set: typing.Set,  # noqa: UP006
+    frozenset: typing.FrozenSet,  # noqa: UP006
+    tuple: typing.Tuple,  # noqa: UP006
+    type: typing.Type,  # noqa: UP006
+}
 
 
 def is_name(text: Any) -> bool:
@@ -61,8 +77,12 @@ def is_name(text: Any) -> bool:
     Python normalises names (NFKC), so `ﬁ` would be read as `fi`: such a
     name is written as a string instead, which keeps it exact.
     """
-    return (isinstance(text, str) and text.isidentifier() and not keyword.iskeyword(text)
-            and unicodedata.normalize("NFKC", text) == text)
+    return (
+        isinstance(text, str)
+        and text.isidentifier()
+        and not keyword.iskeyword(text)
+        and unicodedata.normalize("NFKC", text) == text
+    )
 
 
 def plain(text: Any) -> str:
@@ -151,8 +171,11 @@ _PARAMETER = re.compile(r"^\*{0,2}[A-Za-z_][A-Za-z0-9_]*$")
 def parameter_name(node: Node) -> str:
     """The placeholder's parameter name without `*`; it must be a valid parameter."""
     target = node.target
-    if not isinstance(target, str) or not _PARAMETER.match(target) or \
-            keyword.iskeyword(plain(target).lstrip("*")):
+    if (
+        not isinstance(target, str)
+        or not _PARAMETER.match(target)
+        or keyword.iskeyword(plain(target).lstrip("*"))
+    ):
         raise ValueError(
             f"python_code: placeholder %{node.name} has target {target!r}, which is not a valid "
             "Python parameter name, so it cannot appear in `def forward(...)`. "
@@ -175,6 +198,8 @@ def check_node(node: Any) -> None:
     elif node.op == "output" and len(node.args) != 1:
         problem = "an output node has exactly one argument, the returned value"
     if problem:
-        raise ValueError(f"python_code: cannot write %{node.name} ({node.op}, target "
-                         f"{node.target!r}): {problem}. How to fix: correct the node, then run "
-                         "graph.lint() to check the rest of the graph.")
+        raise ValueError(
+            f"python_code: cannot write %{node.name} ({node.op}, target "
+            f"{node.target!r}): {problem}. How to fix: correct the node, then run "
+            "graph.lint() to check the rest of the graph."
+        )

@@ -21,8 +21,15 @@ if TYPE_CHECKING:
     from .graph_module import GraphModule
 
 # Modules that to_folder rebuilds from their repr instead of pickling them.
-_MODULES_WITH_EXACT_REPR = (torch.nn.Linear, torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d,
-                            torch.nn.BatchNorm1d, torch.nn.BatchNorm2d, torch.nn.BatchNorm3d)
+_MODULES_WITH_EXACT_REPR = (
+    torch.nn.Linear,
+    torch.nn.Conv1d,
+    torch.nn.Conv2d,
+    torch.nn.Conv3d,
+    torch.nn.BatchNorm1d,
+    torch.nn.BatchNorm2d,
+    torch.nn.BatchNorm3d,
+)
 
 
 def write_folder(gm: GraphModule, folder: str | Path, module_name: str = "FxModule") -> None:
@@ -37,10 +44,17 @@ def write_folder(gm: GraphModule, folder: str | Path, module_name: str = "FxModu
 
 def module_source(gm: GraphModule, code: PythonCode, folder: Path, class_name: str) -> str:
     """`module.py` for `to_folder`: imports, a class that rebuilds the state, and forward."""
-    lines = ["import os", "", import_block(code.globals),
-             "_HERE = os.path.dirname(os.path.abspath(__file__))", "", "",
-             f"class {class_name}(torch.nn.Module):", "    def __init__(self):",
-             "        super().__init__()"]
+    lines = [
+        "import os",
+        "",
+        import_block(code.globals),
+        "_HERE = os.path.dirname(os.path.abspath(__file__))",
+        "",
+        "",
+        f"class {class_name}(torch.nn.Module):",
+        "    def __init__(self):",
+        "        super().__init__()",
+    ]
     for name, child in gm.named_children():
         if type(child) in _MODULES_WITH_EXACT_REPR:
             built = f"torch.nn.{child!r}"
@@ -49,18 +63,26 @@ def module_source(gm: GraphModule, code: PythonCode, folder: Path, class_name: s
             built = f"torch.load(os.path.join(_HERE, {name + '.pt'!r}), weights_only=False)"
         lines.append(f"        setattr(self, {name!r}, {built})")
     for name, buffer in gm.named_buffers(recurse=False):
-        lines.append(f"        self.register_buffer({name!r}, "
-                     f"torch.empty({list(buffer.shape)}, dtype={buffer.dtype}))")
+        lines.append(
+            f"        self.register_buffer({name!r}, "
+            f"torch.empty({list(buffer.shape)}, dtype={buffer.dtype}))"
+        )
     for name, parameter in gm.named_parameters(recurse=False):
-        lines.append(f"        setattr(self, {name!r}, torch.nn.Parameter("
-                     f"torch.empty({list(parameter.shape)}, dtype={parameter.dtype})))")
+        lines.append(
+            f"        setattr(self, {name!r}, torch.nn.Parameter("
+            f"torch.empty({list(parameter.shape)}, dtype={parameter.dtype})))"
+        )
     lines.append("        self.load_state_dict(torch.load(os.path.join(_HERE, 'state_dict.pt')))")
     if getattr(gm, "_in_spec", None) is not None:  # structured inputs: keep the structures
         torch.save((gm._in_spec, gm._out_spec), folder / "pytree_specs.pt")
-        lines.append("        self._in_spec, self._out_spec = torch.load(os.path.join(_HERE, "
-                     "'pytree_specs.pt'), weights_only=False)")
+        lines.append(
+            "        self._in_spec, self._out_spec = torch.load(os.path.join(_HERE, "
+            "'pytree_specs.pt'), weights_only=False)"
+        )
     # `wrap(...)` lines must run at module level; the method goes into the class.
     wraps, _, forward = code.src.strip("\n").rstrip().partition("def forward")
-    method = "\n".join(f"    {line}" if line else "" for line in f"def forward{forward}".split("\n"))
+    method = "\n".join(
+        f"    {line}" if line else "" for line in f"def forward{forward}".split("\n")
+    )
     wrap_lines = [wraps.strip()] if wraps.strip() else []
     return "\n".join(lines[:4] + wrap_lines + lines[4:]) + "\n\n" + method + "\n"

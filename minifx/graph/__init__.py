@@ -16,5 +16,18 @@ from .side_effects import has_side_effect
 from .tracer import Tracer
 from .wrapping import wrap
 
-__all__ = ["Graph", "Node", "map_arg", "map_aggregate", "Tracer", "wrap", "PH", "PHBase",
-           "PHWithMeta", "ProxyableClassMeta", "has_side_effect", "RewritingTracer", "annotate"]
+__all__ = [
+    "Graph",
+    "Node",
+    "map_arg",
+    "map_aggregate",
+    "Tracer",
+    "wrap",
+    "PH",
+    "PHBase",
+    "PHWithMeta",
+    "ProxyableClassMeta",
+    "has_side_effect",
+    "RewritingTracer",
+    "annotate",
+]

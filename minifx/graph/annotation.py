@@ -41,8 +41,12 @@ def annotate(val: Any, type: Any) -> Any:
             "a node has one type; it was set by the function's signature (for an input) or "
             "by an earlier annotate of the same value.",
             "annotate each value once"
-            + (f", and give an input its type in the signature (def forward(self, "
-               f"{node.name}: {_name(type)}))." if node.op == "placeholder" else "."),
+            + (
+                f", and give an input its type in the signature (def forward(self, "
+                f"{node.name}: {_name(type)}))."
+                if node.op == "placeholder"
+                else "."
+            ),
             kind=TraceRuntimeError,
         )
     node.type = type

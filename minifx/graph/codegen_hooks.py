@@ -49,7 +49,9 @@ class CodeGenHooks:
 
         return codegen_of(self).process_outputs(out)
 
-    def on_generate_code(self, make_transformer: Callable[[Any], Any]) -> contextlib.AbstractContextManager:
+    def on_generate_code(
+        self, make_transformer: Callable[[Any], Any]
+    ) -> contextlib.AbstractContextManager:
         """Change the code generated from now on, as torch.fx's hook does.
 
         `make_transformer(previous)` gets the transformer set before (or `None`) and

@@ -20,8 +20,9 @@ class GraphCopying:
     """Mixed into `Graph`: copy every node of another graph, or the whole graph."""
 
     # --8<-- [start:graph_copy]
-    def graph_copy(self: Graph, g: Graph, val_map: dict[Node, Node],
-                   return_output_node: bool = False) -> Any:
+    def graph_copy(
+        self: Graph, g: Graph, val_map: dict[Node, Node], return_output_node: bool = False
+    ) -> Any:
         """Copy every node of `g` except its output into this graph.
 
         Args:
@@ -43,6 +44,7 @@ class GraphCopying:
                 return (value, node) if return_output_node else value
             val_map[node] = self.node_copy(node, lambda n: val_map[n])
         return None
+
     # --8<-- [end:graph_copy]
 
     def __deepcopy__(self: Graph, memo: dict) -> Graph:

@@ -20,4 +20,3 @@ class NotTraceable(TypeError, AssertionError):
 
 class SelfInStarArgs(TypeError, RuntimeError):
     """A module's `self` hidden in `*args`; also the `RuntimeError` torch.fx raises."""
-

@@ -109,8 +109,12 @@ class Graph(GraphCopying, CodeGenHooks):
         tracer_extras: extra arguments for that tracer.
     """
 
-    def __init__(self, owning_module: torch.nn.Module | None = None, tracer_cls: type | None = None,
-                 tracer_extras: dict | None = None) -> None:
+    def __init__(
+        self,
+        owning_module: torch.nn.Module | None = None,
+        tracer_cls: type | None = None,
+        tracer_extras: dict | None = None,
+    ) -> None:
         # The node before the first and after the last: an empty list is the
         # sentinel alone. Its opcode "root" is never printed or linted.
         self._root = Node(self, "", "root", "", (), {})
@@ -129,9 +133,15 @@ class Graph(GraphCopying, CodeGenHooks):
         return _NodeList(self)
 
     # --8<-- [start:create_node]
-    def create_node(self, op: str, target: Any, args: tuple | None = None,
-                    kwargs: dict | None = None, name: str | None = None,
-                    type_expr: Any = None) -> Node:
+    def create_node(
+        self,
+        op: str,
+        target: Any,
+        args: tuple | None = None,
+        kwargs: dict | None = None,
+        name: str | None = None,
+        type_expr: Any = None,
+    ) -> Node:
         """Make a node and insert it at the insertion point (by default, the end).
 
         Args:
@@ -151,6 +161,7 @@ class Graph(GraphCopying, CodeGenHooks):
         self._len += 1
         self._node_index.add(node)
         return node
+
     # --8<-- [end:create_node]
 
     # --8<-- [start:erase_node]
@@ -174,7 +185,9 @@ class Graph(GraphCopying, CodeGenHooks):
                 "erase_node on the graph that holds it (node.graph.erase_node(node))."
             )
         if to_erase._erased:
-            warnings.warn(f"erase_node(%{to_erase.name}): the node was already erased", stacklevel=2)
+            warnings.warn(
+                f"erase_node(%{to_erase.name}): the node was already erased", stacklevel=2
+            )
             return
         to_erase._unlink()
         to_erase._erased = True
@@ -183,6 +196,7 @@ class Graph(GraphCopying, CodeGenHooks):
         # Nodes in its arguments become None, which removes it from their users.
         erased_inputs = dict.fromkeys(to_erase._input_nodes)  # each one -> None
         to_erase._set_args_kwargs(to_erase._args, to_erase._kwargs, replacing=erased_inputs)
+
     # --8<-- [end:erase_node]
 
     # --8<-- [start:inserting]
@@ -207,6 +221,7 @@ class Graph(GraphCopying, CodeGenHooks):
             return self.inserting_before(self._root)
         self._check_owned(n, "inserting_after")
         return _InsertPoint(self, n.append)
+
     # --8<-- [end:inserting]
 
     def _check_owned(self, n: Node, method: str) -> None:
@@ -217,8 +232,9 @@ class Graph(GraphCopying, CodeGenHooks):
             )
 
     # --8<-- [start:builders]
-    def placeholder(self, name: str, type_expr: Any = None,
-                    default_value: Any = inspect.Signature.empty) -> Node:
+    def placeholder(
+        self, name: str, type_expr: Any = None, default_value: Any = inspect.Signature.empty
+    ) -> Node:
         """An input of the program, named `name`, with an optional default."""
         args = () if default_value is inspect.Signature.empty else (default_value,)
         return self.create_node("placeholder", name, args, type_expr=type_expr)
@@ -228,26 +244,42 @@ class Graph(GraphCopying, CodeGenHooks):
         self._warn_if_missing(qualified_name, "get_attr")
         return self.create_node("get_attr", qualified_name, type_expr=type_expr)
 
-    def call_module(self, module_name: str, args: tuple | None = None,
-                    kwargs: dict | None = None, type_expr: Any = None) -> Node:
+    def call_module(
+        self,
+        module_name: str,
+        args: tuple | None = None,
+        kwargs: dict | None = None,
+        type_expr: Any = None,
+    ) -> Node:
         """Call the submodule at path `module_name`, such as `"layer1.0.conv1"`."""
         self._warn_if_missing(module_name, "call_module")
         return self.create_node("call_module", module_name, args, kwargs, type_expr=type_expr)
 
-    def call_method(self, method_name: str, args: tuple | None = None,
-                    kwargs: dict | None = None, type_expr: Any = None) -> Node:
+    def call_method(
+        self,
+        method_name: str,
+        args: tuple | None = None,
+        kwargs: dict | None = None,
+        type_expr: Any = None,
+    ) -> Node:
         """Call the method `method_name` on `args[0]`: `x.view(2, 3)`."""
         return self.create_node("call_method", method_name, args, kwargs, type_expr=type_expr)
 
-    def call_function(self, the_function: Callable, args: tuple | None = None,
-                      kwargs: dict | None = None, type_expr: Any = None,
-                      name: str | None = None) -> Node:
+    def call_function(
+        self,
+        the_function: Callable,
+        args: tuple | None = None,
+        kwargs: dict | None = None,
+        type_expr: Any = None,
+        name: str | None = None,
+    ) -> Node:
         """Call a free function, such as `torch.relu` or `operator.add`."""
         return self.create_node("call_function", the_function, args, kwargs, name, type_expr)
 
     def output(self, result: Any, type_expr: Any = None) -> Node:
         """Return `result` (a node, or a tuple/list/dict of them) from the program."""
         return self.create_node("output", "output", (result,), type_expr=type_expr)
+
     # --8<-- [end:builders]
 
     def _warn_if_missing(self, path: str, op: str) -> None:
@@ -287,6 +319,7 @@ class Graph(GraphCopying, CodeGenHooks):
         copied = self.create_node(node.op, node.target, args, kwargs, node.name, node.type)
         copied.meta = copy.copy(node.meta)
         return copied
+
     # --8<-- [end:node_copy]
 
     # --8<-- [start:eliminate_dead_code]
@@ -311,6 +344,7 @@ class Graph(GraphCopying, CodeGenHooks):
                 self.erase_node(node)
                 erased = True
         return self._eliminate_dead_code_in_subgraphs() or erased
+
     # --8<-- [end:eliminate_dead_code]
 
     def _eliminate_dead_code_in_subgraphs(self) -> bool:
@@ -338,6 +372,7 @@ class Graph(GraphCopying, CodeGenHooks):
     def __str__(self) -> str:
         """The graph as torch.fx prints it: `graph():` and one line per node."""
         return "\n".join(["graph():", *(f"    {node.format_node()}" for node in self.nodes)])
+
     # --8<-- [end:str]
 
     def print_tabular(self) -> None:
@@ -347,4 +382,3 @@ class Graph(GraphCopying, CodeGenHooks):
         widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
         for row in [header, ["-" * w for w in widths], *rows]:
             print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
-

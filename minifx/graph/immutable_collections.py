@@ -65,14 +65,22 @@ def _flatten_dict(mapping: immutable_dict) -> tuple[list, list]:
 
 
 pytree.register_pytree_node(
-    immutable_list, _flatten_list, lambda values, _: immutable_list(values),
+    immutable_list,
+    _flatten_list,
+    lambda values, _: immutable_list(values),
     serialized_type_name="minifx.graph.immutable_collections.immutable_list",
     flatten_with_keys_fn=lambda values: (
-        [(pytree.SequenceKey(i), v) for i, v in enumerate(values)], None),
+        [(pytree.SequenceKey(i), v) for i, v in enumerate(values)],
+        None,
+    ),
 )
 pytree.register_pytree_node(
-    immutable_dict, _flatten_dict, lambda values, keys: immutable_dict(zip(keys, values)),
+    immutable_dict,
+    _flatten_dict,
+    lambda values, keys: immutable_dict(zip(keys, values)),
     serialized_type_name="minifx.graph.immutable_collections.immutable_dict",
     flatten_with_keys_fn=lambda mapping: (
-        [(pytree.MappingKey(k), v) for k, v in mapping.items()], list(mapping.keys())),
+        [(pytree.MappingKey(k), v) for k, v in mapping.items()],
+        list(mapping.keys()),
+    ),
 )

@@ -71,8 +71,9 @@ def check_all(graph: Graph) -> None:
 
 def _broken(number: int, rule: str, node: Node | None, problem: str, fix: str) -> RuntimeError:
     where = f" at %{node.name}" if node is not None else ""
-    return RuntimeError(f"Graph.lint: invariant {number} ({rule}) is broken{where}: {problem}\n"
-                        f"How to fix: {fix}")
+    return RuntimeError(
+        f"Graph.lint: invariant {number} ({rule}) is broken{where}: {problem}\nHow to fix: {fix}"
+    )
 
 
 # --8<-- [start:op_target]
@@ -92,6 +93,8 @@ def target_problem(op: str, target: Any) -> str | None:
     if op not in OPCODES:
         return "an opcode"
     return None if isinstance(target, str) else "a str"
+
+
 # --8<-- [end:op_target]
 
 
@@ -104,27 +107,41 @@ def check_new_node(name: str, op: str, target: Any) -> None:
     """
     problem = target_problem(op, target)
     if problem == "an opcode":
-        raise MisuseError(f"cannot create node %{name}: unknown opcode {op!r}. A node's op is "
-                          f"one of {', '.join(OPCODES)}.")
+        raise MisuseError(
+            f"cannot create node %{name}: unknown opcode {op!r}. A node's op is "
+            f"one of {', '.join(OPCODES)}."
+        )
     if problem == "a callable":
         raise ValueError(
             f"cannot create node %{name}: a call_function target must be callable, got "
             f"{target!r} of type {type(target).__name__}. Pass the function itself "
-            "(torch.relu), not its name; names are for call_method and call_module.")
+            "(torch.relu), not its name; names are for call_method and call_module."
+        )
     if problem == "a str":
         raise ValueError(
             f"cannot create node %{name}: a {op} target must be a str, got {target!r} of type "
-            f"{type(target).__name__}. For a function, use op='call_function'.")
+            f"{type(target).__name__}. For a function, use op='call_function'."
+        )
 
 
 def _opcode_error(node: Node, problem: str) -> RuntimeError:
     """1. The op is an opcode; a call_function target is callable, the others' a str."""
     if problem == "an opcode":
-        return _broken(1, "known opcodes", node, f"its op is {node.op!r}, not one of "
-                       f"{', '.join(OPCODES)}.", "set node.op to one of the six opcodes.")
-    return _broken(1, "known opcodes", node, f"a {node.op} target must be {problem}, got "
-                   f"{node.target!r}.", "store the function itself for call_function, "
-                   "and a method name or attribute path for the other opcodes.")
+        return _broken(
+            1,
+            "known opcodes",
+            node,
+            f"its op is {node.op!r}, not one of {', '.join(OPCODES)}.",
+            "set node.op to one of the six opcodes.",
+        )
+    return _broken(
+        1,
+        "known opcodes",
+        node,
+        f"a {node.op} target must be {problem}, got {node.target!r}.",
+        "store the function itself for call_function, "
+        "and a method name or attribute path for the other opcodes.",
+    )
 
 
 def walk_list(graph: Graph) -> Iterator[Node]:
@@ -137,39 +154,69 @@ def walk_list(graph: Graph) -> Iterator[Node]:
         if node._next._prev is not node or node._prev._next is not node:
             raise _broken_link(node)
         if node.graph is not graph:
-            raise _broken(2, "a well-linked list", node, "it belongs to another graph.",
-                          "copy nodes between graphs with graph.node_copy(node, arg_transform).")
+            raise _broken(
+                2,
+                "a well-linked list",
+                node,
+                "it belongs to another graph.",
+                "copy nodes between graphs with graph.node_copy(node, arg_transform).",
+            )
         if node._erased:
-            raise _broken(2, "a well-linked list", node, "it was erased but is still linked.",
-                          _LINK_FIX)
+            raise _broken(
+                2, "a well-linked list", node, "it was erased but is still linked.", _LINK_FIX
+            )
         if node not in created:
-            raise _broken(2, "a well-linked list", node, "the graph did not create it (it is "
-                          "missing from the graph's index), so its name may clash and "
-                          "find_nodes cannot see it.", "create nodes with graph.create_node "
-                          "(or the opcode builders, or graph.node_copy), never with Node(...).")
+            raise _broken(
+                2,
+                "a well-linked list",
+                node,
+                "the graph did not create it (it is "
+                "missing from the graph's index), so its name may clash and "
+                "find_nodes cannot see it.",
+                "create nodes with graph.create_node "
+                "(or the opcode builders, or graph.node_copy), never with Node(...).",
+            )
         count += 1
         if count > graph._len:
-            raise _broken(2, "a well-linked list", node, f"the list has more nodes than the "
-                          f"{graph._len} the graph created (a cycle?).", _LINK_FIX)
+            raise _broken(
+                2,
+                "a well-linked list",
+                node,
+                f"the list has more nodes than the {graph._len} the graph created (a cycle?).",
+                _LINK_FIX,
+            )
         yield node
         node = node._next
 
 
-_LINK_FIX = ("edit the list only with graph methods (create_node, erase_node, "
-             "node.prepend/append), never by setting _prev/_next or node.graph.")
+_LINK_FIX = (
+    "edit the list only with graph methods (create_node, erase_node, "
+    "node.prepend/append), never by setting _prev/_next or node.graph."
+)
 
 
 def _broken_link(node: Node) -> RuntimeError:
-    return _broken(2, "a well-linked list", node, "node.next.prev or node.prev.next is not "
-                   "the node itself, so walking forwards and backwards disagree.", _LINK_FIX)
+    return _broken(
+        2,
+        "a well-linked list",
+        node,
+        "node.next.prev or node.prev.next is not "
+        "the node itself, so walking forwards and backwards disagree.",
+        _LINK_FIX,
+    )
 
 
 def _name_error(node: Node) -> RuntimeError:
     """3. No earlier node has this node's name."""
-    return _broken(3, "unique names", node, f"an earlier node is also named {node.name!r}, "
-                   "so generated code would overwrite one value with the other.",
-                   "let the graph choose names (create_node(name=...) makes them unique) "
-                   "instead of assigning node.name.")
+    return _broken(
+        3,
+        "unique names",
+        node,
+        f"an earlier node is also named {node.name!r}, "
+        "so generated code would overwrite one value with the other.",
+        "let the graph choose names (create_node(name=...) makes them unique) "
+        "instead of assigning node.name.",
+    )
 
 
 def _input_order_error(graph: Graph, node: Node, defined: set[Node]) -> RuntimeError:
@@ -178,20 +225,35 @@ def _input_order_error(graph: Graph, node: Node, defined: set[Node]) -> RuntimeE
     are what the arguments use."""
     for input_node in node._input_nodes:
         if input_node is node:
-            return _broken(4, "inputs come first", node, "it uses itself, so its value "
-                           "would be needed before it is computed.", f"give %{node.name} "
-                           "the node it should read instead (node.replace_input_with).")
+            return _broken(
+                4,
+                "inputs come first",
+                node,
+                "it uses itself, so its value would be needed before it is computed.",
+                f"give %{node.name} the node it should read instead (node.replace_input_with).",
+            )
         if input_node.graph is not graph:
-            return _broken(4, "inputs come first", node, f"it uses %{input_node.name}, which "
-                           "does not belong to this Graph (it is a node of another graph).",
-                           "when copying nodes from another graph, map their inputs: "
-                           "graph.node_copy(node, lambda n: val_map[n]).")
+            return _broken(
+                4,
+                "inputs come first",
+                node,
+                f"it uses %{input_node.name}, which "
+                "does not belong to this Graph (it is a node of another graph).",
+                "when copying nodes from another graph, map their inputs: "
+                "graph.node_copy(node, lambda n: val_map[n]).",
+            )
         if input_node not in defined:
             break
-    return _broken(4, "inputs come first", node, f"it uses %{input_node.name}, which was "
-                   "used before it has been defined: it comes later in the graph (or "
-                   "was erased).", f"move %{input_node.name} before %{node.name} "
-                   f"(node.prepend) or insert %{node.name} after it.")
+    return _broken(
+        4,
+        "inputs come first",
+        node,
+        f"it uses %{input_node.name}, which was "
+        "used before it has been defined: it comes later in the graph (or "
+        "was erased).",
+        f"move %{input_node.name} before %{node.name} "
+        f"(node.prepend) or insert %{node.name} after it.",
+    )
 
 
 def _listed_as_user(node: Node) -> bool:
@@ -205,30 +267,52 @@ def _listed_as_user(node: Node) -> bool:
 def _use_def_error(nodes: list[Node]) -> RuntimeError | None:
     """5. `all_input_nodes` and `users` agree with the arguments: the error for the first
     of `nodes` where they do not (`None` if only nodes of other graphs use these nodes)."""
-    fix = "change arguments only by assigning node.args / node.kwargs (or update_arg, " \
-          "replace_input_with), which keeps users and inputs in step; never edit node.users."
+    fix = (
+        "change arguments only by assigning node.args / node.kwargs (or update_arg, "
+        "replace_input_with), which keeps users and inputs in step; never edit node.users."
+    )
     for node in nodes:
         used = nodes_in_arguments(node)
         if used.keys() != node._input_nodes.keys():
-            return _broken(5, "use-def lists agree", node, f"its arguments use {_names(used)} "
-                           f"but all_input_nodes is {_names(node.all_input_nodes)}.", fix)
+            return _broken(
+                5,
+                "use-def lists agree",
+                node,
+                f"its arguments use {_names(used)} "
+                f"but all_input_nodes is {_names(node.all_input_nodes)}.",
+                fix,
+            )
         for input_node in used:
             if node not in input_node.users:
-                return _broken(5, "use-def lists agree", node, f"it uses %{input_node.name}, "
-                               f"but is missing from %{input_node.name}.users.", fix)
+                return _broken(
+                    5,
+                    "use-def lists agree",
+                    node,
+                    f"it uses %{input_node.name}, but is missing from %{input_node.name}.users.",
+                    fix,
+                )
         for user in node.users:
             if node not in nodes_in_arguments(user):
-                return _broken(5, "use-def lists agree", node, f"%{user.name} is listed among "
-                               "its users but does not use it.", fix)
+                return _broken(
+                    5,
+                    "use-def lists agree",
+                    node,
+                    f"%{user.name} is listed among its users but does not use it.",
+                    fix,
+                )
     return None
 
 
 def _output_error(node: Node) -> RuntimeError:
     """6. At most one `output` node: `node` is a second one."""
     count = sum(1 for n in node.graph.nodes if n.op == "output")
-    return _broken(6, "one output", node, f"the graph has {count} output nodes; a program "
-                   "returns once.", "erase the extra output nodes, or return a tuple from a "
-                   "single graph.output((a, b)).")
+    return _broken(
+        6,
+        "one output",
+        node,
+        f"the graph has {count} output nodes; a program returns once.",
+        "erase the extra output nodes, or return a tuple from a single graph.output((a, b)).",
+    )
 
 
 def check_target_exists(graph: Graph, node: Node) -> None:
@@ -236,14 +320,23 @@ def check_target_exists(graph: Graph, node: Node) -> None:
     if node._op not in ("get_attr", "call_module"):
         return
     if not has_path(graph.owning_module, node.target):
-        raise _broken(7, "targets exist", node, f"the owning module has no attribute "
-                      f"{node.target!r}.", "add it to the module (setattr, add_submodule) "
-                      "or fix the node's target.")
-    if node._op == "call_module" and not isinstance(get_path(graph.owning_module, node.target),
-                                                    torch.nn.Module):
-        raise _broken(7, "targets exist", node, f"{node.target!r} is not an nn.Module, so "
-                      "it cannot be called as a module.", "use get_attr to read it and "
-                      "call_function to compute with it.")
+        raise _broken(
+            7,
+            "targets exist",
+            node,
+            f"the owning module has no attribute {node.target!r}.",
+            "add it to the module (setattr, add_submodule) or fix the node's target.",
+        )
+    if node._op == "call_module" and not isinstance(
+        get_path(graph.owning_module, node.target), torch.nn.Module
+    ):
+        raise _broken(
+            7,
+            "targets exist",
+            node,
+            f"{node.target!r} is not an nn.Module, so it cannot be called as a module.",
+            "use get_attr to read it and call_function to compute with it.",
+        )
 
 
 def nodes_in_arguments(node: Node) -> dict[Node, None]:

@@ -36,4 +36,6 @@ def last_uses(graph: Graph) -> dict[Node, list[Node]]:
                 seen.add(used)
                 freed_at.setdefault(node, []).append(used)
     return freed_at
+
+
 # --8<-- [end:last_uses]

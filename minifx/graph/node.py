@@ -44,8 +44,9 @@ def map_aggregate(a: Any, fn: Callable[[Any], Any]) -> Any:
     if isinstance(a, tuple):
         # Leaves are mapped here rather than by a recursive call: arguments are
         # mostly flat tuples, and every graph edit walks them.
-        items = [map_aggregate(item, fn) if isinstance(item, _AGGREGATES) else fn(item)
-                 for item in a]
+        items = [
+            map_aggregate(item, fn) if isinstance(item, _AGGREGATES) else fn(item) for item in a
+        ]
         if type(a) is tuple or not hasattr(a, "_fields"):  # most are plain tuples
             return tuple(items)
         return type(a)(*items)  # a named tuple, rebuilt field by field
@@ -90,8 +91,16 @@ class Node(NodeConveniences):
         users: the nodes that use this node's value (a dict used as an ordered set).
     """
 
-    def __init__(self, graph: Graph, name: str, op: str, target: Any,
-                 args: tuple, kwargs: dict, return_type: Any = None) -> None:
+    def __init__(
+        self,
+        graph: Graph,
+        name: str,
+        op: str,
+        target: Any,
+        args: tuple,
+        kwargs: dict,
+        return_type: Any = None,
+    ) -> None:
         self.graph, self.name, self._op, self._target = graph, name, op, target
         self.type = return_type
         self.meta: dict[str, Any] = {}
@@ -147,8 +156,9 @@ class Node(NodeConveniences):
     def kwargs(self, new_kwargs: dict) -> None:
         self._set_args_kwargs(self._args, new_kwargs)
 
-    def _set_args_kwargs(self, new_args: tuple, new_kwargs: dict,
-                         replacing: dict[Node, Node | None] | None = None) -> None:
+    def _set_args_kwargs(
+        self, new_args: tuple, new_kwargs: dict, replacing: dict[Node, Node | None] | None = None
+    ) -> None:
         """The one place where arguments change, so the one place use-def lists change.
 
         `replacing`, if given, maps nodes of the new arguments to what takes
@@ -171,6 +181,7 @@ class Node(NodeConveniences):
 
         self._args = map_aggregate(tuple(new_args), record_use)
         self._kwargs = map_aggregate(dict(new_kwargs), record_use) if new_kwargs else _NO_KWARGS
+
     # --8<-- [end:use_def]
 
     @property
@@ -220,6 +231,7 @@ class Node(NodeConveniences):
         iteration that is standing on it can still step to the next node."""
         before, after = self._prev, self._next
         before._next, after._prev = after, before
+
     # --8<-- [end:linked_list]
 
     def replace_input_with(self, old_input: Node, new_input: Node) -> None:
@@ -227,9 +239,13 @@ class Node(NodeConveniences):
         self._set_args_kwargs(self._args, self._kwargs, replacing={old_input: new_input})
 
     # --8<-- [start:replace_all_uses_with]
-    def replace_all_uses_with(self, replace_with: Node,
-                              delete_user_cb: Callable[[Node], bool] | None = None,
-                              *, propagate_meta: bool = False) -> list[Node]:
+    def replace_all_uses_with(
+        self,
+        replace_with: Node,
+        delete_user_cb: Callable[[Node], bool] | None = None,
+        *,
+        propagate_meta: bool = False,
+    ) -> list[Node]:
         """Make every user of this node use `replace_with` instead.
 
         Args:
@@ -256,6 +272,7 @@ class Node(NodeConveniences):
         for user in changed:
             user.replace_input_with(self, replace_with)
         return changed
+
     # --8<-- [end:replace_all_uses_with]
 
     def is_impure(self, impure_random: bool = True) -> bool:
@@ -280,6 +297,7 @@ class Node(NodeConveniences):
         The one printer of the line, shared with chapter 1's tape, is `minifx.proxy.ir.format_line`.
         """
         return format_line(self, leaf=_format_leaf, num_users=len(self.users))
+
     # --8<-- [end:format_node]
 
 
@@ -297,7 +315,7 @@ def _format_arg(arg: Any, max_list_len: float = float("inf")) -> str:
     A list or tuple longer than `max_list_len` shows its first items and its length.
     """
     if isinstance(arg, (list, tuple)) and len(arg) > max_list_len:
-        shown = _format(list(arg[:int(max_list_len)]))[1:-1]
+        shown = _format(list(arg[: int(max_list_len)]))[1:-1]
         opening, closing = ("[", "]") if isinstance(arg, list) else ("(", ")")
         return f"{opening}{shown}, ...[total_len={len(arg)}]{closing}"
     return _format(arg)

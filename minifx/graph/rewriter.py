@@ -61,7 +61,9 @@ class RewritingTracer(Tracer):
     `GraphModule(tracer.root, graph)`.
     """
 
-    def trace(self, root: torch.nn.Module | Callable, concrete_args: dict | tuple | None = None) -> Graph:
+    def trace(
+        self, root: torch.nn.Module | Callable, concrete_args: dict | tuple | None = None
+    ) -> Graph:
         """Rewrite `root`'s traced function (see `rewrite`), then trace as `Tracer.trace`."""
         if isinstance(root, torch.nn.Module):
             root = _copy_with_rewritten_method(root, self.traced_func_name)
@@ -110,6 +112,7 @@ def _call(name: str, *args: ast.expr) -> ast.Call:
 
 # --- rewriting one function ------------------------------------------------------------
 
+
 def rewrite(fn: Any) -> Any:
     """`fn` with its `assert`s and annotated assignments rewritten.
 
@@ -137,7 +140,8 @@ def _parse_definition(fn: FunctionType) -> ast.FunctionDef:
         raise OSError(
             f"RewritingTracer cannot rewrite {fn.__qualname__}: its source code is not "
             f"available ({error}). It rewrites the asserts in the source, so define the "
-            "function in a file, or trace it with Tracer if it has no assert.") from error
+            "function in a file, or trace it with Tracer if it has no assert."
+        ) from error
     source = "".join(lines)
     indented = source[0].isspace()
     if indented:
@@ -167,18 +171,27 @@ def _run_definition(definition: ast.FunctionDef, original: FunctionType) -> Func
     new function in the right environment.
     """
     names = [*original.__code__.co_freevars, _ASSERT, _ANNOTATE]
-    module = ast.parse(f"def _outer():\n    {' = '.join(names)} = None\n"
-                       f"    def _define():\n        return {definition.name}\n")
+    module = ast.parse(
+        f"def _outer():\n    {' = '.join(names)} = None\n"
+        f"    def _define():\n        return {definition.name}\n"
+    )
     define = module.body[0].body[1]
     define.body.insert(0, definition)
     # The user's file name and line numbers: tracebacks and stack traces show their lines.
     # The module's `from __future__ import annotations`, if any, still applies.
-    code = compile(ast.fix_missing_locations(module), original.__code__.co_filename, "exec",
-                   flags=original.__code__.co_flags & __future__.annotations.compiler_flag,
-                   dont_inherit=True)
+    code = compile(
+        ast.fix_missing_locations(module),
+        original.__code__.co_filename,
+        "exec",
+        flags=original.__code__.co_flags & __future__.annotations.compiler_flag,
+        dont_inherit=True,
+    )
     define_code = _code_named(_code_named(code, "_outer"), "_define")
-    cells = {**dict(zip(original.__code__.co_freevars, original.__closure__ or ())),
-             _ASSERT: CellType(torch._assert), _ANNOTATE: CellType(annotate)}
+    cells = {
+        **dict(zip(original.__code__.co_freevars, original.__closure__ or ())),
+        _ASSERT: CellType(torch._assert),
+        _ANNOTATE: CellType(annotate),
+    }
     closure = tuple(cells[name] for name in define_code.co_freevars)
     rewritten = FunctionType(define_code, original.__globals__, "_define", None, closure)()
     inspect.unwrap(rewritten).__qualname__ = original.__qualname__
@@ -187,11 +200,13 @@ def _run_definition(definition: ast.FunctionDef, original: FunctionType) -> Func
 
 def _code_named(code: CodeType, name: str) -> CodeType:
     """The code object of the function `name` defined directly in `code`."""
-    return next(const for const in code.co_consts
-                if isinstance(const, CodeType) and const.co_name == name)
+    return next(
+        const for const in code.co_consts if isinstance(const, CodeType) and const.co_name == name
+    )
 
 
 # --- modules ---------------------------------------------------------------------------
+
 
 def _copy_with_rewritten_method(module: torch.nn.Module, name: str) -> torch.nn.Module:
     """A copy of `module` whose class is a subclass with the method `name` rewritten.
@@ -205,11 +220,18 @@ def _copy_with_rewritten_method(module: torch.nn.Module, name: str) -> torch.nn.
     rewritten = rewrite(method)
     if rewritten is method:
         return module
-    subclass = type(cls)(cls.__name__, (cls,), {name: rewritten, "__module__": cls.__module__,
-                                                 "__qualname__": cls.__qualname__})
+    subclass = type(cls)(
+        cls.__name__,
+        (cls,),
+        {name: rewritten, "__module__": cls.__module__, "__qualname__": cls.__qualname__},
+    )
     copy = subclass.__new__(subclass)
-    copy.__dict__.update({key: value.copy() if isinstance(value, dict) else value
-                          for key, value in vars(module).items()})
+    copy.__dict__.update(
+        {
+            key: value.copy() if isinstance(value, dict) else value
+            for key, value in vars(module).items()
+        }
+    )
     return copy
 
 

@@ -60,21 +60,38 @@ _SIDE_EFFECT_FUNCTIONS: set[Any] = {
     torch.amp._enter_autocast,
     torch.amp._exit_autocast,
     *_operators(
-        "aten._assert_async.msg", "aten._assert_scalar.default",
-        "aten._assert_tensor_metadata.default", "aten.sym_constrain_range.default",
+        "aten._assert_async.msg",
+        "aten._assert_scalar.default",
+        "aten._assert_tensor_metadata.default",
+        "aten.sym_constrain_range.default",
         "aten.sym_constrain_range_for_size.default",
-        "profiler._record_function_enter", "profiler._record_function_enter.default",
-        "profiler._record_function_enter_new", "profiler._record_function_enter_new.default",
-        "profiler._record_function_exit", "profiler._record_function_exit._RecordFunction",
-        "inductor.accumulate_grad_.default", "inductor.resize_storage_bytes_.default",
+        "profiler._record_function_enter",
+        "profiler._record_function_enter.default",
+        "profiler._record_function_enter_new",
+        "profiler._record_function_enter_new.default",
+        "profiler._record_function_exit",
+        "profiler._record_function_exit._RecordFunction",
+        "inductor.accumulate_grad_.default",
+        "inductor.resize_storage_bytes_.default",
     ),
 }
 
 # They advance the global random generator, so they stay whatever `impure_random` says.
-RANDOM_FUNCTIONS = frozenset({
-    torch.rand, torch.randn, torch.randint, torch.randperm, torch.rand_like, torch.randn_like,
-    torch.randint_like, torch.normal, torch.poisson, torch.bernoulli, torch.multinomial,
-})
+RANDOM_FUNCTIONS = frozenset(
+    {
+        torch.rand,
+        torch.randn,
+        torch.randint,
+        torch.randperm,
+        torch.rand_like,
+        torch.randn_like,
+        torch.randint_like,
+        torch.normal,
+        torch.poisson,
+        torch.bernoulli,
+        torch.multinomial,
+    }
+)
 
 
 def has_side_effect(fn: _F) -> _F:
@@ -108,8 +125,9 @@ def node_is_impure(node: Node, impure_random: bool = True) -> bool:
     if node.op == "call_method":
         return is_in_place(node.target)
     if node.op == "call_function":
-        return is_impure_call(node.target, node.args, impure_random) or \
-            is_in_place(getattr(node.target, "__name__", None))
+        return is_impure_call(node.target, node.args, impure_random) or is_in_place(
+            getattr(node.target, "__name__", None)
+        )
     if node.op == "call_module":
         root = getattr(node.graph, "owning_module", None)
         submodule = None if root is None else get_path(root, node.target)
@@ -134,7 +152,8 @@ def is_impure_call(target: Any, args: tuple = (), impure_random: bool = True) ->
         if default is not None:
             return is_impure_call(default, args, impure_random)
     if isinstance(target, torch._ops.OpOverload) and (
-            _mutates_an_argument(target) or _registered(target) or _effectful(target)):
+        _mutates_an_argument(target) or _registered(target) or _effectful(target)
+    ):
         return True
     if isinstance(target, torch._ops.HigherOrderOperator):
         return _effectful(target) or _registered(target) or _wraps_an_impure_operator(target, args)
@@ -145,8 +164,12 @@ def is_impure_call(target: Any, args: tuple = (), impure_random: bool = True) ->
 
 def is_in_place(name: Any) -> bool:
     """`add_` and `relu_` work in place, by PyTorch's naming rule; `__add__` and `_private` do not."""
-    return isinstance(name, str) and name.endswith("_") and not name.endswith("__") \
+    return (
+        isinstance(name, str)
+        and name.endswith("_")
+        and not name.endswith("__")
         and not name.startswith("_")
+    )
 
 
 def _mutates_an_argument(target: Any) -> bool:
@@ -159,8 +182,9 @@ def _registered(target: Any) -> bool:
     """In minifx's table, or registered with `torch.fx.has_side_effect` (only read here)."""
     import torch.fx.node as torch_fx_node
 
-    return target in _SIDE_EFFECT_FUNCTIONS or \
-        target in getattr(torch_fx_node, "_side_effectful_functions", ())
+    return target in _SIDE_EFFECT_FUNCTIONS or target in getattr(
+        torch_fx_node, "_side_effectful_functions", ()
+    )
 
 
 def _effectful(target: Any) -> bool:
@@ -172,7 +196,8 @@ def _effectful(target: Any) -> bool:
 
 def _wraps_an_impure_operator(target: Any, args: tuple) -> bool:
     """`auto_functionalized(op, ...)` has the side effects of `op` when `op` is registered."""
-    wrappers = [getattr(torch.ops.higher_order, name, None)
-                for name in ("auto_functionalized", "auto_functionalized_v2")]
+    wrappers = [
+        getattr(torch.ops.higher_order, name, None)
+        for name in ("auto_functionalized", "auto_functionalized_v2")
+    ]
     return target in wrappers and bool(args) and _registered(args[0])
-

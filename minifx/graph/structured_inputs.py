@@ -45,8 +45,11 @@ class PytreeInfo(NamedTuple):
 
 def named_parameters(signature: inspect.Signature) -> list[str]:
     """The parameters that have a name of their own: positional, then keyword-only."""
-    return [p.name for p in signature.parameters.values()
-            if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    return [
+        p.name
+        for p in signature.parameters.values()
+        if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
 
 
 def star_parameters(signature: inspect.Signature) -> list[str]:
@@ -67,8 +70,9 @@ def all_positional(fn: Callable, count: int) -> Callable:
     # The code object, not the signature, decides how a call binds its
     # arguments, so the varargs flags are cleared there.
     star_flags = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
-    code = code.replace(co_flags=code.co_flags & ~star_flags, co_argcount=count,
-                        co_kwonlyargcount=0)
+    code = code.replace(
+        co_flags=code.co_flags & ~star_flags, co_argcount=count, co_kwonlyargcount=0
+    )
     return FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
 
 
@@ -79,9 +83,11 @@ def concrete_args_by_name(names: list[str], values: tuple) -> dict[str, Any]:
         TypeError: if there are not as many values as names.
     """
     if len(values) != len(names):
-        raise TypeError(f"concrete_args has {_count(len(values), 'value')} but the "
-                        f"traced function takes {_count(len(names), 'input')}"
-                        + (f" ({', '.join(names)})." if names else "."))
+        raise TypeError(
+            f"concrete_args has {_count(len(values), 'value')} but the "
+            f"traced function takes {_count(len(names), 'input')}"
+            + (f" ({', '.join(names)})." if names else ".")
+        )
     return dict(zip(names, values))
 
 

@@ -80,9 +80,12 @@ class Tracer(ConstantsOnRoot, TracerBase):
     traced_func_name: str = "forward"
     __deepcopy__ = deepcopy_tracer
 
-    def __init__(self, autowrap_modules: tuple[ModuleType, ...] = (math,),
-                 autowrap_functions: tuple[Callable, ...] = (),
-                 param_shapes_constant: bool = False) -> None:
+    def __init__(
+        self,
+        autowrap_modules: tuple[ModuleType, ...] = (math,),
+        autowrap_functions: tuple[Callable, ...] = (),
+        param_shapes_constant: bool = False,
+    ) -> None:
         self._autowrap_ids = autowrapped_ids(autowrap_modules, autowrap_functions)
         self._autowrap_search = list(autowrap_modules)
         self.param_shapes_constant = param_shapes_constant
@@ -95,7 +98,9 @@ class Tracer(ConstantsOnRoot, TracerBase):
         self.num_calls: dict[str, int] = {}
 
     # --8<-- [start:trace]
-    def trace(self, root: torch.nn.Module | Callable, concrete_args: dict | tuple | None = None) -> Graph:
+    def trace(
+        self, root: torch.nn.Module | Callable, concrete_args: dict | tuple | None = None
+    ) -> Graph:
         """Run `root` on Proxies and return the `Graph` of what it did.
 
         Args:
@@ -118,6 +123,7 @@ class Tracer(ConstantsOnRoot, TracerBase):
             self.create_node("output", "output", (self.create_arg(result),), {}, type_expr=returns)
         self.submodule_paths = None
         return self.graph
+
     # --8<-- [end:trace]
 
     def _start(self, root: torch.nn.Module | Callable) -> FunctionType:
@@ -129,7 +135,8 @@ class Tracer(ConstantsOnRoot, TracerBase):
                 raise NotTraceable(
                     f"traced_func_name={self.traced_func_name} doesn't exist in "
                     f"{type(root).__name__}: set the tracer's traced_func_name to a method of the "
-                    "module (by default it traces forward).")
+                    "module (by default it traces forward)."
+                )
             self.submodule_paths = {module: path for path, module in root.named_modules()}
         else:
             self.root, fn = torch.nn.Module(), root
@@ -142,8 +149,11 @@ class Tracer(ConstantsOnRoot, TracerBase):
         self.graph = Graph(tracer_cls=type(self))
         # Where the traced code lives: chapter 3 names the generated forward's file after it.
         code = fn.__code__
-        self.graph._co_fields = {"co_name": code.co_name, "co_filename": code.co_filename,
-                                 "co_firstlineno": code.co_firstlineno}
+        self.graph._co_fields = {
+            "co_name": code.co_name,
+            "co_filename": code.co_filename,
+            "co_firstlineno": code.co_firstlineno,
+        }
         self.tensor_attrs = {}
         self._collect_tensor_attrs(self.root, "")
         return fn
@@ -167,6 +177,7 @@ class Tracer(ConstantsOnRoot, TracerBase):
 
         patcher.patch_method(torch.nn.Module, "__getattr__", module_getattr)
         patcher.patch_method(torch.nn.Module, "__call__", module_call)
+
     # --8<-- [end:patch_modules]
 
     def _patch_wrapped_functions(self, patcher: Patcher, fn_globals: dict[str, Any]) -> None:
@@ -187,8 +198,9 @@ class Tracer(ConstantsOnRoot, TracerBase):
             m: the submodule being called.
             module_qualified_name: its path from the root, such as `"layer1.0"`.
         """
-        return m.__module__.startswith(("torch.nn", "torch.ao.nn")) \
-            and not isinstance(m, torch.nn.Sequential)
+        return m.__module__.startswith(("torch.nn", "torch.ao.nn")) and not isinstance(
+            m, torch.nn.Sequential
+        )
 
     def call_module(self, m: torch.nn.Module, forward: Callable, args: tuple, kwargs: dict) -> Any:
         """Record a leaf module call as `call_module`; run any other module's `forward`."""
@@ -197,6 +209,7 @@ class Tracer(ConstantsOnRoot, TracerBase):
             if not self.is_leaf_module(m, path):
                 return forward(*args, **kwargs)
             return self.create_proxy("call_module", path, args, kwargs)
+
     # --8<-- [end:leaf]
 
     def path_of_module(self, mod: torch.nn.Module) -> str:
@@ -227,14 +240,19 @@ class Tracer(ConstantsOnRoot, TracerBase):
         and reused after; any other value is returned as it is.
         """
         if isinstance(attr_val, torch.nn.Parameter):
-            found = self._cached_get_attr(attr_val, self.root.named_parameters(), parameter_proxy_cache)
+            found = self._cached_get_attr(
+                attr_val, self.root.named_parameters(), parameter_proxy_cache
+            )
             if found is not None:
                 return found
         if self.proxy_buffer_attributes and isinstance(attr_val, torch.Tensor):
-            found = self._cached_get_attr(attr_val, self.root.named_buffers(), parameter_proxy_cache)
+            found = self._cached_get_attr(
+                attr_val, self.root.named_buffers(), parameter_proxy_cache
+            )
             if found is not None:
                 return found
         return attr_val
+
     # --8<-- [end:getattr]
 
     def _cached_get_attr(self, value: Any, named: Any, cache: dict[str, Proxy]) -> Proxy | None:
@@ -246,8 +264,15 @@ class Tracer(ConstantsOnRoot, TracerBase):
                 return cache[path]
         return None
 
-    def create_node(self, kind: str, target: Any, args: tuple, kwargs: dict,
-                    name: str | None = None, type_expr: Any = None) -> Node:
+    def create_node(
+        self,
+        kind: str,
+        target: Any,
+        args: tuple,
+        kwargs: dict,
+        name: str | None = None,
+        type_expr: Any = None,
+    ) -> Node:
         """Like `TracerBase.create_node`, and notes where the node came from in
         `node.meta` (`nn_module_stack`, and `stack_trace` if `record_stack_traces`)."""
         node = super().create_node(kind, target, args, kwargs, name, type_expr)
@@ -275,12 +300,15 @@ class Tracer(ConstantsOnRoot, TracerBase):
         if isinstance(a, torch.nn.Module):
             return self._get_attr_of(a, self.root.named_modules(), "module")
         if isinstance(a, tuple) and hasattr(a, "_fields"):
-            return self.create_node("call_function", type(a), tuple(self.create_arg(x) for x in a), {})
+            return self.create_node(
+                "call_function", type(a), tuple(self.create_arg(x) for x in a), {}
+            )
         if isinstance(a, torch.Tensor):
             return self.create_node("get_attr", self._tensor_constant_path(a), (), {})
         if is_proxyable_instance(a):
             return self.create_node("get_attr", self._store_constant(a), (), {})
         return super().create_arg(a)
+
     # --8<-- [end:create_arg]
 
     def _path_in(self, value: Any, named: Any) -> str | None:
@@ -298,8 +326,9 @@ class Tracer(ConstantsOnRoot, TracerBase):
         return self.create_node("get_attr", path, (), {})
 
     # --8<-- [start:create_args_for_root]
-    def create_args_for_root(self, root_fn: Callable, is_module: bool,
-                             concrete_args: dict | tuple | None = None) -> tuple[Callable, list]:
+    def create_args_for_root(
+        self, root_fn: Callable, is_module: bool, concrete_args: dict | tuple | None = None
+    ) -> tuple[Callable, list]:
         """One placeholder Proxy per parameter of `root_fn` (after `self`, for a module).
 
         `*args` and `**kwargs` become one placeholder each (named `*args`,
@@ -314,32 +343,42 @@ class Tracer(ConstantsOnRoot, TracerBase):
         if is_module and not names:
             raise SelfInStarArgs(
                 f"cannot trace {fn.__qualname__}: it takes `self` inside `*args` (``self`` "
-                "argument cannot be part of *args expansion!). Name it: def forward(self, *args).")
+                "argument cannot be part of *args expansion!). Name it: def forward(self, *args)."
+            )
         if is_module:
             names, args = names[1:], [self.root]
         if isinstance(concrete_args, tuple):
             if len(names) + is_module == 1 and concrete_args and star_parameters(signature):
                 # `forward(self, *inputs)` (or `f(a, *rest)`) with a tuple: torch.fx
                 # makes one input per element, named `input_0`, `input_1`, ...
-                return root_fn, args + [self._input_placeholder(f"input_{i}", value)
-                                        for i, value in enumerate(concrete_args)]
+                return root_fn, args + [
+                    self._input_placeholder(f"input_{i}", value)
+                    for i, value in enumerate(concrete_args)
+                ]
             concrete_args = concrete_args_by_name(names, concrete_args)
         args += [self._placeholder(name, concrete_args or {}, signature, fn) for name in names]
         if not takes_only_plain_parameters(signature):  # *args, **kwargs, keyword-only
-            args += [self._placeholder(star, {}, signature, fn) for star in star_parameters(signature)]
+            args += [
+                self._placeholder(star, {}, signature, fn) for star in star_parameters(signature)
+            ]
             root_fn = all_positional(root_fn, len(args))
         if has_structured_inputs(args):  # an input given as a structure, such as `(PH, 2)`
             root_fn = flattening_outputs(self.graph, root_fn, ["self"] * is_module + names, args)
         return root_fn, args
+
     # --8<-- [end:create_args_for_root]
 
-    def _placeholder(self, name: str, concrete_args: dict, signature: inspect.Signature,
-                     fn: Callable) -> Any:
+    def _placeholder(
+        self, name: str, concrete_args: dict, signature: inspect.Signature, fn: Callable
+    ) -> Any:
         if name in concrete_args:
             return self._specialise(name, concrete_args[name], signature)
         parameter = signature.parameters.get(name.lstrip("*"))
-        default = () if name.startswith("*") or parameter.default is parameter.empty \
+        default = (
+            ()
+            if name.startswith("*") or parameter.default is parameter.empty
             else (parameter.default,)
+        )
         annotation = None if name.startswith("*") else fn.__annotations__.get(name)
         return self.create_proxy("placeholder", name, default, {}, type_expr=annotation)
 
@@ -364,15 +403,21 @@ class Tracer(ConstantsOnRoot, TracerBase):
                 # code records the check again instead of running it on a Proxy.
                 check.node.meta["is_wrapped"] = True
             elif isinstance(part, BASE_TYPES) and not isinstance(part, torch.Tensor):
-                torch._assert(proxy == part, f"{name} has been specialized to have value {part} "
-                              "but got another value")
+                torch._assert(
+                    proxy == part,
+                    f"{name} has been specialized to have value {part} but got another value",
+                )
             else:
-                warnings.warn(f"Was not able to add assertion to guarantee correct input {name} "  # noqa: B028 (as torch.fx: default stacklevel)
-                              "to specialized function. It is up to the user to make sure that "
-                              "your inputs match the inputs you specialized the function with.")
+                # torch.fx warns with the default stacklevel too.
+                warnings.warn(  # noqa: B028
+                    f"Was not able to add assertion to guarantee correct input {name} "
+                    "to specialized function. It is up to the user to make sure that "
+                    "your inputs match the inputs you specialized the function with."
+                )
             return part
 
         return pytree.tree_map(replace, value)
+
     # --8<-- [end:specialise]
 
     def _input_placeholder(self, name: str, part: Any, default: tuple = ()) -> Proxy:

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 # -- where a node came from -----------------------------------------------------------
 
+
 @contextlib.contextmanager
 def module_scope(tracer: Tracer, path: str, module: torch.nn.Module) -> Iterator[None]:
     """Push the call of the submodule at `path` onto `tracer.module_stack` while it runs."""
@@ -61,9 +62,19 @@ def record_origin(tracer: Tracer, node: Node) -> None:
 
 
 # What else a node made from another one takes from it: the fields torch.fx copies.
-ORIGIN_FIELDS = ("torch_fn", "source_fn_stack", "original_aten", "recompute", "ac_graph_id",
-                 "has_backward_hook", "from_node", "quantization_tag", "_numeric_debug_handle",
-                 "custom", "partitioner_tag")
+ORIGIN_FIELDS = (
+    "torch_fn",
+    "source_fn_stack",
+    "original_aten",
+    "recompute",
+    "ac_graph_id",
+    "has_backward_hook",
+    "from_node",
+    "quantization_tag",
+    "_numeric_debug_handle",
+    "custom",
+    "partitioner_tag",
+)
 
 
 def copy_origin(source: Node, node: Node) -> None:
@@ -99,6 +110,7 @@ def user_stack_trace(frame: FrameType | None) -> str | None:
 
 
 # -- param_shapes_constant --------------------------------------------------------------
+
 
 class ParameterProxy(Proxy):
     """The Proxy of a parameter read with `param_shapes_constant=True`.
@@ -147,6 +159,7 @@ def get_attr_options(tracer: Tracer, path: str, value: Any) -> dict[str, Any]:
 
 
 # -- copying -----------------------------------------------------------------------------
+
 
 def deepcopy_tracer(tracer: Tracer, memo: dict) -> Tracer:
     """`copy.deepcopy(tracer)`: everything copied except the autowrapped modules (such

@@ -26,7 +26,6 @@ from ..proxy.proxy import _proxies_in
 _wrapped_functions: dict[tuple[int, str], dict[str, Any]] = {}
 
 
-
 # --8<-- [start:wrap]
 def wrap(fn_or_name: str | Callable) -> str | Callable:
     """Record calls to a module-level function as one `call_function` node.
@@ -63,6 +62,8 @@ def wrap(fn_or_name: str | Callable) -> str | Callable:
         )
     _wrapped_functions[(id(caller.f_globals), name)] = caller.f_globals
     return fn_or_name
+
+
 # --8<-- [end:wrap]
 
 
@@ -146,8 +147,11 @@ def autowrapped_ids(modules: tuple[ModuleType, ...], functions: tuple[Callable, 
     which the tracer records as one `call_function` node wherever they are used."""
     ids = {id(fn) for fn in functions}
     for module in modules:
-        ids |= {id(value) for name, value in vars(module).items()
-                if not name.startswith("_") and callable(value)}
+        ids |= {
+            id(value)
+            for name, value in vars(module).items()
+            if not name.startswith("_") and callable(value)
+        }
     return ids
 
 

@@ -30,7 +30,8 @@ def boxed_inputs(graph: Graph, args_list: list) -> dict[Node, Any]:
             f"boxed_run got {len(args_list)} arguments, but the graph has "
             f"{len(placeholders)} placeholders ({_names(placeholders)}): "
             f"{'extra' if len(args_list) > len(placeholders) else 'missing'} arguments. "
-            "Pass exactly one value per placeholder, in order.")
+            "Pass exactly one value per placeholder, in order."
+        )
     env = dict(zip(placeholders, args_list))
     args_list.clear()
     return env
@@ -46,7 +47,8 @@ def check_argument_count(interpreter: Interpreter, args: tuple) -> None:
     if len(args) > len(open_slots):
         raise TypeError(
             f"{type(interpreter).__name__}.run() got {len(args)} arguments, but the graph takes "
-            f"{len(open_slots)} ({_names(open_slots)}). Pass one value per placeholder.")
+            f"{len(open_slots)} ({_names(open_slots)}). Pass one value per placeholder."
+        )
 
 
 def next_argument(args_iter: Iterator[Any], target: str, default: tuple) -> Any:
@@ -64,7 +66,8 @@ def next_argument(args_iter: Iterator[Any], target: str, default: tuple) -> Any:
     raise RuntimeError(
         f"Expected positional argument for parameter {target}, but one was not passed in: "
         f"run() got no value for {target!r}, which has no default. Pass one positional "
-        "argument per placeholder of the graph, in order.")
+        "argument per placeholder of the graph, in order."
+    )
 
 
 # Not an argument: `next`'s answer when no argument is left (None could be one).
@@ -76,12 +79,16 @@ def graph_of(module: torch.nn.Module) -> Graph:
     graph = getattr(module, "graph", None)
     if isinstance(graph, Graph):
         return graph
-    found = "has no `graph` attribute" if graph is None else \
-        f"has a `graph` of type {type(graph).__module__}.{type(graph).__qualname__}"
+    found = (
+        "has no `graph` attribute"
+        if graph is None
+        else f"has a `graph` of type {type(graph).__module__}.{type(graph).__qualname__}"
+    )
     raise TypeError(
         f"Interpreter needs a minifx Graph to run, but the {type(module).__name__} it got "
         f"{found}. Pass a minifx GraphModule (minifx.symbolic_trace(module)), or the graph "
-        "itself: Interpreter(module, graph=graph).")
+        "itself: Interpreter(module, graph=graph)."
+    )
 
 
 def _names(nodes: list[Node]) -> str:

@@ -24,8 +24,9 @@ from ..proxy import GraphAppendingTracer, Proxy
 
 
 # --8<-- [start:decompose]
-def decompose(module: torch.nn.Module, rules: dict[Callable, Callable],
-              tracer_class: type[Tracer] = Tracer) -> GraphModule:
+def decompose(
+    module: torch.nn.Module, rules: dict[Callable, Callable], tracer_class: type[Tracer] = Tracer
+) -> GraphModule:
     """Trace `module` and replace each call of a function in `rules` by what
     the rule records.
 
@@ -53,6 +54,8 @@ def decompose(module: torch.nn.Module, rules: dict[Callable, Callable],
         result = _call_rule(rule, node, args, kwargs)
         env[node] = map_aggregate(result, lambda a: a.node if isinstance(a, Proxy) else a)
     return GraphModule(old_tracer.root, new_graph)
+
+
 # --8<-- [end:decompose]
 
 
@@ -60,7 +63,9 @@ def _call_rule(rule: Callable, node: Node, args: tuple, kwargs: dict) -> Any:
     try:
         return rule(*args, **kwargs)
     except Exception as error:
-        error.add_note(f"While applying the rule {getattr(rule, '__name__', rule)!r} to node "
-                       f"%{node.name}: {node.format_node()}\nA rule gets the node's arguments "
-                       "as Proxies and must only do what a Proxy can record.")
+        error.add_note(
+            f"While applying the rule {getattr(rule, '__name__', rule)!r} to node "
+            f"%{node.name}: {node.format_node()}\nA rule gets the node's arguments "
+            "as Proxies and must only do what a Proxy can record."
+        )
         raise

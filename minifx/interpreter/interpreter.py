@@ -63,8 +63,12 @@ class Interpreter:
             while running it (default `True`).
     """
 
-    def __init__(self, module: torch.nn.Module, garbage_collect_values: bool = True,
-                 graph: Graph | None = None) -> None:
+    def __init__(
+        self,
+        module: torch.nn.Module,
+        garbage_collect_values: bool = True,
+        graph: Graph | None = None,
+    ) -> None:
         self.module = module
         self.submodules = dict(module.named_modules())
         self.graph = graph if graph is not None else graph_of(module)
@@ -73,11 +77,16 @@ class Interpreter:
         # Set to False to get errors without the note that names the node.
         self.extra_traceback = True
         self.user_to_last_uses = _values_to_drop(self.graph) if garbage_collect_values else {}
+
     # --8<-- [end:init]
 
     # --8<-- [start:run]
-    def run(self, *args: Any, initial_env: dict[Node, Any] | None = None,
-            enable_io_processing: bool = True) -> Any:
+    def run(
+        self,
+        *args: Any,
+        initial_env: dict[Node, Any] | None = None,
+        enable_io_processing: bool = True,
+    ) -> Any:
         """Run the graph on `args` and return what its output node returns.
 
         Args:
@@ -125,15 +134,20 @@ class Interpreter:
             if self.extra_traceback:
                 error.add_note(self._describe(node))
             raise
+
     # --8<-- [end:run]
 
     def _describe(self, node: Node) -> str:
-        note = (f"While running node %{node.name} ({node.op} {format_target(node.target)}) "
-                f"in {type(self).__name__}:\n    {node.format_node()}")
+        note = (
+            f"While running node %{node.name} ({node.op} {format_target(node.target)}) "
+            f"in {type(self).__name__}:\n    {node.format_node()}"
+        )
         if node.stack_trace:
             note += f"\nIt was traced from:\n{node.stack_trace.rstrip()}"
-        return note + ("\nThe values computed so far are in the interpreter's `env`; "
-                       "pass garbage_collect_values=False to keep them all.")
+        return note + (
+            "\nThe values computed so far are in the interpreter's `env`; "
+            "pass garbage_collect_values=False to keep them all."
+        )
 
     def boxed_run(self, args_list: list) -> Any:
         """Run with the arguments in a list, which is emptied first.
@@ -152,6 +166,7 @@ class Interpreter:
         after its opcode (`self.call_function(target, args, kwargs)`, ...)."""
         args, kwargs = self.fetch_args_kwargs_from_env(n)
         return getattr(self, n.op)(n.target, args, kwargs)
+
     # --8<-- [end:run_node]
 
     # --8<-- [start:opcodes]
@@ -185,6 +200,7 @@ class Interpreter:
     def output(self, target: str, args: tuple, kwargs: dict) -> Any:
         """The value the graph returns: the output node's only argument."""
         return args[0]
+
     # --8<-- [end:opcodes]
 
     # --8<-- [start:fetch]
@@ -200,8 +216,9 @@ class Interpreter:
             if not hasattr(value, atom):
                 raise RuntimeError(
                     f"the graph reads {target!r}, but the module has no attribute "
-                    f"{'.'.join(atoms[:depth + 1])!r}. Add it to the module (setattr, "
-                    "add_submodule), or fix the node's target.")
+                    f"{'.'.join(atoms[: depth + 1])!r}. Add it to the module (setattr, "
+                    "add_submodule), or fix the node's target."
+                )
             value = getattr(value, atom)
         return value
 
@@ -220,15 +237,20 @@ class Interpreter:
         Raises:
             RuntimeError: if a node has no value in `env`.
         """
+
         def value_of(node: Node) -> Any:
             if node not in self.env:
                 raise RuntimeError(
                     f"%{n.name} uses %{node.name}, which has no value: it comes later in "
                     "the graph, or was dropped after what the interpreter computed as its "
-                    "last use. Run graph.lint() to check the order.")
+                    "last use. Run graph.lint() to check the order."
+                )
             return self.env[node]
+
         return _map_nodes(args, value_of)
+
     # --8<-- [end:fetch]
+
 
 def _map_nodes(a: Any, fn: Callable[[Node], Any]) -> Any:
     """`map_arg(a, fn)`, but building plain lists and dicts instead of immutable ones."""

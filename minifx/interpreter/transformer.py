@@ -47,14 +47,23 @@ class TransformerTracer(Tracer):
         """Always `True`: a `call_module` node stays one node in the new graph."""
         return True
 
-    def create_node(self, kind: str, target: Any, args: tuple, kwargs: dict,
-                    name: str | None = None, type_expr: Any = None) -> Node:
+    def create_node(
+        self,
+        kind: str,
+        target: Any,
+        args: tuple,
+        kwargs: dict,
+        name: str | None = None,
+        type_expr: Any = None,
+    ) -> Node:
         """`Tracer.create_node`, then give the new node the origin of `current_node`
         (the old node being transformed): its stack trace and module stack."""
         node = super().create_node(kind, target, args, kwargs, name, type_expr)
         if self.current_node is not None:
             copy_origin(self.current_node, node)
         return node
+
+
 # --8<-- [end:tracer]
 
 
@@ -117,7 +126,10 @@ class Transformer(Interpreter):
         old_output = next(iter(self.graph.find_nodes(op="output")), None)
         if old_output is not None:
             new_output = self.new_graph.output(
-                map_aggregate(result, lambda a: a.node if isinstance(a, Proxy) else a))
+                map_aggregate(result, lambda a: a.node if isinstance(a, Proxy) else a)
+            )
             new_output.meta.update(old_output.meta)
         return GraphModule(self.module, self.new_graph)
+
+
 # --8<-- [end:transformer]

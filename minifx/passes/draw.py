@@ -56,6 +56,8 @@ def escape(text: str) -> str:
     """
     escaped = "".join(_ENTITIES.get(c, c) for c in text)
     return escaped.replace("\r\n", "\n").replace("\n", "<br/>")
+
+
 # --8<-- [end:escape]
 
 
@@ -70,12 +72,18 @@ def describe_node(node: Node) -> str:
     if node.op in ("placeholder", "output"):
         return f"{node.name}\n{node.op}"
     return f"{node.name}\n{node.op} {format_target(node.target)}"
+
+
 # --8<-- [end:describe]
 
 
 # --8<-- [start:to_mermaid]
-def to_mermaid(gm_or_graph: Any, node_label: NodeLabel | None = None,
-               edge_label: EdgeLabel | None = None, direction: str = "TD") -> str:
+def to_mermaid(
+    gm_or_graph: Any,
+    node_label: NodeLabel | None = None,
+    edge_label: EdgeLabel | None = None,
+    direction: str = "TD",
+) -> str:
     """A Mermaid flowchart of a Graph or a GraphModule, one node per graph node.
 
     Mermaid node ids are `n0`, `n1`, ... in graph order, so any node name is safe
@@ -109,6 +117,8 @@ def to_mermaid(gm_or_graph: Any, node_label: NodeLabel | None = None,
             text = edge_label(used, user) if edge_label else None
             lines.append(_arrow(ids[used], ids[user], text))
     return "\n    ".join(lines) + "\n"
+
+
 # --8<-- [end:to_mermaid]
 
 
@@ -140,7 +150,11 @@ def _graph_of(gm_or_graph: Any) -> Graph:
     graph = getattr(gm_or_graph, "graph", None)
     if isinstance(graph, Graph):
         return graph
-    inner = "" if graph is None else f" whose .graph is a {type(graph).__module__}.{type(graph).__name__}"
+    inner = (
+        ""
+        if graph is None
+        else f" whose .graph is a {type(graph).__module__}.{type(graph).__name__}"
+    )
     raise TypeError(
         f"to_mermaid: expected a minifx Graph or GraphModule, got {type(gm_or_graph).__name__}"
         f"{inner}. Trace it with minifx first: to_mermaid(minifx.symbolic_trace(module))."

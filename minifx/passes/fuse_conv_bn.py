@@ -33,10 +33,15 @@ BATCHNORM_FOR_CONV: dict[type, type] = {
 
 
 # --8<-- [start:weights]
-def fuse_conv_bn_weights(conv_weight: torch.Tensor, conv_bias: torch.Tensor | None,
-                         bn_mean: torch.Tensor, bn_var: torch.Tensor, bn_eps: float,
-                         bn_weight: torch.Tensor | None, bn_bias: torch.Tensor | None,
-                         ) -> tuple[nn.Parameter, nn.Parameter]:
+def fuse_conv_bn_weights(
+    conv_weight: torch.Tensor,
+    conv_bias: torch.Tensor | None,
+    bn_mean: torch.Tensor,
+    bn_var: torch.Tensor,
+    bn_eps: float,
+    bn_weight: torch.Tensor | None,
+    bn_bias: torch.Tensor | None,
+) -> tuple[nn.Parameter, nn.Parameter]:
     """The weight and bias of one conv that computes `bn(conv(x))` in eval mode.
 
     With `scale = gamma / sqrt(var + eps)`, one number per output channel:
@@ -56,8 +61,12 @@ def fuse_conv_bn_weights(conv_weight: torch.Tensor, conv_bias: torch.Tensor | No
     per_filter = scale.reshape(-1, *[1] * (conv_weight.dim() - 1))
     fused_weight = (conv_weight * per_filter).to(conv_weight.dtype)
     fused_bias = ((bias - bn_mean) * scale + beta).to(conv_weight.dtype)
-    return (nn.Parameter(fused_weight, conv_weight.requires_grad),
-            nn.Parameter(fused_bias, conv_weight.requires_grad))
+    return (
+        nn.Parameter(fused_weight, conv_weight.requires_grad),
+        nn.Parameter(fused_bias, conv_weight.requires_grad),
+    )
+
+
 # --8<-- [end:weights]
 
 
@@ -71,8 +80,11 @@ def fuse_conv_bn_eval(conv: nn.Module, bn: nn.Module) -> nn.Module:
     """
     fused = copy.deepcopy(conv)
     fused.weight, fused.bias = fuse_conv_bn_weights(
-        conv.weight, conv.bias, bn.running_mean, bn.running_var, bn.eps, bn.weight, bn.bias)
+        conv.weight, conv.bias, bn.running_mean, bn.running_var, bn.eps, bn.weight, bn.bias
+    )
     return fused
+
+
 # --8<-- [end:eval]
 
 
@@ -92,8 +104,11 @@ def why_left_alone(bn_node: Node, modules: dict[str, nn.Module]) -> str | None:
     if not isinstance(bn, nn.modules.batchnorm._BatchNorm):
         return "not a BatchNorm module call"
     conv_node = bn_node.args[0] if len(bn_node.args) == 1 and not bn_node.kwargs else None
-    conv = modules.get(conv_node.target) \
-        if isinstance(conv_node, Node) and conv_node.op == "call_module" else None
+    conv = (
+        modules.get(conv_node.target)
+        if isinstance(conv_node, Node) and conv_node.op == "call_module"
+        else None
+    )
     if type(conv) not in BATCHNORM_FOR_CONV:
         return "its input is not a call of an nn.Conv1d/2d/3d"
     if BATCHNORM_FOR_CONV[type(conv)] is not type(bn):
@@ -107,15 +122,21 @@ def why_left_alone(bn_node: Node, modules: dict[str, nn.Module]) -> str | None:
     if _other_uses(conv_node):
         return "the conv module is used elsewhere, which needs its weights unchanged"
     return None
+
+
 # --8<-- [end:left_alone]
 
 
 def _other_uses(conv_node: Node) -> list[Node]:
     """Nodes other than `conv_node` that call its module or read inside it."""
     target = conv_node.target
-    return [node for node in conv_node.graph.nodes
-            if node is not conv_node and node.op in ("call_module", "get_attr")
-            and (node.target == target or node.target.startswith(target + "."))]
+    return [
+        node
+        for node in conv_node.graph.nodes
+        if node is not conv_node
+        and node.op in ("call_module", "get_attr")
+        and (node.target == target or node.target.startswith(target + "."))
+    ]
 
 
 # --8<-- [start:pass]
@@ -157,6 +178,8 @@ def fuse_conv_bn(gm: nn.Module, inplace: bool = False) -> GraphModule:
     gm.graph.lint()
     gm.recompile()
     return gm
+
+
 # --8<-- [end:pass]
 
 
@@ -181,8 +204,15 @@ def _fold(gm: GraphModule, bn_node: Node, modules: dict[str, nn.Module]) -> None
     gm.graph.erase_node(bn_node)
     if not gm.graph.find_nodes(op="call_module", target=bn_node.target):
         gm.delete_submodule(bn_node.target)  # a BatchNorm called elsewhere stays
+
+
 # --8<-- [end:fold]
 
 
-__all__ = ["BATCHNORM_FOR_CONV", "fuse_conv_bn", "fuse_conv_bn_eval", "fuse_conv_bn_weights",
-           "why_left_alone"]
+__all__ = [
+    "BATCHNORM_FOR_CONV",
+    "fuse_conv_bn",
+    "fuse_conv_bn_eval",
+    "fuse_conv_bn_weights",
+    "why_left_alone",
+]

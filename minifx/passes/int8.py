@@ -62,7 +62,11 @@ def quantize_weight(weight: torch.Tensor) -> tuple[torch.Tensor, float]:
     scale, _ = observer.calculate_qparams()
     low, high = observer.quant_range
     inverse_scale = 1 / torch.tensor(scale)  # in float32, as in `quantize`
-    return torch.clamp(torch.round(weight.detach() * inverse_scale), low, high).to(torch.int8), scale
+    return torch.clamp(torch.round(weight.detach() * inverse_scale), low, high).to(
+        torch.int8
+    ), scale
+
+
 # --8<-- [end:quantize]
 
 
@@ -95,17 +99,29 @@ class Int8Layer(nn.Module):
         scale: `s_y`; `zero_point`: `z_y`.
     """
 
-    def __init__(self, layer: nn.Linear | nn.Conv2d, input_qparams: tuple[float, int],
-                 output_qparams: tuple[float, int], relu: bool = False) -> None:
+    def __init__(
+        self,
+        layer: nn.Linear | nn.Conv2d,
+        input_qparams: tuple[float, int],
+        output_qparams: tuple[float, int],
+        relu: bool = False,
+    ) -> None:
         super().__init__()
         weight, self.weight_scale = quantize_weight(layer.weight)
         self.register_buffer("weight", weight)
-        (input_scale, input_zero_point), (self.scale, self.zero_point) = input_qparams, output_qparams
+        (input_scale, input_zero_point), (self.scale, self.zero_point) = (
+            input_qparams,
+            output_qparams,
+        )
         self.input_scale, self.input_zero_point, self.relu = input_scale, input_zero_point, relu
         w_sum = weight.flatten(1).sum(1, dtype=torch.int32)
         self.register_buffer("zero_point_correction", input_zero_point * w_sum)  # z_x * w_sum[n]
-        bias = torch.zeros(len(weight)) if layer.bias is None else layer.bias.detach().cpu().double()
-        self.multiplier = input_scale * self.weight_scale / self.scale  # one step of acc, in output steps
+        bias = (
+            torch.zeros(len(weight)) if layer.bias is None else layer.bias.detach().cpu().double()
+        )
+        self.multiplier = (
+            input_scale * self.weight_scale / self.scale
+        )  # one step of acc, in output steps
         self.register_buffer("scaled_bias", (bias / self.scale).float())  # bias / s_y
 
     def requantize(self, acc: torch.Tensor) -> torch.Tensor:
@@ -118,6 +134,8 @@ class Int8Layer(nn.Module):
 
     def extra_repr(self) -> str:
         return f"scale={self.scale:.4g}, zero_point={self.zero_point}, relu={self.relu}"
+
+
 # --8<-- [end:requantize]
 
 
@@ -125,8 +143,13 @@ class Int8Layer(nn.Module):
 class QuantizedLinear(Int8Layer):
     """`nn.Linear` on uint8 inputs with int8 weights, through `torch._int_mm`."""
 
-    def __init__(self, linear: nn.Linear, input_qparams: tuple[float, int],
-                 output_qparams: tuple[float, int], relu: bool = False) -> None:
+    def __init__(
+        self,
+        linear: nn.Linear,
+        input_qparams: tuple[float, int],
+        output_qparams: tuple[float, int],
+        relu: bool = False,
+    ) -> None:
         super().__init__(linear, input_qparams, output_qparams, relu)
         self.in_features, self.out_features = linear.in_features, linear.out_features
 
@@ -137,6 +160,8 @@ class QuantizedLinear(Int8Layer):
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, {super().extra_repr()}"
+
+
 # --8<-- [end:linear]
 
 
@@ -153,11 +178,20 @@ class QuantizedConv2d(Int8Layer):
     and the output is an NCHW view of NHWC memory, which the next conv reads for free.
     """
 
-    def __init__(self, conv: nn.Conv2d, input_qparams: tuple[float, int],
-                 output_qparams: tuple[float, int], relu: bool = False) -> None:
+    def __init__(
+        self,
+        conv: nn.Conv2d,
+        input_qparams: tuple[float, int],
+        output_qparams: tuple[float, int],
+        relu: bool = False,
+    ) -> None:
         super().__init__(conv, input_qparams, output_qparams, relu)
         self.weight = self.weight.contiguous(memory_format=torch.channels_last)
-        self.in_channels, self.out_channels, self.groups = conv.in_channels, conv.out_channels, conv.groups
+        self.in_channels, self.out_channels, self.groups = (
+            conv.in_channels,
+            conv.out_channels,
+            conv.groups,
+        )
         self.kernel_size, self.stride = conv.kernel_size, conv.stride
         self.padding, self.dilation = conv.padding, conv.dilation
 
@@ -165,21 +199,29 @@ class QuantizedConv2d(Int8Layer):
         patches = self.im2col(q)  # (N, OH, OW, kh, kw, C), a view
         n, out_h, out_w = patches.shape[:3]
         pixels, group_channels = n * out_h * out_w, self.in_channels // self.groups
-        rows = [patches[..., g * group_channels:(g + 1) * group_channels].reshape(pixels, -1)
-                for g in range(self.groups)]  # one row per output pixel, per group: the one copy
+        rows = [
+            patches[..., g * group_channels : (g + 1) * group_channels].reshape(pixels, -1)
+            for g in range(self.groups)
+        ]  # one row per output pixel, per group: the one copy
         weights = self.weight.permute(0, 2, 3, 1).reshape(self.out_channels, -1).chunk(self.groups)
         out = torch.empty(pixels, self.out_channels, dtype=torch.uint8)
         for start in range(0, pixels, ROWS_PER_BLOCK):
             block = slice(start, start + ROWS_PER_BLOCK)
             products = [torch._int_mm(r[block], w.t()) for r, w in zip(rows, weights)]  # int32
-            out[block] = self.requantize(products[0] if self.groups == 1 else torch.cat(products, dim=1))
-        return out.reshape(n, out_h, out_w, self.out_channels).permute(0, 3, 1, 2)  # NCHW shape, NHWC memory
+            out[block] = self.requantize(
+                products[0] if self.groups == 1 else torch.cat(products, dim=1)
+            )
+        return out.reshape(n, out_h, out_w, self.out_channels).permute(
+            0, 3, 1, 2
+        )  # NCHW shape, NHWC memory
 
     def im2col(self, q: torch.Tensor) -> torch.Tensor:
         """The patches of `q` (N, C, H, W), one per output pixel: (N, OH, OW, kh, kw, C), a view."""
         (pad_h, pad_w), (dil_h, dil_w), (kh, kw) = self.padding, self.dilation, self.kernel_size
         channels_last = q.permute(0, 2, 3, 1)  # (N, H, W, C): free if q is NHWC in memory
-        padded = F.pad(channels_last, (0, 0, pad_w, pad_w, pad_h, pad_h), value=self.input_zero_point)
+        padded = F.pad(
+            channels_last, (0, 0, pad_w, pad_w, pad_h, pad_h), value=self.input_zero_point
+        )
         span_h, span_w = dil_h * (kh - 1) + 1, dil_w * (kw - 1) + 1  # what a dilated kernel covers
         windows = padded.unfold(1, span_h, self.stride[0]).unfold(2, span_w, self.stride[1])
         windows = windows[..., ::dil_h, ::dil_w]  # (N, OH, OW, C, kh, kw)

@@ -56,8 +56,14 @@ class InternalMatch:
 
     def __copy__(self) -> InternalMatch:
         """A copy whose `nodes_map` can grow without changing this one."""
-        return InternalMatch(self.anchors, dict(self.nodes_map),
-                             list(self.placeholder_nodes), list(self.returning_nodes))
+        return InternalMatch(
+            self.anchors,
+            dict(self.nodes_map),
+            list(self.placeholder_nodes),
+            list(self.returning_nodes),
+        )
+
+
 # --8<-- [end:internal_match]
 
 
@@ -79,9 +85,14 @@ class SubgraphMatcher:
             error is also the `AssertionError` or `KeyError` torch.fx raises).
     """
 
-    def __init__(self, pattern: Graph, match_output: bool = False,
-                 match_placeholder: bool = False, remove_overlapping_matches: bool = True,
-                 ignore_literals: bool = False) -> None:
+    def __init__(
+        self,
+        pattern: Graph,
+        match_output: bool = False,
+        match_placeholder: bool = False,
+        remove_overlapping_matches: bool = True,
+        ignore_literals: bool = False,
+    ) -> None:
         self.pattern = pattern
         self.match_output = match_output
         self.match_placeholder = match_placeholder
@@ -89,8 +100,10 @@ class SubgraphMatcher:
         self.ignore_literals = ignore_literals
         nodes = list(pattern.nodes)
         if not nodes or nodes[-1].op != "output":
-            raise ValueError("SubgraphMatcher: the pattern graph is empty (it has no output "
-                             "node). How to fix: trace a function that returns something.")
+            raise ValueError(
+                "SubgraphMatcher: the pattern graph is empty (it has no output "
+                "node). How to fix: trace a function that returns something."
+            )
         for node in nodes[:-1]:
             if not node.users:
                 raise errors.unused_node(node)
@@ -98,23 +111,31 @@ class SubgraphMatcher:
         self.returning_nodes = nodes[-1].all_input_nodes
         # A returned node that is also used inside the pattern is reached from
         # another anchor; anchoring on it too would only repeat work.
-        self.anchors = ([nodes[-1]] if match_output else
-                        [n for n in self.returning_nodes if len(n.users) == 1])
+        self.anchors = (
+            [nodes[-1]] if match_output else [n for n in self.returning_nodes if len(n.users) == 1]
+        )
 
     # --8<-- [start:match]
     def match(self, graph: Graph) -> list[InternalMatch]:
         """Every match of the pattern in `graph`, in graph order of the first anchor."""
-        candidates = [[n for n in graph.nodes if self._nodes_are_equal(a, n)]
-                      for a in self.anchors]
+        candidates = [[n for n in graph.nodes if self._nodes_are_equal(a, n)] for a in self.anchors]
         found: list[InternalMatch] = []
         if self.anchors:
             self._backtrack(0, candidates, InternalMatch(self.anchors), found)
-        kept = [m for m in found if self._is_contained(m.nodes_map)
-                and not _forms_cycle(self._matched_graph_nodes(m))]
+        kept = [
+            m
+            for m in found
+            if self._is_contained(m.nodes_map) and not _forms_cycle(self._matched_graph_nodes(m))
+        ]
         return self._remove_overlaps(kept) if self.remove_overlapping_matches else kept
 
-    def _backtrack(self, index: int, candidates: list[list[Node]],
-                   match: InternalMatch, found: list[InternalMatch]) -> None:
+    def _backtrack(
+        self,
+        index: int,
+        candidates: list[list[Node]],
+        match: InternalMatch,
+        found: list[InternalMatch],
+    ) -> None:
         """Try each candidate for anchor `index`; the last anchor records a match."""
         if index == len(self.anchors):
             match.placeholder_nodes = [match.nodes_map[p] for p in self.placeholders]
@@ -125,6 +146,7 @@ class SubgraphMatcher:
             attempt = copy.copy(match)  # a failed attempt leaves `match` as it was
             if self._match_nodes(self.anchors[index], candidate, attempt):
                 self._backtrack(index + 1, candidates, attempt, found)
+
     # --8<-- [end:match]
 
     # --8<-- [start:match_nodes]
@@ -143,12 +165,15 @@ class SubgraphMatcher:
             # Written differently: only a torch.ops overload's schema can tell whether
             # the two calls mean the same (see `schema_arguments`).
             return has_schema(pn) and self._match_args(
-                schema_arguments(pn), schema_arguments(gn), match)
-        return self._match_args([*pn.args, *pn.kwargs.values()],
-                                [*gn.args, *gn.kwargs.values()], match)
+                schema_arguments(pn), schema_arguments(gn), match
+            )
+        return self._match_args(
+            [*pn.args, *pn.kwargs.values()], [*gn.args, *gn.kwargs.values()], match
+        )
 
-    def _match_args(self, pattern_args: list | tuple, graph_args: list | tuple,
-                    match: InternalMatch) -> bool:
+    def _match_args(
+        self, pattern_args: list | tuple, graph_args: list | tuple, match: InternalMatch
+    ) -> bool:
         """Match two argument lists position by position, nested lists included."""
         if len(pattern_args) != len(graph_args):
             return False
@@ -162,6 +187,7 @@ class SubgraphMatcher:
             if not matched:
                 return False
         return True
+
     # --8<-- [end:match_nodes]
 
     def _nodes_are_equal(self, pn: Node, gn: Node) -> bool:
@@ -204,11 +230,13 @@ class SubgraphMatcher:
                 kept.append(match)
                 taken.update(nodes)
         return kept
+
     # --8<-- [end:rules]
 
 
-def _match_literal(pattern_arg: Any, graph_arg: Any, match: InternalMatch,
-                   ignore_literals: bool = False) -> bool:
+def _match_literal(
+    pattern_arg: Any, graph_arg: Any, match: InternalMatch, ignore_literals: bool = False
+) -> bool:
     """A literal argument: a placeholder may stand for it, otherwise it must be equal.
 
     With `ignore_literals`, a pattern's literal matches anything, and a placeholder

@@ -39,8 +39,12 @@ class MinMaxObserver(nn.Module):
         max_val: The largest value seen so far (`-inf` before any data).
     """
 
-    def __init__(self, dtype: torch.dtype = torch.quint8,
-                 qscheme: torch.qscheme = torch.per_tensor_affine, reduce_range: bool = False) -> None:
+    def __init__(
+        self,
+        dtype: torch.dtype = torch.quint8,
+        qscheme: torch.qscheme = torch.per_tensor_affine,
+        reduce_range: bool = False,
+    ) -> None:
         super().__init__()
         self.dtype, self.qscheme, self.reduce_range = dtype, qscheme, reduce_range
         self.register_buffer("min_val", torch.tensor(float("inf")))
@@ -85,4 +89,6 @@ class MinMaxObserver(nn.Module):
 
     def extra_repr(self) -> str:
         return f"min_val={self.min_val.item():.4g}, max_val={self.max_val.item():.4g}"
+
+
 # --8<-- [end:observer]

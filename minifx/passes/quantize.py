@@ -36,8 +36,18 @@ from minifx.passes.int8 import (
 )
 from minifx.passes.observers import ACTIVATION, WEIGHT, MinMaxObserver
 
-__all__ = ["ACTIVATION", "WEIGHT", "MinMaxObserver", "QuantizedConv2d", "QuantizedLinear", "convert",
-           "is_observer", "is_quantizable", "prepare", "quantize_weight"]
+__all__ = [
+    "ACTIVATION",
+    "WEIGHT",
+    "MinMaxObserver",
+    "QuantizedConv2d",
+    "QuantizedLinear",
+    "convert",
+    "is_observer",
+    "is_quantizable",
+    "prepare",
+    "quantize_weight",
+]
 
 # The ops that follow a Linear or a Conv2d into one fused int8 kernel (and nn.ReLU).
 _FUSED_RELUS = {"call_function": (torch.relu, F.relu), "call_method": ("relu",)}
@@ -132,6 +142,8 @@ def _observe(gm: GraphModule, value: Node, device: torch.device) -> None:
     with gm.graph.inserting_after(value):
         observer = gm.graph.call_module(name, (value,))
     value.replace_all_uses_with(observer, delete_user_cb=lambda user: user is not observer)
+
+
 # --8<-- [end:prepare]
 
 
@@ -140,7 +152,8 @@ def _check_eval(model: nn.Module) -> None:
         raise ValueError(
             f"prepare: the {type(model).__name__} is in training mode; post-training quantization "
             "calibrates the model as it will run (dropout off, BatchNorm using its running "
-            "statistics). Call model.eval() before prepare(model).")
+            "statistics). Call model.eval() before prepare(model)."
+        )
 
 
 def _check_called_once(gm: GraphModule, node: Node) -> None:
@@ -150,7 +163,8 @@ def _check_called_once(gm: GraphModule, node: Node) -> None:
         raise ValueError(
             f"prepare: the module {node.target!r} is called by {len(callers)} nodes ({names}); "
             "its int8 version has one output scale, so each call needs its own module. Give each "
-            "call its own nn.Linear / nn.Conv2d (copy.deepcopy the shared one).")
+            "call its own nn.Linear / nn.Conv2d (copy.deepcopy the shared one)."
+        )
 
 
 def _device_of(gm: nn.Module) -> torch.device:
@@ -213,17 +227,23 @@ def convert(prepared: GraphModule) -> GraphModule:
 def _observed_qparams(gm: GraphModule, node: Node) -> tuple[tuple[float, int], tuple[float, int]]:
     """The (scale, zero point) of the input and of the output of the op `node`."""
     observer = _output_observer(gm, _fused_relu(gm, node) or node)
-    return (gm.get_submodule(node.args[0].target).calculate_qparams(),
-            gm.get_submodule(observer.target).calculate_qparams())
+    return (
+        gm.get_submodule(node.args[0].target).calculate_qparams(),
+        gm.get_submodule(observer.target).calculate_qparams(),
+    )
 
 
-def _convert_op(gm: GraphModule, node: Node, input_qparams: tuple[float, int],
-                output_qparams: tuple[float, int]) -> None:
+def _convert_op(
+    gm: GraphModule, node: Node, input_qparams: tuple[float, int], output_qparams: tuple[float, int]
+) -> None:
     """Swap `node`'s module for its int8 version; drop its fused relu and output observer."""
     relu = _fused_relu(gm, node)
     observer = _output_observer(gm, relu or node)
     module = gm.get_submodule(node.target)
-    gm.add_submodule(node.target, QUANTIZED[type(module)](module, input_qparams, output_qparams, relu is not None))
+    gm.add_submodule(
+        node.target,
+        QUANTIZED[type(module)](module, input_qparams, output_qparams, relu is not None),
+    )
     for dropped in (observer, relu):
         if dropped is not None:
             dropped.replace_all_uses_with(node)
@@ -264,6 +284,8 @@ def _dequantize_for_float_users(gm: GraphModule, quantized: set[Node]) -> None:
                 float_value = gm.graph.call_function(dequantize, (node, scale, zero_point))
             for user in float_users:
                 user.replace_input_with(node, float_value)
+
+
 # --8<-- [end:convert]
 
 
@@ -273,7 +295,8 @@ def _output_observer(gm: GraphModule, node: Node) -> Node:
         raise RuntimeError(
             f"convert: %{node.name} should be read by exactly one observer, the one prepare put "
             f"after it, but its users are {[f'%{user.name}' for user in users]}. Run convert on "
-            "what prepare returned, without editing its graph in between.")
+            "what prepare returned, without editing its graph in between."
+        )
     return users[0]
 
 
@@ -283,7 +306,8 @@ def _check_calibrated(gm: GraphModule) -> None:
             raise RuntimeError(
                 f"convert: the observer {node.target!r} (after %{node.args[0].name}) has seen no "
                 "data, so there is no range to quantize with. Calibrate first: run representative "
-                "inputs through the prepared module (prepared(x) for a few batches), then convert.")
+                "inputs through the prepared module (prepared(x) for a few batches), then convert."
+            )
 
 
 def _check_cpu(gm: GraphModule) -> None:
@@ -293,4 +317,5 @@ def _check_cpu(gm: GraphModule) -> None:
             f"convert: the prepared module is on {device}, but minifx's int8 kernels run and are "
             "tested on the CPU only (torch._int_mm's CUDA kernel has rules of its own). "
             "Calibrate on any device, then convert a CPU copy: convert(prepared.cpu()), and run it "
-            "on CPU inputs.")
+            "on CPU inputs."
+        )

@@ -43,11 +43,13 @@ def unused_node(node: Node) -> ValueError:
             f"replace_pattern: the pattern's parameter {node.name!r} is never used. "
             "Matching follows values from the pattern's output back to its inputs, so an "
             "unused parameter can never be matched. How to fix: remove the parameter from "
-            "the pattern (and from the replacement).")
+            "the pattern (and from the replacement)."
+        )
     return PatternError(
         f"replace_pattern: the pattern computes %{node.name} ({node.op}) but never uses it "
         "(dead code), so no match could ever account for it. How to fix: return it from "
-        "the pattern or delete it.")
+        "the pattern or delete it."
+    )
 
 
 def returned_input(node: Node) -> PatternError:
@@ -55,7 +57,8 @@ def returned_input(node: Node) -> PatternError:
         f"replace_pattern: the pattern returns its input {node.name!r} unchanged. A match is "
         "what the pattern computes from its inputs, and the uses of each returned value are "
         "handed to the replacement, so an input returned as is would hand over every use of "
-        "whatever it matched. How to fix: return only values the pattern computes.")
+        "whatever it matched. How to fix: return only values the pattern computes."
+    )
 
 
 def arity_mismatch(pattern_inputs: list[str], replacement_inputs: list[str]) -> PatternError:
@@ -64,7 +67,8 @@ def arity_mismatch(pattern_inputs: list[str], replacement_inputs: list[str]) -> 
         f"({', '.join(pattern_inputs)}) but the replacement takes "
         f"{len(replacement_inputs)} ({', '.join(replacement_inputs)}). Inputs pair up by "
         "position. How to fix: give the replacement the same parameters as the pattern, "
-        "even those it does not use.")
+        "even those it does not use."
+    )
 
 
 def output_count_mismatch(pattern_outputs: int, replacement_outputs: int) -> PatternError:
@@ -72,21 +76,24 @@ def output_count_mismatch(pattern_outputs: int, replacement_outputs: int) -> Pat
         f"replace_pattern: the pattern returns {pattern_outputs} value(s) but the replacement "
         f"returns {replacement_outputs}. Each returned value takes over the uses of the "
         "pattern's value in the same position. How to fix: return as many values from the "
-        "replacement as from the pattern, in the same order.")
+        "replacement as from the pattern, in the same order."
+    )
 
 
 def not_a_pattern(role: str, value: object) -> NotAPatternError:
     return NotAPatternError(
         f"replace_pattern: the {role} must be a function, an nn.Module, a GraphModule or a "
         f"Graph, not {type(value).__name__}. How to fix: write the {role} as a function of "
-        "its inputs.")
+        "its inputs."
+    )
 
 
 def no_replacement() -> NotAPatternError:
     return NotAPatternError(
         "replace_pattern_with_filters: there is no replacement: `replacement` is None and "
         "no `replacement_callback` was given. How to fix: pass the replacement (a function, "
-        "module, GraphModule or Graph), or a callback that builds one Graph per match.")
+        "module, GraphModule or Graph), or a callback that builds one Graph per match."
+    )
 
 
 def unmatchable_attribute(node: Node, value: object) -> UnmatchableAttributeError:
@@ -94,11 +101,13 @@ def unmatchable_attribute(node: Node, value: object) -> UnmatchableAttributeErro
         f"replace_pattern: the pattern's get_attr %{node.name} reads a "
         f"{type(value).__name__}, but only tensor attributes can be matched. How to fix: "
         "make the pattern read a tensor (a parameter or buffer), or pass the value in as an "
-        "argument.")
+        "argument."
+    )
 
 
 def missing_attribute(node: Node) -> MissingAttributeError:
     return MissingAttributeError(
         f"replace_pattern: the rewritten graph's %{node.name} ({node.op}) refers to "
         f"{node.target!r}, which neither the module nor the replacement has. How to fix: make "
-        "the replacement a module that owns this attribute.")
+        "the replacement a module that owns this attribute."
+    )

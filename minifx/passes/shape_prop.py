@@ -50,6 +50,8 @@ class TensorMetadata(NamedTuple):
     memory_format: torch.memory_format | None
     is_quantized: bool
     qparams: dict[str, Any]
+
+
 # --8<-- [end:tensor_metadata]
 
 
@@ -93,6 +95,8 @@ def memory_format_of(tensor: torch.Tensor) -> torch.memory_format | None:
         if tensor.dim() == len(order) and is_dense_in_order(tensor, order):
             return memory_format
     return None
+
+
 # --8<-- [end:memory_format]
 
 
@@ -111,10 +115,14 @@ def quantization_params(tensor: torch.Tensor) -> dict[str, Any]:
     qscheme = tensor.qscheme()
     if qscheme in _PER_TENSOR:
         return {"qscheme": qscheme, "scale": tensor.q_scale(), "zero_point": tensor.q_zero_point()}
-    return {"qscheme": qscheme,
-            "scale": tensor.q_per_channel_scales().tolist(),
-            "zero_point": tensor.q_per_channel_zero_points().tolist(),
-            "axis": tensor.q_per_channel_axis()}
+    return {
+        "qscheme": qscheme,
+        "scale": tensor.q_per_channel_scales().tolist(),
+        "zero_point": tensor.q_per_channel_zero_points().tolist(),
+        "axis": tensor.q_per_channel_axis(),
+    }
+
+
 # --8<-- [end:qparams]
 
 
@@ -131,6 +139,8 @@ def extract_tensor_metadata(tensor: torch.Tensor) -> TensorMetadata:
         is_quantized=tensor.is_quantized,
         qparams=quantization_params(tensor),
     )
+
+
 # --8<-- [end:extract]
 
 
@@ -196,6 +206,8 @@ class ShapeProp(Interpreter):
             What the graph returns for `args`.
         """
         return self.run(*args)
+
+
 # --8<-- [end:shape_prop]
 
 

@@ -43,6 +43,8 @@ class Match(NamedTuple):
 
     anchor: Node
     nodes_map: dict[Node, Node]
+
+
 # --8<-- [end:match_tuple]
 
 
@@ -63,8 +65,7 @@ class ReplacedPatterns:
 
 
 # --8<-- [start:replace_pattern]
-def replace_pattern(gm: GraphModule, pattern: PatternLike,
-                    replacement: PatternLike) -> list[Match]:
+def replace_pattern(gm: GraphModule, pattern: PatternLike, replacement: PatternLike) -> list[Match]:
     """Replace every non-overlapping occurrence of `pattern` in `gm` by `replacement`.
 
     Matching follows use-def edges, not names: the pattern's parameters match any
@@ -104,14 +105,20 @@ def replace_pattern(gm: GraphModule, pattern: PatternLike,
     """
     replaced = replace_pattern_with_filters(gm, pattern, replacement)
     return [Match(anchor=r.anchor, nodes_map=r.nodes_map) for r in replaced]
+
+
 # --8<-- [end:replace_pattern]
 
 
 # --8<-- [start:replace_pattern_with_filters]
 def replace_pattern_with_filters(
-        gm: GraphModule, pattern: PatternLike, replacement: PatternLike | None = None,
-        match_filters: list[MatchFilter] | None = None, ignore_literals: bool = False,
-        replacement_callback: ReplacementCallback | None = None) -> list[ReplacedPatterns]:
+    gm: GraphModule,
+    pattern: PatternLike,
+    replacement: PatternLike | None = None,
+    match_filters: list[MatchFilter] | None = None,
+    ignore_literals: bool = False,
+    replacement_callback: ReplacementCallback | None = None,
+) -> list[ReplacedPatterns]:
     """`replace_pattern`, with a say on which matches to take and what replaces them.
 
     Args:
@@ -141,25 +148,38 @@ def replace_pattern_with_filters(
         common_graph = _as_graph(replacement, "replacement")
         _check_same_arity(pattern_graph, common_graph)
     matcher = SubgraphMatcher(pattern_graph, ignore_literals=ignore_literals)
-    matches = [m for m in matcher.match(gm.graph)
-               if all(keep(m, gm.graph, pattern_graph) for keep in match_filters or ())]
+    matches = [
+        m
+        for m in matcher.match(gm.graph)
+        if all(keep(m, gm.graph, pattern_graph) for keep in match_filters or ())
+    ]
     replaced: dict[Node, Node] = {}  # a later match may read a value an earlier rewrite replaced
     results = []
     for match in matches:
-        replacement_graph = (common_graph if replacement_callback is None else
-                             _callback_graph(replacement_callback, match, gm.graph, pattern_graph))
+        replacement_graph = (
+            common_graph
+            if replacement_callback is None
+            else _callback_graph(replacement_callback, match, gm.graph, pattern_graph)
+        )
         new_nodes = _rewrite_one(gm.graph, pattern_graph, replacement_graph, match, replaced)
         results.append(ReplacedPatterns(match.anchors[0], match.nodes_map, new_nodes))
     gm.recompile()
     if isinstance(replacement, torch.nn.Module):
         _copy_attributes(gm, replacement)
     return results
+
+
 # --8<-- [end:replace_pattern_with_filters]
 
 
 # --8<-- [start:rewrite_one]
-def _rewrite_one(graph: Graph, pattern_graph: Graph, replacement_graph: Graph,
-                 match: InternalMatch, replaced: dict[Node, Node]) -> list[Node]:
+def _rewrite_one(
+    graph: Graph,
+    pattern_graph: Graph,
+    replacement_graph: Graph,
+    match: InternalMatch,
+    replaced: dict[Node, Node],
+) -> list[Node]:
     """Splice one copy of the replacement in place of one match, then erase the match.
 
     Returns the copied nodes, in the replacement's order.
@@ -181,8 +201,9 @@ def _rewrite_one(graph: Graph, pattern_graph: Graph, replacement_graph: Graph,
     return [val_map[n] for n in replacement_graph.nodes if n.op not in ("placeholder", "output")]
 
 
-def _bind_inputs(replacement_graph: Graph, match: InternalMatch,
-                 replaced: dict[Node, Node]) -> dict[Node, Any]:
+def _bind_inputs(
+    replacement_graph: Graph, match: InternalMatch, replaced: dict[Node, Node]
+) -> dict[Node, Any]:
     """Replacement placeholder -> the value the matching pattern placeholder matched."""
     inputs = [n for n in replacement_graph.nodes if n.op == "placeholder"]
     val_map: dict[Node, Any] = {}
@@ -202,11 +223,14 @@ def _insert_point(graph: Graph, returning_nodes: list[Node]) -> Node:
         return next(n for n in graph.nodes if n in users)
     last = next(n for n in reversed(graph.nodes) if n in returning_nodes)
     return last.next
+
+
 # --8<-- [end:rewrite_one]
 
 
-def _callback_graph(callback: ReplacementCallback | None, match: InternalMatch,
-                    graph: Graph, pattern_graph: Graph) -> Graph:
+def _callback_graph(
+    callback: ReplacementCallback | None, match: InternalMatch, graph: Graph, pattern_graph: Graph
+) -> Graph:
     """The replacement the callback builds for this match, checked like a common one."""
     replacement_graph = callback(match, graph, pattern_graph)
     _check_same_arity(pattern_graph, replacement_graph)
@@ -234,8 +258,10 @@ def _as_graph(fn: PatternLike, role: str) -> Graph:
     try:
         return symbolic_trace(fn).graph
     except TraceError as error:
-        error.add_note(f"(while replace_pattern traced the {role} {_describe(fn)}; "
-                       f"the {role} must be traceable like any model)")
+        error.add_note(
+            f"(while replace_pattern traced the {role} {_describe(fn)}; "
+            f"the {role} must be traceable like any model)"
+        )
         raise
 
 
@@ -271,6 +297,8 @@ def _copy_attributes(gm: GraphModule, replacement: torch.nn.Module) -> None:
             raise errors.missing_attribute(node)
         _install(gm, node.target, copy.deepcopy(value))
     gm.graph.lint()
+
+
 # --8<-- [end:copy_attributes]
 
 

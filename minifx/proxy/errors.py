@@ -109,6 +109,7 @@ def is_library_code(filename: str) -> bool:
 # Each names the value (`%x`), says why a Proxy cannot support it and what to write
 # instead; `untraceable` adds the user's line.
 
+
 def used_as_bool(name: str) -> TraceError:
     """`if p:`, `while p:`, `p and q`, `not p`, `assert p`, `0 < p < 1`, `max(p, 1)`."""
     return untraceable(

@@ -73,13 +73,19 @@ class IRNode(Protocol):
 class IRGraph(Protocol):
     """What a tracer records into: chapter 1's `Tape` and chapter 2's `Graph` are both one."""
 
-    def create_node(self, op: str, target: Any, args: tuple = (), kwargs: dict | None = None,
-                    name: str | None = None, type_expr: Any = None) -> IRNode: ...
+    def create_node(
+        self,
+        op: str,
+        target: Any,
+        args: tuple = (),
+        kwargs: dict | None = None,
+        name: str | None = None,
+        type_expr: Any = None,
+    ) -> IRNode: ...
 
 
 # --8<-- [start:format_line]
-def format_line(node: IRNode, leaf: Callable[[Any], str],
-                num_users: int | None = None) -> str:
+def format_line(node: IRNode, leaf: Callable[[Any], str], num_users: int | None = None) -> str:
     """`node` as one line of the printout, in torch.fx's format (see the grammar above).
 
     Args:
@@ -105,6 +111,8 @@ def format_line(node: IRNode, leaf: Callable[[Any], str],
     if node.op == "get_attr":
         return head
     return f"{head}(args = {format_arg(node.args, leaf)}, kwargs = {format_arg(node.kwargs, leaf)})"
+
+
 # --8<-- [end:format_line]
 
 
@@ -153,7 +161,8 @@ def qualified_name(value: Any) -> str:
     if getattr(builtins, name, None) is value:
         return name
     if getattr(torch.Tensor, name, None) is value and isinstance(
-            value, (types.MethodDescriptorType, types.WrapperDescriptorType, types.FunctionType)):
+        value, (types.MethodDescriptorType, types.WrapperDescriptorType, types.FunctionType)
+    ):
         return f"torch.Tensor.{name}"
     module = getattr(value, "__module__", None) or ""
     module = module.replace("torch._ops", "torch.ops")  # operators live at torch.ops.*
@@ -164,7 +173,11 @@ def type_repr(annotation: Any) -> str:
     """Print a type annotation as torch.fx does: `int`, `torch.Tensor`, `list[int]`."""
     if isinstance(annotation, type) and not isinstance(annotation, types.GenericAlias):
         module = annotation.__module__
-        return annotation.__qualname__ if module == "builtins" else f"{module}.{annotation.__qualname__}"
+        return (
+            annotation.__qualname__
+            if module == "builtins"
+            else f"{module}.{annotation.__qualname__}"
+        )
     if annotation is ...:
         return "..."
     if isinstance(annotation, types.FunctionType):

@@ -59,13 +59,17 @@ def accepts(schema: torch.FunctionSchema, args: tuple, kwargs: dict) -> bool:
 
 def _message(target: Any, schema: torch.FunctionSchema) -> str:
     where = user_location()
-    lines = [f"{format_target(target)} was called as the mutable operation {schema}, which "
-             "changes one of its arguments in place (check_mutable_operations is on)."]
+    lines = [
+        f"{format_target(target)} was called as the mutable operation {schema}, which "
+        "changes one of its arguments in place (check_mutable_operations is on)."
+    ]
     if where:
         lines.append(where)
-    lines += ["Why: passes treat a graph as functional, each node changing nothing but its "
-              "own result; this one also writes into an argument (an `out=` tensor, or the "
-              "input of an in-place variant ending in `_`).",
-              "How to fix: use the functional form and its result (y = torch.sigmoid(x) instead "
-              "of torch.sigmoid(x, out=y)), or trace with check_mutable_operations = False."]
+    lines += [
+        "Why: passes treat a graph as functional, each node changing nothing but its "
+        "own result; this one also writes into an argument (an `out=` tensor, or the "
+        "input of an in-place variant ending in `_`).",
+        "How to fix: use the functional form and its result (y = torch.sigmoid(x) instead "
+        "of torch.sigmoid(x, out=y)), or trace with check_mutable_operations = False.",
+    ]
     return "\n".join(lines)

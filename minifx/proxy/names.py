@@ -24,8 +24,17 @@ from typing import Any
 # Names a generated variable must never take: they would shadow something the
 # generated code (chapter 3) or the reader relies on.
 RESERVED_NAMES = frozenset(
-    [*keyword.kwlist, *dir(builtins), "inf", "nan", "NoneType", "torch", "device",
-     "fx_pytree", "pytree"]
+    [
+        *keyword.kwlist,
+        *dir(builtins),
+        "inf",
+        "nan",
+        "NoneType",
+        "torch",
+        "device",
+        "fx_pytree",
+        "pytree",
+    ]
 )
 
 _CAMEL_HUMP = re.compile(r"(?<=[a-z])([A-Z])")

@@ -8,20 +8,36 @@ here, keyed by the function's name in the `operator` module, as in torch.fx.
 # --8<-- [start:table]
 # `x + 1` calls `x.__add__(1)`; `1 + x` calls the reflected `x.__radd__(1)`.
 REFLECTABLE_OPERATORS = {
-    "add": "{} + {}", "sub": "{} - {}", "mul": "{} * {}", "truediv": "{} / {}",
-    "floordiv": "{} // {}", "mod": "{} % {}", "pow": "{} ** {}", "matmul": "{} @ {}",
-    "lshift": "{} << {}", "rshift": "{} >> {}", "and_": "{} & {}", "or_": "{} | {}",
+    "add": "{} + {}",
+    "sub": "{} - {}",
+    "mul": "{} * {}",
+    "truediv": "{} / {}",
+    "floordiv": "{} // {}",
+    "mod": "{} % {}",
+    "pow": "{} ** {}",
+    "matmul": "{} @ {}",
+    "lshift": "{} << {}",
+    "rshift": "{} >> {}",
+    "and_": "{} & {}",
+    "or_": "{} | {}",
     "xor": "{} ^ {}",
 }
 # Comparisons need no reflected form: Python turns `1 < x` into `x > 1` itself.
 COMPARISONS = {
-    "eq": "{} == {}", "ne": "{} != {}", "lt": "{} < {}",
-    "gt": "{} > {}", "le": "{} <= {}", "ge": "{} >= {}",
+    "eq": "{} == {}",
+    "ne": "{} != {}",
+    "lt": "{} < {}",
+    "gt": "{} > {}",
+    "le": "{} <= {}",
+    "ge": "{} >= {}",
 }
 UNARY_OPERATORS = {"neg": "-{}", "pos": "+{}", "invert": "~{}"}
 # Every operator a Proxy records as a call of `operator.<name>`, with its syntax.
 OPERATOR_SYNTAX = {
-    **REFLECTABLE_OPERATORS, **COMPARISONS, "getitem": "{}[{}]", **UNARY_OPERATORS,
+    **REFLECTABLE_OPERATORS,
+    **COMPARISONS,
+    "getitem": "{}[{}]",
+    **UNARY_OPERATORS,
 }
 # --8<-- [end:table]
 
@@ -29,8 +45,18 @@ OPERATOR_SYNTAX = {
 # no `__iadd__`, so Python runs `x = x + 1` instead), but a graph built by hand
 # or by another tracer may call `operator.iadd`; code generation writes it back.
 INPLACE_OPERATORS = {
-    "iadd": "{} += {}", "isub": "{} -= {}", "imul": "{} *= {}", "itruediv": "{} /= {}",
-    "ifloordiv": "{} //= {}", "imod": "{} %= {}", "ipow": "{} **= {}", "imatmul": "{} @= {}",
-    "ilshift": "{} <<= {}", "irshift": "{} >>= {}", "iand": "{} &= {}", "ior": "{} |= {}",
-    "ixor": "{} ^= {}", "setitem": "{}[{}] = {}",
+    "iadd": "{} += {}",
+    "isub": "{} -= {}",
+    "imul": "{} *= {}",
+    "itruediv": "{} /= {}",
+    "ifloordiv": "{} //= {}",
+    "imod": "{} %= {}",
+    "ipow": "{} **= {}",
+    "imatmul": "{} @= {}",
+    "ilshift": "{} <<= {}",
+    "irshift": "{} >>= {}",
+    "iand": "{} &= {}",
+    "ior": "{} |= {}",
+    "ixor": "{} ^= {}",
+    "setitem": "{}[{}] = {}",
 }

@@ -58,8 +58,19 @@ from .operators import OPERATOR_SYNTAX, REFLECTABLE_OPERATORS
 
 # Values stored in a record as they are.
 BASE_TYPES = (
-    str, int, float, bool, complex, torch.dtype, torch.Tensor, torch.device,
-    torch.memory_format, torch.layout, enum.Enum, type(None), type(Ellipsis),
+    str,
+    int,
+    float,
+    bool,
+    complex,
+    torch.dtype,
+    torch.Tensor,
+    torch.device,
+    torch.memory_format,
+    torch.layout,
+    enum.Enum,
+    type(None),
+    type(Ellipsis),
 )
 # The commonest values after Proxies, by exact type: `create_arg` returns them
 # before trying the slower checks (a subclass may define `__fx_create_arg__`).
@@ -96,6 +107,8 @@ def _with_operators(cls: type) -> type:
         if name in REFLECTABLE_OPERATORS:
             setattr(cls, f"__r{name.strip('_')}__", _records_reflected(function))
     return cls
+
+
 # --8<-- [end:records]
 
 
@@ -152,6 +165,7 @@ class Proxy(CopyableProxy):
         # target in create_proxy still gets a node named after the call written.
         name = target_to_name(function.__name__)
         return tracer.create_proxy("call_function", function, args, kwargs, name=name)
+
     # --8<-- [end:torch_function]
 
     # -- methods and attributes ----------------------------------------------------
@@ -160,6 +174,7 @@ class Proxy(CopyableProxy):
         # Only called for names the Proxy itself lacks, so `x.relu`, `x.shape`.
         # Nothing is recorded yet: most attributes are methods about to be called.
         return Attribute(self, name)
+
     # --8<-- [end:getattr]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Proxy:
@@ -195,6 +210,7 @@ class Proxy(CopyableProxy):
 
     def __float__(self) -> float:
         raise converted_to_number(self.node.name, "a float (float() or a math function)")
+
     # --8<-- [end:untraceable]
 
 
@@ -223,6 +239,8 @@ class Attribute(Proxy):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Proxy:
         return self.tracer.create_proxy("call_method", self.attr, (self.root, *args), kwargs)
+
+
 # --8<-- [end:attribute]
 
 
@@ -285,8 +303,13 @@ class TracerBase:
     record_stack_traces: bool = False
 
     def create_node(
-        self, kind: str, target: Any, args: tuple, kwargs: dict,
-        name: str | None = None, type_expr: Any = None,
+        self,
+        kind: str,
+        target: Any,
+        args: tuple,
+        kwargs: dict,
+        name: str | None = None,
+        type_expr: Any = None,
     ) -> IRNode:
         """Append one record to `self.graph` and return it.
 
@@ -303,8 +326,13 @@ class TracerBase:
 
     # --8<-- [start:create_proxy]
     def create_proxy(
-        self, kind: str, target: Any, args: tuple, kwargs: dict,
-        name: str | None = None, type_expr: Any = None,
+        self,
+        kind: str,
+        target: Any,
+        args: tuple,
+        kwargs: dict,
+        name: str | None = None,
+        type_expr: Any = None,
         proxy_factory_fn: Callable[[IRNode], Proxy] | None = None,
     ) -> Proxy:
         """Record `kind` `target(*args, **kwargs)` and return a Proxy for its result.
@@ -319,10 +347,15 @@ class TracerBase:
             proxy_factory_fn: makes the Proxy from the record instead of `proxy()`.
         """
         node = self.create_node(
-            kind, target, self.create_arg(tuple(args)), self.create_arg(dict(kwargs)),
-            name, type_expr,
+            kind,
+            target,
+            self.create_arg(tuple(args)),
+            self.create_arg(dict(kwargs)),
+            name,
+            type_expr,
         )
         return proxy_factory_fn(node) if proxy_factory_fn else self.proxy(node)
+
     # --8<-- [end:create_proxy]
 
     def create_arg(self, a: Any) -> Any:
@@ -352,8 +385,9 @@ class TracerBase:
         if isinstance(a, dict):
             return {self._dict_key(key): self.create_arg(value) for key, value in a.items()}
         if isinstance(a, (slice, range)):
-            return type(a)(self.create_arg(a.start), self.create_arg(a.stop),
-                           self.create_arg(a.step))
+            return type(a)(
+                self.create_arg(a.start), self.create_arg(a.stop), self.create_arg(a.step)
+            )
         if dataclasses.is_dataclass(a) and not isinstance(a, type):
             fields = {f.name: self.create_arg(getattr(a, f.name)) for f in dataclasses.fields(a)}
             return self.create_node("call_function", type(a), (), fields)
@@ -377,6 +411,7 @@ class TracerBase:
             TraceError: always; a subclass may return a value instead.
         """
         raise used_as_bool(obj.node.name)
+
     # --8<-- [end:to_bool]
 
     def iter(self, obj: Proxy) -> Iterator:

@@ -41,8 +41,16 @@ class Record:
         type: an optional type annotation.
     """
 
-    def __init__(self, graph: Tape, name: str, op: str, target: Any,
-                 args: tuple, kwargs: dict, type_expr: Any = None) -> None:
+    def __init__(
+        self,
+        graph: Tape,
+        name: str,
+        op: str,
+        target: Any,
+        args: tuple,
+        kwargs: dict,
+        type_expr: Any = None,
+    ) -> None:
         self.graph, self.name, self.op, self.target = graph, name, op, target
         self.args, self.kwargs, self.type = args, kwargs, type_expr
 
@@ -62,8 +70,15 @@ class Tape:
         self._names = Namespace()
 
     # --8<-- [start:create_node]
-    def create_node(self, op: str, target: Any, args: tuple = (), kwargs: dict | None = None,
-                    name: str | None = None, type_expr: Any = None) -> Record:
+    def create_node(
+        self,
+        op: str,
+        target: Any,
+        args: tuple = (),
+        kwargs: dict | None = None,
+        name: str | None = None,
+        type_expr: Any = None,
+    ) -> Record:
         """Append a record and return it (the interface every tracer writes through).
 
         Raises:
@@ -75,6 +90,7 @@ class Tape:
         record = Record(self, unique_name, op, target, tuple(args), dict(kwargs or {}), type_expr)
         self.records.append(record)
         return record
+
     # --8<-- [end:create_node]
 
     def __iter__(self) -> Iterator[Record]:
@@ -117,6 +133,7 @@ class TapeRecorder(TracerBase):
         result = fn(*positional, **keywords)
         self.create_node("output", "output", (self.create_arg(result),), {})
         return self.graph
+
     # --8<-- [end:trace]
 
     def _placeholder(self, fn: Callable, parameter: inspect.Parameter) -> Proxy:

@@ -27,8 +27,9 @@ def assert_same(actual: Any, expected: Any, where: str = "output") -> None:
         assert isinstance(actual, torch.Tensor), f"{where}: expected a tensor, got {actual!r}"
         torch.testing.assert_close(actual, expected, equal_nan=True, msg=lambda m: f"{where}: {m}")
         return
-    assert type(actual) is type(expected), \
+    assert type(actual) is type(expected), (
         f"{where}: expected a {type(expected).__name__}, got {type(actual).__name__}: {actual!r}"
+    )
     if isinstance(expected, dict):
         assert list(actual) == list(expected), f"{where}: keys {list(actual)} != {list(expected)}"
         for key in expected:
@@ -37,8 +38,9 @@ def assert_same(actual: Any, expected: Any, where: str = "output") -> None:
         assert len(actual) == len(expected), f"{where}: length {len(actual)} != {len(expected)}"
         for index, (a, e) in enumerate(zip(actual, expected)):
             assert_same(a, e, f"{where}[{index}]")
-    elif isinstance(expected, types.BuiltinMethodType) and \
-            isinstance(expected.__self__, torch.Tensor):
+    elif isinstance(expected, types.BuiltinMethodType) and isinstance(
+        expected.__self__, torch.Tensor
+    ):
         assert actual.__name__ == expected.__name__, f"{where}: {actual!r} != {expected!r}"
         assert_same(actual.__self__, expected.__self__, f"{where}.__self__")
     elif isinstance(expected, float) and math.isnan(expected):

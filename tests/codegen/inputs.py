@@ -109,8 +109,9 @@ INPUTS: dict[str, Callable[[], Example]] = {
     "defaults_and_annotations": tensor(2, 3),
     "optional_annotation": tensors(2, 2, 3),
     "keyword_only_parameters": call(randn(2, 3), alpha=2.0, beta=0.5),
-    "star_args_and_kwargs": lambda: Example((torch.randn(2), torch.randn(2)),
-                                            {"bias": torch.randn(2)}),
+    "star_args_and_kwargs": lambda: Example(
+        (torch.randn(2), torch.randn(2)), {"bias": torch.randn(2)}
+    ),
     "input_named_like_builtins": tensors(3, 2, 3),
     # math autowrap
     "math_on_traced_shape": tensor(2, 4),
@@ -127,10 +128,14 @@ INPUTS: dict[str, Callable[[], Example]] = {
     "concrete_ph_keeps_default": tensor(2, 3),
     "concrete_keyword_only": lambda: Example((torch.randn(2, 3),), {"n_1": 4}, {"n": 4}),
     "concrete_dict_with_ph": lambda: Example(
-        (torch.randn(2, 3), {"gain": torch.randn(2, 3), "bias": torch.randn(3), "steps": 2})),
-    "concrete_list_of_ph": lambda: Example((torch.randn(2, 3), [torch.randn(2, 3), torch.randn(3)])),
+        (torch.randn(2, 3), {"gain": torch.randn(2, 3), "bias": torch.randn(3), "steps": 2})
+    ),
+    "concrete_list_of_ph": lambda: Example(
+        (torch.randn(2, 3), [torch.randn(2, 3), torch.randn(3)])
+    ),
     "concrete_namedtuple_of_ph": lambda: Example(
-        (torch.randn(2, 3), Point(torch.randn(2, 3), torch.randn(3)))),
+        (torch.randn(2, 3), Point(torch.randn(2, 3), torch.randn(3)))
+    ),
     "concrete_tuple_for_star_args_forward": tensors(2, 2, 4),
     # wrapped functions
     "torch_fx_wrapped_by_name": tensor(4, 3),
@@ -180,8 +185,9 @@ INPUTS: dict[str, Callable[[], Example]] = {
     "ConvNet": tensor(2, 3, 8, 8),
     "ConvNetFlattenMethod": tensor(2, 3, 4, 4),
     "TransformerEncoderLayerLeaf": tensor(2, 3, 8),
-    "ForwardWithDefaultsAndAnnotations": lambda: Example((torch.randn(2, 4),),
-                                                         {"mask": torch.randn(2, 4)}),
+    "ForwardWithDefaultsAndAnnotations": lambda: Example(
+        (torch.randn(2, 4),), {"mask": torch.randn(2, 4)}
+    ),
     "ForwardStarArgs": lambda: Example((torch.randn(2, 4),), {"gain": 1.5}),
     "ForwardInputNamedInput": tensor(3, 4),
     "ModuleReturnsNamedTupleAndDict": tensor(2, 4),
@@ -218,7 +224,8 @@ INPUTS: dict[str, Callable[[], Example]] = {
 NOT_RUNNABLE: dict[str, str] = {
     "ModuleAndParameterIntoWrappedHelper": (
         "it only checks how a module argument of a wrapped function is recorded: eagerly, "
-        "rows_prefix(x, self.lin) computes min(len(x), <Linear>) and raises TypeError"),
+        "rows_prefix(x, self.lin) computes min(len(x), <Linear>) and raises TypeError"
+    ),
 }
 
 

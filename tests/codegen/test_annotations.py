@@ -1,6 +1,5 @@
 """`minifx.codegen.annotations`: type annotations in generated code, as torch.fx writes them."""
 
-
 from typing import Dict, List, Optional
 
 import pytest
@@ -12,8 +11,14 @@ import minifx.codegen
 pytestmark = pytest.mark.ch3
 
 
-def annotated(x: torch.Tensor, n: int, names: List[str], table: Dict[str, int],
-              maybe: Optional[torch.Tensor], pair: tuple[int, int] | None) -> torch.Tensor:
+def annotated(
+    x: torch.Tensor,
+    n: int,
+    names: List[str],
+    table: Dict[str, int],
+    maybe: Optional[torch.Tensor],
+    pair: tuple[int, int] | None,
+) -> torch.Tensor:
     return x
 
 

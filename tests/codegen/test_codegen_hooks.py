@@ -34,8 +34,10 @@ def list_codegen(base: type) -> type:
 
     class ListCodeGen(base):
         def gen_fn_def(self, free_vars, maybe_return_annotation):
-            return (f"\ndef forward(self, args_list: List[torch.Tensor]){maybe_return_annotation}:\n"
-                    f"    {', '.join(free_vars)} = args_list")
+            return (
+                f"\ndef forward(self, args_list: List[torch.Tensor]){maybe_return_annotation}:\n"
+                f"    {', '.join(free_vars)} = args_list"
+            )
 
         def additional_globals(self):
             return [("List", list)]
@@ -81,8 +83,11 @@ def test_codegen_is_exported_like_torch_fx():
     assert "CodeGen" in dir(minifx) and torch.fx.CodeGen is torch.fx.graph.CodeGen
 
 
-@pytest.mark.parametrize("make, fn", [(list_codegen, add), (returns_a_list, two_sums)],
-                         ids=["list-in", "list-in-list-out"])
+@pytest.mark.parametrize(
+    "make, fn",
+    [(list_codegen, add), (returns_a_list, two_sums)],
+    ids=["list-in", "list-in-list-out"],
+)
 def test_a_custom_codegen_writes_the_same_code_and_the_module_runs_with_it(make, fn):
     vals = [torch.randn(3), torch.randn(3)]
     codes = {}
@@ -93,10 +98,15 @@ def test_a_custom_codegen_writes_the_same_code_and_the_module_runs_with_it(make,
         codes[lib] = gm.code
         result = gm(vals)
         expected = fn(*vals)
-        assert all(torch.equal(r, e) for r, e in zip(result, expected)) if isinstance(
-            expected, tuple) else torch.equal(result, expected)
+        assert (
+            all(torch.equal(r, e) for r, e in zip(result, expected))
+            if isinstance(expected, tuple)
+            else torch.equal(result, expected)
+        )
     assert codes["minifx"] == codes["torch.fx"]
-    assert "def forward(self, args_list: List[torch.Tensor]):\n    a, b = args_list" in codes["minifx"]
+    assert (
+        "def forward(self, args_list: List[torch.Tensor]):\n    a, b = args_list" in codes["minifx"]
+    )
 
 
 @pytest.mark.parametrize("lib", LIBRARIES)
@@ -145,8 +155,13 @@ def test_structured_inputs_are_the_pytree_codegens_job():
         bare.graph.set_codegen(base())
         bare.recompile()
         flat = nf.graph.process_inputs(val)
-        results[lib] = (nf.code, bare.code, len(flat),
-                        nf.graph.process_outputs(bare(*flat)).tolist(), nf(val).tolist())
+        results[lib] = (
+            nf.code,
+            bare.code,
+            len(flat),
+            nf.graph.process_outputs(bare(*flat)).tolist(),
+            nf(val).tolist(),
+        )
     assert results["minifx"] == results["torch.fx"]
     code, flat_code, leaves, out, expected = results["minifx"]
     assert "tree_flatten_spec" in code and "tree_flatten_spec" not in flat_code
@@ -169,10 +184,12 @@ def test_graph_python_code_is_the_free_function():
 
 
 def test_the_graph_methods_load_codegen_only_when_called():
-    code = ("import sys, torch, minifx.graph as g\n"
-            "graph = g.Graph(); graph.output(graph.placeholder('x'))\n"
-            "before = 'minifx.codegen' in sys.modules\n"
-            "print(before, graph.process_inputs(1), 'minifx.codegen' in sys.modules)")
+    code = (
+        "import sys, torch, minifx.graph as g\n"
+        "graph = g.Graph(); graph.output(graph.placeholder('x'))\n"
+        "before = 'minifx.codegen' in sys.modules\n"
+        "print(before, graph.process_inputs(1), 'minifx.codegen' in sys.modules)"
+    )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert run.stdout.split() == ["False", "(1,)", "True"], run.stderr
 
@@ -211,13 +228,21 @@ def test_another_root_name_still_names_the_first_parameter():
 
 # -- chapter 3's "Differences from torch.fx", against torch.fx ------------------------------
 
+
 def test_python_code_has_one_option():
     """`graph.python_code(root_module)` has one option, `verbose`; torch.fx's has seven."""
     ours = inspect.signature(Graph.python_code).parameters
     theirs = inspect.signature(torch.fx.Graph.python_code).parameters
     assert list(ours) == ["self", "root_module", "verbose"]
-    assert {"verbose", "include_stride", "include_device", "colored", "expanded_def",
-            "record_func", "additional_meta"} <= set(theirs)
+    assert {
+        "verbose",
+        "include_stride",
+        "include_device",
+        "colored",
+        "expanded_def",
+        "record_func",
+        "additional_meta",
+    } <= set(theirs)
 
 
 def test_only_the_default_and_the_pytree_codegen():
@@ -259,8 +284,9 @@ def test_on_generate_code_transforms_the_body_and_keeps_the_line_map_as_torch_fx
 
 def test_a_structured_graph_keeps_no_codegen_and_checks_what_process_inputs_gets():
     """`graph._codegen` stays `None` (the default is the pytree one); `process_inputs` checks."""
-    theirs = torch.fx.symbolic_trace(f_dict_add, concrete_args={"x": {"a": torch.fx.PH,
-                                                                      "z": (torch.fx.PH,)}})
+    theirs = torch.fx.symbolic_trace(
+        f_dict_add, concrete_args={"x": {"a": torch.fx.PH, "z": (torch.fx.PH,)}}
+    )
     ours = symbolic_trace(f_dict_add, concrete_args={"x": {"a": PH, "z": (PH,)}})
     assert type(theirs.graph._codegen).__name__ == "_PyTreeCodeGen"
     assert ours.graph._codegen is None

@@ -64,8 +64,10 @@ def test_a_data_parallel_replica_runs_and_shares_the_state(library):
 
 
 def test_a_replica_of_a_relu_runs_as_in_the_issue():
-    results = [library(torch.nn.ReLU())._replicate_for_data_parallel()(torch.tensor([-1.0, 2.0]))
-               for library in LIBRARIES.values()]
+    results = [
+        library(torch.nn.ReLU())._replicate_for_data_parallel()(torch.tensor([-1.0, 2.0]))
+        for library in LIBRARIES.values()
+    ]
     assert all(torch.equal(result, torch.tensor([0.0, 2.0])) for result in results)
 
 
@@ -79,6 +81,7 @@ def test_replicate_onto_a_gpu_runs(library):
 
 
 # --- minifx.codegen.copying's helpers (pickling itself: test_source.py, test_graph_module.py)
+
 
 def test_graph_module_inherits_its_copying_methods() -> None:
     from minifx.codegen.copying import CopyingMixin
@@ -104,8 +107,7 @@ def test_import_block_imports_torch_and_names_each_function() -> None:
     from minifx.codegen.copying import import_block
 
     block = import_block({"torch": torch, "copy_deepcopy": copy.deepcopy})
-    assert block.split("\n")[:2] == ["from copy import deepcopy as copy_deepcopy",
-                                     "import torch"]
+    assert block.split("\n")[:2] == ["from copy import deepcopy as copy_deepcopy", "import torch"]
 
 
 def test_a_pickled_graph_module_is_rebuilt_by_retracing_its_code() -> None:

@@ -22,8 +22,10 @@ from tests.graph import test_dead_code as cases
 
 pytestmark = pytest.mark.ch3
 
-LIBRARIES = {"torch.fx": (torch.fx.symbolic_trace, torch.fx.GraphModule),
-             "minifx": (symbolic_trace, GraphModule)}
+LIBRARIES = {
+    "torch.fx": (torch.fx.symbolic_trace, torch.fx.GraphModule),
+    "minifx": (symbolic_trace, GraphModule),
+}
 
 
 def add_in_place_then_double(a):
@@ -37,10 +39,18 @@ def add_out_then_return(a, b):
 
 
 @pytest.mark.parametrize("lib", LIBRARIES)
-@pytest.mark.parametrize("fn, inputs, expected", [
-    (add_in_place_then_double, lambda: (torch.tensor([1.5]),), torch.tensor([5.0])),
-    (add_out_then_return, lambda: (torch.tensor([0.0]), torch.tensor([2.0])), torch.tensor([4.0])),
-], ids=["add_.Tensor", "add.out"])
+@pytest.mark.parametrize(
+    "fn, inputs, expected",
+    [
+        (add_in_place_then_double, lambda: (torch.tensor([1.5]),), torch.tensor([5.0])),
+        (
+            add_out_then_return,
+            lambda: (torch.tensor([0.0]), torch.tensor([2.0])),
+            torch.tensor([4.0]),
+        ),
+    ],
+    ids=["add_.Tensor", "add.out"],
+)
 def test_in_place_operators_still_run_after_dce(lib, fn, inputs, expected):
     # The repro: minifx used to erase these, and returned 3.0 for 1.5.
     trace, _ = LIBRARIES[lib]
@@ -51,12 +61,16 @@ def test_in_place_operators_still_run_after_dce(lib, fn, inputs, expected):
 
 
 @pytest.mark.parametrize("lib", LIBRARIES)
-@pytest.mark.parametrize("module_type, changes", cases.SCENARIOS,
-                         ids=[s[0].__name__ for s in cases.SCENARIOS])
+@pytest.mark.parametrize(
+    "module_type, changes", cases.SCENARIOS, ids=[s[0].__name__ for s in cases.SCENARIOS]
+)
 def test_dce_pass_scenarios_compute_what_eager_computes(lib, module_type, changes):
     module = module_type()
-    tracer = type("Tracer", (cases.LeafReLUImpure, {"torch.fx": torch.fx.Tracer,
-                                                    "minifx": minifx.graph.Tracer}[lib]), {})()
+    tracer = type(
+        "Tracer",
+        (cases.LeafReLUImpure, {"torch.fx": torch.fx.Tracer, "minifx": minifx.graph.Tracer}[lib]),
+        {},
+    )()
     gm = LIBRARIES[lib][1](module, tracer.trace(module))
     assert gm.graph.eliminate_dead_code() is changes
     gm.recompile()

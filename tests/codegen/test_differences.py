@@ -79,6 +79,7 @@ def quietly(function, *args):
 
 # -- python_code and print_readable --------------------------------------------------------
 
+
 def test_print_readable_has_no_colored_stride_or_device_options():
     """`print_readable` likewise has no `colored`, stride or device options."""
     ours = inspect.signature(minifx.GraphModule.print_readable).parameters
@@ -105,6 +106,7 @@ def test_another_root_name_names_the_first_parameter():
 
 
 # -- how globals are written ---------------------------------------------------------------
+
 
 def sqrt_of_rows(x):
     return x * math.sqrt(x.size(0))
@@ -136,7 +138,8 @@ def test_the_none_check_of_concrete_args_is_called_under_a_minifx_name():
     wrap_line = '\nwrap("minifx_graph_tracer__assert_is_none")\n'
     assert ours.startswith(wrap_line)
     assert ours.replace(wrap_line, "\n\n") == theirs.replace(
-        "torch.fx._symbolic_trace._assert_is_none", "minifx_graph_tracer__assert_is_none")
+        "torch.fx._symbolic_trace._assert_is_none", "minifx_graph_tracer__assert_is_none"
+    )
 
 
 class Shown:
@@ -150,15 +153,20 @@ def keep(x, constant):
     return x, constant
 
 
-@pytest.mark.parametrize("constant, pasted, missing", [
-    (torch.ones(2), "torch.Tensor(size=[2], dtype=float32)", "float32"),
-    (Shown(), "Shown()", "Shown"),
-], ids=["tensor", "custom-repr"])
+@pytest.mark.parametrize(
+    "constant, pasted, missing",
+    [
+        (torch.ones(2), "torch.Tensor(size=[2], dtype=float32)", "float32"),
+        (Shown(), "Shown()", "Shown"),
+    ],
+    ids=["tensor", "custom-repr"],
+)
 def test_constants_without_a_literal_are_bound_as_globals(constant, pasted, missing):
     """Constants without a literal that evaluates back to them (tensors, objects with any
     other repr) are bound as globals. torch.fx pastes their repr: a tensor argument becomes
     `torch.Tensor(size=[2], dtype=float32)`, which fails with a `NameError`, and an object
     with a custom repr is pasted as it prints."""
+
     def build(graph):
         graph.output(graph.call_function(keep, (graph.placeholder("x"), constant)))
 
@@ -173,6 +181,7 @@ def test_globals_never_take_the_name_of_a_parameter():
     """Globals never take a name that a parameter or node has: with a parameter called
     `torch`, minifx calls `torch_2.relu(...)`; torch.fx writes `torch.relu(...)`, which looks
     `relu` up on the input."""
+
     def build(graph):
         graph.output(graph.call_function(torch.relu, (graph.placeholder("torch"),)))
 
@@ -190,8 +199,9 @@ def test_a_keyword_named_attribute_is_reached_with_getattr(op):
     """An attribute or submodule name that is a Python keyword (`class`) is reached with
     `getattr(self, "class")`; torch.fx writes `self.class`, a `SyntaxError`."""
     root = torch.nn.Module()
-    setattr(root, "class", torch.nn.ReLU() if op == "call_module" else torch.nn.Parameter(
-        torch.ones(1)))
+    setattr(
+        root, "class", torch.nn.ReLU() if op == "call_module" else torch.nn.Parameter(torch.ones(1))
+    )
 
     def build(graph):
         x = graph.placeholder("x")
@@ -208,6 +218,7 @@ def test_a_keyword_named_attribute_is_reached_with_getattr(op):
 def test_a_placeholder_target_that_is_no_parameter_name_is_a_value_error():
     """A placeholder whose target is not a valid parameter name (`"a-b"`) raises a
     `ValueError` that names the node; torch.fx generates code that fails to compile."""
+
     def build(graph):
         graph.output(graph.placeholder("a-b"))
 
@@ -225,13 +236,16 @@ def list_sum(x):
     return x[0] + x[1]
 
 
-@pytest.mark.parametrize("program, structure, wrong, torch_fx_error", [
-    (dict_sum, lambda PH: {"a": PH, "b": (PH,)}, {"a": 1}, KeyError),
-    (dict_sum, lambda PH: {"a": PH, "b": (PH,)}, {"a": 1, "b": ()}, IndexError),
-    (list_sum, lambda PH: [PH, PH], [1], IndexError),
-], ids=["missing-key", "short-tuple", "short-list"])
-def test_fx_pytree_is_minifx_s_and_checks_the_structure(program, structure, wrong,
-                                                        torch_fx_error):
+@pytest.mark.parametrize(
+    "program, structure, wrong, torch_fx_error",
+    [
+        (dict_sum, lambda PH: {"a": PH, "b": (PH,)}, {"a": 1}, KeyError),
+        (dict_sum, lambda PH: {"a": PH, "b": (PH,)}, {"a": 1, "b": ()}, IndexError),
+        (list_sum, lambda PH: [PH, PH], [1], IndexError),
+    ],
+    ids=["missing-key", "short-tuple", "short-list"],
+)
+def test_fx_pytree_is_minifx_s_and_checks_the_structure(program, structure, wrong, torch_fx_error):
     """`fx_pytree` in the generated code of a structured `concrete_args` graph is minifx's
     small `minifx/codegen/pytree.py`, which checks the input's structure and raises a
     `TypeError` saying what was expected; torch.fx's fails with an `IndexError` or a
@@ -247,6 +261,7 @@ def test_fx_pytree_is_minifx_s_and_checks_the_structure(program, structure, wron
 
 
 # -- running and saving --------------------------------------------------------------------
+
 
 class Dot(torch.nn.Module):
     def forward(self, x):
@@ -328,8 +343,10 @@ def test_copies_keep_the_class_name():
     (`Net`); torch.fx's comes back as `GraphModule`."""
     for lib in LIBRARIES:
         gm = lib.symbolic_trace(Net())
-        names = {type(c).__name__ for c in (pickle.loads(pickle.dumps(gm)), copy.copy(gm),
-                                             copy.deepcopy(gm))}
+        names = {
+            type(c).__name__
+            for c in (pickle.loads(pickle.dumps(gm)), copy.copy(gm), copy.deepcopy(gm))
+        }
         assert type(gm).__name__ == "Net"
         assert names == ({"Net"} if lib is minifx else {"GraphModule"})
 
@@ -364,10 +381,12 @@ def test_the_none_check_is_wrapped_and_retraced_in_both(monkeypatch):
     # copy, which monkeypatch puts back afterwards.
     table = torch.fx._symbolic_trace._wrapped_fns_to_patch
     monkeypatch.setattr(torch.fx._symbolic_trace, "_wrapped_fns_to_patch", dict(table))
-    theirs = torch.fx.symbolic_trace(torch.fx.symbolic_trace(optional_bias,
-                                                              concrete_args={"bias": None}))
+    theirs = torch.fx.symbolic_trace(
+        torch.fx.symbolic_trace(optional_bias, concrete_args={"bias": None})
+    )
     assert theirs.code.startswith(
-        '\ntorch.fx._symbolic_trace.wrap("torch.fx._symbolic_trace._assert_is_none")\n')
+        '\ntorch.fx._symbolic_trace.wrap("torch.fx._symbolic_trace._assert_is_none")\n'
+    )
     with pytest.raises(KeyError, match="torch.fx._symbolic_trace._assert_is_none"):
         torch.fx.symbolic_trace(optional_bias)
 
@@ -411,6 +430,7 @@ def keywords(**kwargs):
 def test_a_str_subclass_is_written_as_a_plain_string():
     """Nothing in a graph can put code into the source: [...] a `str` subclass used as a
     name or key is written as a plain string."""
+
     def build(graph):
         x = graph.placeholder(Renamed("x"))
         relu = graph.call_function(torch.relu, (x,))

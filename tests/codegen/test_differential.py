@@ -40,7 +40,7 @@ RUNNABLE = [c for c in CASES if c.name in INPUTS]
 TORCH_FX_CANNOT_COMPILE = {
     "keyword_only_parameters": "torch.fx writes `def forward(self, x, alpha = 1.0, beta)`",
     "SubmoduleNamedLikeKeyword": "torch.fx writes `self.lambda(x)`; minifx writes "
-                                 "`getattr(self, \"lambda\")(x)` (see the golden text below)",
+    '`getattr(self, "lambda")(x)` (see the golden text below)',
 }
 
 # Retraced with the case's own tracer, not `symbolic_trace`'s default one: these
@@ -57,8 +57,12 @@ RETRACED_WITH_CASE_TRACER = {
 # them with fx_pytree.tree_flatten_spec. Retracing that forward records the structure
 # as one placeholder and getitem nodes, in torch.fx as in minifx, so the retraced
 # graph is compared with torch.fx's retraced graph instead of the original one.
-RETRACE_FLATTENS_INPUTS = {"concrete_ph_in_structure", "concrete_dict_with_ph", "concrete_list_of_ph",
-                           "concrete_namedtuple_of_ph"}
+RETRACE_FLATTENS_INPUTS = {
+    "concrete_ph_in_structure",
+    "concrete_dict_with_ph",
+    "concrete_list_of_ph",
+    "concrete_namedtuple_of_ph",
+}
 
 # Known minifx bugs, marked where they make a test fail.
 # Cases that show a minifx bug, as strict xfails (none at the moment).
@@ -98,6 +102,7 @@ def minifx_printout(c: Case, graph: Any) -> str:
 
 
 # -- calling ----------------------------------------------------------------------------
+
 
 def run(fn: Any, inputs: Example, eager: bool = False) -> Any:
     """Call `fn` on `inputs` after seeding torch's generator (for dropout)."""
@@ -145,8 +150,12 @@ def code_text(golden: str) -> str:
 
 
 def with_bug_marks(cases: list[Case], bugs: dict[str, str]) -> list[Any]:
-    return [pytest.param(c, marks=pytest.mark.xfail(reason=bugs[c.name], strict=True))
-            if c.name in bugs else c for c in cases]
+    return [
+        pytest.param(c, marks=pytest.mark.xfail(reason=bugs[c.name], strict=True))
+        if c.name in bugs
+        else c
+        for c in cases
+    ]
 
 
 def ids(cases: list[Case]) -> list[str]:
@@ -154,6 +163,7 @@ def ids(cases: list[Case]) -> list[str]:
 
 
 # -- 1. the code ----------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("c", CASES, ids=ids(CASES))
 def test_code_is_torch_fx_code(c: Case):
@@ -181,23 +191,25 @@ def test_keyword_only_without_default_stays_keyword_only():
 
 def test_submodule_named_like_keyword_is_reached_with_getattr():
     _, gm = minifx_module(CASES_BY_NAME["SubmoduleNamedLikeKeyword"])
-    assert gm.code == code_text('''
+    assert gm.code == code_text("""
 
 
         def forward(self, x):
             lambda_1 = getattr(self, "lambda")(x);  x = None
             class_1 = getattr(self, "class")(lambda_1);  lambda_1 = None
             return class_1
-''')
+""")
 
 
 # -- 2. the outputs ---------------------------------------------------------------------
 
+
 def test_every_corpus_case_has_inputs_or_a_reason():
     names = {c.name for c in CASES}
     assert not set(INPUTS) & set(NOT_RUNNABLE), "a case is both runnable and not runnable"
-    assert names - set(INPUTS) - set(NOT_RUNNABLE) == set(), \
+    assert names - set(INPUTS) - set(NOT_RUNNABLE) == set(), (
         "add these cases to INPUTS (or, with a reason, to NOT_RUNNABLE) in tests/codegen/inputs.py"
+    )
     assert (set(INPUTS) | set(NOT_RUNNABLE)) - names == set(), "these are not corpus cases"
 
 
@@ -208,13 +220,17 @@ def test_module_argument_of_wrapped_helper_cannot_run_eagerly():
         traced.eager()(torch.randn(2, 2))
 
 
-@pytest.mark.parametrize("actual, expected", [
-    ([torch.ones(2)], (torch.ones(2),)),
-    ({"a": 1, "b": 2}, {"b": 2, "a": 1}),
-    ((torch.ones(2), 3), (torch.ones(2), 4)),
-    (torch.ones(2), torch.ones(2, dtype=torch.float64)),
-    (torch.ones(2).sum().item, torch.zeros(2).sum().item),
-], ids=["list-vs-tuple", "key-order", "int-leaf", "dtype", "bound-method"])
+@pytest.mark.parametrize(
+    "actual, expected",
+    [
+        ([torch.ones(2)], (torch.ones(2),)),
+        ({"a": 1, "b": 2}, {"b": 2, "a": 1}),
+        ((torch.ones(2), 3), (torch.ones(2), 4)),
+        (torch.ones(2), torch.ones(2, dtype=torch.float64)),
+        (torch.ones(2).sum().item, torch.zeros(2).sum().item),
+    ],
+    ids=["list-vs-tuple", "key-order", "int-leaf", "dtype", "bound-method"],
+)
 def test_output_comparison_is_strict(actual: Any, expected: Any):
     """The comparison the output tests rely on tells these apart."""
     with pytest.raises(AssertionError):
@@ -228,6 +244,7 @@ def test_graph_module_runs_like_eager(c: Case):
 
 
 # -- 3. retracing the GraphModule ---------------------------------------------------------
+
 
 @pytest.mark.parametrize("c", with_bug_marks(RUNNABLE, MINIFX_BUGS), ids=ids(RUNNABLE))
 def test_retraced_graph_module_is_the_same(c: Case):
@@ -251,14 +268,16 @@ def test_retraced_graph_is_torch_fx_retraced_graph(c: Case):
     _, gm = minifx_module(c)
     retraced = retrace(c, gm)
     assert minifx_printout(c, retraced.graph) == str(expected)
-    assert minifx_code(c, retraced.code, retraced=True) == torch_code(expected.python_code("self").src)
+    assert minifx_code(c, retraced.code, retraced=True) == torch_code(
+        expected.python_code("self").src
+    )
 
 
 # -- 4. golden texts ------------------------------------------------------------------------
 
 GOLDEN = {
     # call_module, get_attr, getitem with slices; values freed after their last use
-    "EmbeddingWithPositions": '''
+    "EmbeddingWithPositions": """
 
 
         def forward(self, ids):
@@ -268,9 +287,9 @@ GOLDEN = {
             getitem = pos[(slice(None, None, None), slice(None, size, None))];  pos = size = None
             add = emb + getitem;  emb = getitem = None
             return add
-''',
+""",
     # torch functions and a method called with keywords; a tuple returned
-    "keyword_arguments": '''
+    "keyword_arguments": """
 
 
         def forward(self, x):
@@ -278,8 +297,8 @@ GOLDEN = {
             clamp = x.clamp(min = 0.0, max = 1.0)
             topk = torch.topk(x, k = 2, largest = False);  x = None
             return (sum_1, clamp, topk)
-''',
-    "dtype_and_device_constants": '''
+""",
+    "dtype_and_device_constants": """
 
 
         def forward(self, x):
@@ -290,9 +309,9 @@ GOLDEN = {
             getattr_1 = x.dtype
             getattr_2 = x.device;  x = None
             return (to, to_1, to_2, ones_like, getattr_1, getattr_2)
-''',
+""",
     # a dict of a namedtuple (a global named after its class) and nested list/tuple
-    "ModuleReturnsNamedTupleAndDict": '''
+    "ModuleReturnsNamedTupleAndDict": """
 
 
         def forward(self, x):
@@ -301,18 +320,18 @@ GOLDEN = {
             sum_1 = lin.sum()
             pair = tests_graph_corpus_Pair(lin, x);  lin = x = None
             return {'pair': pair, 'list': [relu, (sum_1,)]}
-''',
+""",
     # placeholder defaults and annotations, a return annotation
-    "defaults_and_annotations": '''
+    "defaults_and_annotations": """
 
 
         def forward(self, x : torch.Tensor, scale : float = 2.0, n : int = 3) -> torch.Tensor:
             mul = x * scale;  x = scale = None
             add = mul + n;  mul = n = None
             return add
-''',
+""",
     # structured concrete_args: flattened on the way in, rebuilt on the way out
-    "concrete_ph_in_structure": '''
+    "concrete_ph_in_structure": """
 
 
         def forward(self, x, pair):
@@ -322,7 +341,7 @@ GOLDEN = {
             mul = pair_1 * 3;  pair_1 = None
             add = x + mul;  x = mul = None
             return pytree.tree_unflatten([add], self._out_spec)
-''',
+""",
 }
 
 

@@ -48,6 +48,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # -- the two libraries, behind one interface ---------------------------------------
 
+
 @dataclass(frozen=True)
 class Lib:
     name: str
@@ -58,10 +59,17 @@ class Lib:
     PH: Any
 
 
-MINI = Lib("minifx", minifx.graph.Graph, GraphModule, minifx.graph.Tracer, symbolic_trace,
-           minifx.graph.PH)
-TORCH = Lib("torch.fx", torch.fx.Graph, torch.fx.GraphModule, torch.fx.Tracer,
-            torch.fx.symbolic_trace, torch.fx.PH)
+MINI = Lib(
+    "minifx", minifx.graph.Graph, GraphModule, minifx.graph.Tracer, symbolic_trace, minifx.graph.PH
+)
+TORCH = Lib(
+    "torch.fx",
+    torch.fx.Graph,
+    torch.fx.GraphModule,
+    torch.fx.Tracer,
+    torch.fx.symbolic_trace,
+    torch.fx.PH,
+)
 
 
 def differential(build: Callable[[Lib], Any]) -> Any:
@@ -88,6 +96,7 @@ def normalise(text: str) -> str:
 
 
 # -- models -----------------------------------------------------------------------
+
 
 class Block(torch.nn.Module):
     def __init__(self):
@@ -133,6 +142,7 @@ def leaf_tracer(lib: Lib, *leaf_types: type) -> Any:
     class LeafTracer(lib.Tracer):
         def is_leaf_module(self, m, qualname):
             return isinstance(m, leaf_types) or super().is_leaf_module(m, qualname)
+
     return LeafTracer()
 
 
@@ -170,11 +180,19 @@ def x4():
 
 # -- copying state from the root ---------------------------------------------------
 
+
 def test_copies_only_the_state_the_graph_uses_as_torch_fx_does():
     root = Net()
     state = differential(lambda lib: keys(lib.symbolic_trace(root)))
-    assert state["modules"] == ["", "layer1", "layer1.0", "layer1.0.conv", "layer1.1",
-                                "layer1.1.conv", "head"]
+    assert state["modules"] == [
+        "",
+        "layer1",
+        "layer1.0",
+        "layer1.0.conv",
+        "layer1.1",
+        "layer1.1.conv",
+        "head",
+    ]
     assert state["buffers"] == ["shift"]
     gm = symbolic_trace(root)
     assert "unused_param" not in gm.state_dict() and not hasattr(gm, "unused_module")
@@ -210,6 +228,7 @@ def test_a_called_module_is_installed_whole_even_when_an_attribute_inside_is_rea
             gm = lib.GraphModule(root, g)
             assert gm.a is root.a, lib.name
         return keys(gm)
+
     differential(build)
 
 
@@ -232,8 +251,13 @@ def test_a_dict_root_installs_each_target_at_its_dotted_path():
         gm = lib.GraphModule({"a.b": lin, "w": weight, "a.table": table, "spare": lin}, g)
         assert gm.a.b is lin and gm.w is weight and gm.a.table is table
         return keys(gm), gm(torch.ones(3)).tolist()
+
     state, _ = differential(build)
-    assert state["buffers"] == ["a.table"] and state["parameters"] == ["w", "a.b.weight", "a.b.bias"]
+    assert state["buffers"] == ["a.table"] and state["parameters"] == [
+        "w",
+        "a.b.weight",
+        "a.b.bias",
+    ]
 
 
 def test_a_missing_target_in_a_module_root_is_an_attribute_error_naming_node_and_target():
@@ -246,7 +270,8 @@ def test_a_missing_target_in_a_module_root_is_an_attribute_error_naming_node_and
         "GraphModule: node %layer1_0_nope (call_module) refers to 'layer1.0.nope', but the "
         "root module has no attribute 'nope' on that path (Block has none). How to fix: add "
         "the attribute to the root (for a submodule, gm.add_submodule), or correct the "
-        "node's target.")
+        "node's target."
+    )
     # torch.fx raises an AttributeError too, from nn.Module, naming neither node nor target.
     tg = torch.fx.Graph()
     tg.output(tg.call_module("layer1.0.nope", (tg.placeholder("x"),)))
@@ -261,7 +286,8 @@ def test_a_missing_key_in_a_dict_root_is_a_runtime_error_as_in_torch_fx_with_a_c
         GraphModule({"a": torch.nn.Module(), "w": torch.ones(1)}, g)
     assert str(info.value) == (
         "GraphModule: node %a_w (get_attr) refers to 'a.w', but the root dict has no such key "
-        "(it has ['a', 'w']). How to fix: add the object under that exact dotted name.")
+        "(it has ['a', 'w']). How to fix: add the object under that exact dotted name."
+    )
     # torch.fx raises the same type, with a message that names neither the keys nor the fix.
     tg = torch.fx.Graph()
     tg.output(tg.get_attr("a.w"))
@@ -273,8 +299,11 @@ def test_a_missing_key_in_a_dict_root_is_a_runtime_error_as_in_torch_fx_with_a_c
 def test_a_root_that_is_neither_module_nor_dict_is_a_type_error(root):
     g = minifx.graph.Graph()
     g.output(g.placeholder("x"))
-    with pytest.raises(TypeError, match=r"root must be an nn\.Module or a dict from target "
-                                        f"to object, not {type(root).__name__}"):
+    with pytest.raises(
+        TypeError,
+        match=r"root must be an nn\.Module or a dict from target "
+        f"to object, not {type(root).__name__}",
+    ):
         GraphModule(root, g)
     # minifx differs on purpose: torch.fx raises RuntimeError("Unsupported type ...").
     tg = torch.fx.Graph()
@@ -284,6 +313,7 @@ def test_a_root_that_is_neither_module_nor_dict_is_a_type_error(root):
 
 
 # -- recompile, code, printing -------------------------------------------------------
+
 
 class ReluNet(torch.nn.Module):
     def __init__(self):
@@ -339,6 +369,7 @@ def test_assigning_a_graph_recompiles_and_takes_ownership():
         assert gm.graph is g and g.owning_module is gm and gm.code != before
         torch.testing.assert_close(gm(x4()), gm.lin(-x4()))
         return gm.code
+
     differential(build)
 
 
@@ -358,6 +389,7 @@ def test_code_is_python_code_of_the_graph_and_torch_fx_code():
 
 def nested(lib: Lib) -> torch.nn.Module:
     """A GraphModule whose child `inner` is itself a GraphModule, called as a leaf."""
+
     class Inner(torch.nn.Module):
         def __init__(self):
             super().__init__()
@@ -384,7 +416,7 @@ def test_print_readable_is_torch_fx_text_with_nested_graph_modules(capsys):
     text = differential(lambda lib: normalise(nested(lib).print_readable(print_output=False)))
     assert text.startswith("class Outer(torch.nn.Module):\n    def forward(self, x):\n")
     assert "\n    class Inner(torch.nn.Module):\n" not in text  # named after the attribute
-    assert "\n    class inner(torch.nn.Module):\n        wrap(\"tests_codegen_" in text
+    assert '\n    class inner(torch.nn.Module):\n        wrap("tests_codegen_' in text
     assert nested(MINI).print_readable() == text
     assert capsys.readouterr().out == text + "\n"
 
@@ -398,6 +430,7 @@ def test_print_readable_shows_shapes_from_meta_as_torch_fx():
         y.meta["val"] = torch.empty(2, 3, dtype=torch.float16)
         g.output(y)
         return lib.GraphModule(torch.nn.Module(), g).print_readable(print_output=False)
+
     assert 'relu: "f16[2, 3]" = torch.relu(x)' in differential(build)
 
 
@@ -410,6 +443,7 @@ def test_str_is_the_module_repr_then_the_code_as_in_torch_fx():
 
 # -- adding and deleting submodules --------------------------------------------------
 
+
 def edited(lib: Lib, edit: Callable[[torch.nn.Module], Any]) -> tuple:
     torch.manual_seed(0)
     gm = lib.symbolic_trace(Net())
@@ -417,16 +451,39 @@ def edited(lib: Lib, edit: Callable[[torch.nn.Module], Any]) -> tuple:
     return result, [name for name, _ in gm.named_modules()]
 
 
-@pytest.mark.parametrize("target", ["new", "new.deep.relu", "layer1.0.extra", "layer1.0.conv",
-                                    "shift.x", "scale.x", "layer1.0.conv.weight.x"])
+@pytest.mark.parametrize(
+    "target",
+    [
+        "new",
+        "new.deep.relu",
+        "layer1.0.extra",
+        "layer1.0.conv",
+        "shift.x",
+        "scale.x",
+        "layer1.0.conv.weight.x",
+    ],
+)
 def test_add_submodule_as_torch_fx(target):
-    result, modules = differential(lambda lib: edited(lib, lambda gm: gm.add_submodule(
-        target, torch.nn.ReLU())))
+    result, modules = differential(
+        lambda lib: edited(lib, lambda gm: gm.add_submodule(target, torch.nn.ReLU()))
+    )
     assert result == (target.split(".")[0] not in ("shift", "scale") and "weight" not in target)
 
 
-@pytest.mark.parametrize("target", ["layer1.0.conv", "layer1", "head", "nope", "layer1.7",
-                                    "layer1.0.conv.weight", "scale", "shift", "head.weight.x"])
+@pytest.mark.parametrize(
+    "target",
+    [
+        "layer1.0.conv",
+        "layer1",
+        "head",
+        "nope",
+        "layer1.7",
+        "layer1.0.conv.weight",
+        "scale",
+        "shift",
+        "head.weight.x",
+    ],
+)
 def test_delete_submodule_as_torch_fx(target):
     result, modules = differential(lambda lib: edited(lib, lambda gm: gm.delete_submodule(target)))
     assert result == (target in ("layer1.0.conv", "layer1", "head"))
@@ -441,18 +498,30 @@ def remove_calls(gm: torch.nn.Module, target: str) -> None:
     gm.recompile()
 
 
-@pytest.mark.parametrize("edit", [
-    lambda gm: None,
-    lambda gm: (gm.add_submodule("extra.deep", torch.nn.ReLU()),
-                gm.add_submodule("layer1.0.spare", torch.nn.ReLU())),
-    lambda gm: remove_calls(gm, "layer1.0.conv"),
-    lambda gm: remove_calls(gm, "layer1.1.conv"),
-    lambda gm: (remove_calls(gm, "layer1.0.conv"), remove_calls(gm, "layer1.1.conv")),
-], ids=["nothing-unused", "added-unused", "one-call-removed", "other-call-removed",
-        "both-calls-removed"])
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda gm: None,
+        lambda gm: (
+            gm.add_submodule("extra.deep", torch.nn.ReLU()),
+            gm.add_submodule("layer1.0.spare", torch.nn.ReLU()),
+        ),
+        lambda gm: remove_calls(gm, "layer1.0.conv"),
+        lambda gm: remove_calls(gm, "layer1.1.conv"),
+        lambda gm: (remove_calls(gm, "layer1.0.conv"), remove_calls(gm, "layer1.1.conv")),
+    ],
+    ids=[
+        "nothing-unused",
+        "added-unused",
+        "one-call-removed",
+        "other-call-removed",
+        "both-calls-removed",
+    ],
+)
 def test_delete_all_unused_submodules_as_torch_fx(edit):
     def build(lib):
         return edited(lib, lambda gm: (edit(gm), gm.delete_all_unused_submodules())[1])
+
     differential(build)
 
 
@@ -466,10 +535,12 @@ def test_delete_all_unused_submodules_keeps_the_children_of_a_called_module():
         gm.add_submodule("lonely", torch.nn.ReLU())
         gm.delete_all_unused_submodules()
         return [name for name, _ in gm.named_modules()]
+
     assert differential(build) == ["", "block", "block.0", "block.1"]
 
 
 # -- copying and pickling -----------------------------------------------------------
+
 
 def decorated(lib: Lib) -> tuple[torch.nn.Module, list]:
     """A traced Net with meta, an unused-but-present submodule and a state_dict hook."""
@@ -498,6 +569,7 @@ def test_deepcopy_has_its_own_graph_and_state_and_keeps_meta_and_hooks():
         copied.state_dict()
         assert calls == [""], "the state_dict hook was not kept"
         return keys(copied)
+
     assert "spare" in differential(build)["modules"]  # present but unused: kept
 
 
@@ -518,6 +590,7 @@ def test_copy_shares_graph_and_state():
         assert shallow.code == gm.code and type(shallow) is not type(gm)
         torch.testing.assert_close(shallow(x4()), gm(x4()))
         return keys(shallow)
+
     assert "spare" not in differential(build)["modules"]  # only what the graph uses
 
 
@@ -534,6 +607,7 @@ def test_pickle_round_trip_as_torch_fx():
         assert loaded.code == gm.code and str(loaded.graph) == str(gm.graph)
         assert loaded.graph.owning_module is loaded and loaded.scale is not gm.scale
         return keys(loaded), loaded.code
+
     state, _ = differential(build)
     assert "spare" in state["modules"]  # present but unused: kept, as torch.fx keeps it
 
@@ -585,6 +659,7 @@ def test_structured_concrete_args_call_and_pickle_as_torch_fx():
         again = loaded({"a": a, "b": b})
         assert again["sum"].tolist() == [4.0, 4.0]
         return gm.code, loaded.code
+
     code, loaded_code = differential(build)
     assert "fx_pytree.tree_flatten_spec([d], self._in_spec)" in code
     assert "getitem = d['a']" in loaded_code
@@ -607,7 +682,10 @@ def test_a_namedtuple_of_ph_accepts_the_namedtuple_as_torch_fx_does():
     # Issue 16, repro 1c: the traced module used to reject the correct input.
     def build(lib):
         gm = lib.symbolic_trace(pair_sum, concrete_args={"p": Pair(lib.PH, lib.PH)})
-        return gm(Pair(torch.ones(2), torch.ones(2))).tolist(), gm((torch.ones(2), torch.ones(2))).tolist()
+        return gm(Pair(torch.ones(2), torch.ones(2))).tolist(), gm(
+            (torch.ones(2), torch.ones(2))
+        ).tolist()
+
     assert differential(build) == ([2.0, 2.0], [2.0, 2.0])  # a plain tuple is read by position too
 
 
@@ -625,8 +703,9 @@ class Boxed:
         self.a, self.b = a, b
 
 
-torch.utils._pytree.register_pytree_node(Boxed, lambda box: ([box.a, box.b], None),
-                                         lambda children, _: Boxed(*children))
+torch.utils._pytree.register_pytree_node(
+    Boxed, lambda box: ([box.a, box.b], None), lambda children, _: Boxed(*children)
+)
 torch.fx._pytree.register_pytree_flatten_spec(Boxed, lambda box, _: [box.a, box.b])
 
 
@@ -644,12 +723,14 @@ def test_a_registered_class_of_ph_traces_retraces_and_pickles_as_in_torch_fx():
         again = lib.symbolic_trace(retraced, concrete_args={"x": Boxed(lib.PH, lib.PH)})
         results = [m(box).tolist() for m in (gm, retraced, again, round_trip(again))]
         return results, [n.op for n in retraced.graph.nodes]
+
     results, ops = differential(build)
     assert results == [[3.0, 3.0]] * 4
     assert ops == ["placeholder", "call_function", "call_function", "call_function", "output"]
 
 
 # -- to_folder -----------------------------------------------------------------------
+
 
 class Folded(torch.nn.Module):
     """What to_folder must rebuild: a Linear (from its repr), a custom leaf module
@@ -688,7 +769,11 @@ def test_to_folder_writes_a_package_that_imports_and_runs(tmp_path):
     folder = tmp_path / fresh_name()
     gm.to_folder(folder, "Saved")
     assert sorted(p.name for p in folder.iterdir()) == [
-        "__init__.py", "module.py", "scale.pt", "state_dict.pt"]
+        "__init__.py",
+        "module.py",
+        "scale.pt",
+        "state_dict.pt",
+    ]
     source = (folder / "module.py").read_text()
     assert "torch.nn.Linear(in_features=3, out_features=3, bias=True)" in source
     assert '\nwrap("tests_codegen_test_graph_module_first_rows")\n' in source  # module level
@@ -721,11 +806,18 @@ def test_to_folder_runs_in_a_fresh_interpreter(tmp_path):
     gm.to_folder(tmp_path / "saved")
     x = torch.arange(12.0).reshape(4, 3)
     torch.save(gm(x), tmp_path / "expected.pt")
-    script = ("import torch; from saved import FxModule; x = torch.arange(12.0).reshape(4, 3); "
-              "torch.testing.assert_close(FxModule()(x), torch.load('expected.pt')); print('ok')")
-    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True,
-                          text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
-                          timeout=120)
+    script = (
+        "import torch; from saved import FxModule; x = torch.arange(12.0).reshape(4, 3); "
+        "torch.testing.assert_close(FxModule()(x), torch.load('expected.pt')); print('ok')"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        timeout=120,
+    )
     assert done.returncode == 0 and done.stdout == "ok\n", done.stderr
 
 
@@ -750,6 +842,7 @@ def test_to_folder_of_code_calling_a_lambda_is_a_pickling_error(tmp_path):
 
 
 # -- debugging generated code ----------------------------------------------------------
+
 
 class Square(torch.nn.Module):
     def forward(self, x):
@@ -798,7 +891,8 @@ def test_an_exception_in_generated_code_gets_a_note_naming_the_node():
     assert failure(gm).__notes__ == [
         "While running node %matmul (call_function torch.matmul) in the generated forward of Square, "
         "line 6:\n    matmul = torch.matmul(add, add);  add = None\n"
-        "print(gm.code) shows the whole function; print(gm.graph) shows the nodes."]
+        "print(gm.code) shows the whole function; print(gm.graph) shows the nodes."
+    ]
 
 
 def test_nested_graph_modules_each_add_their_note():
@@ -806,10 +900,14 @@ def test_nested_graph_modules_each_add_their_note():
     outer.inner = symbolic_trace(Square())
     notes = failure(outer).__notes__
     assert len(notes) == 2
-    assert notes[0].startswith("While running node %matmul (call_function torch.matmul) in the "
-                               "generated forward of Square, line 6:")
-    assert notes[1].startswith("While running node %inner (call_module inner) in the generated "
-                               "forward of Outer, line 6:\n    inner = self.inner(mul);  mul = None")
+    assert notes[0].startswith(
+        "While running node %matmul (call_function torch.matmul) in the "
+        "generated forward of Square, line 6:"
+    )
+    assert notes[1].startswith(
+        "While running node %inner (call_module inner) in the generated "
+        "forward of Outer, line 6:\n    inner = self.inner(mul);  mul = None"
+    )
 
 
 def test_an_error_outside_generated_code_gets_no_note():
@@ -841,6 +939,7 @@ def test_pdb_post_mortem_lists_the_generated_lines():
 
 # -- retracing and classes ------------------------------------------------------------
 
+
 def test_symbolic_trace_of_a_graph_module_gives_the_same_graph():
     def build(lib):
         gm = lib.symbolic_trace(Net())
@@ -848,6 +947,7 @@ def test_symbolic_trace_of_a_graph_module_gives_the_same_graph():
         assert again.code == gm.code
         torch.testing.assert_close(again(x4()), gm(x4()))
         return str(again.graph)
+
     assert differential(build) == str(symbolic_trace(Net()).graph)
 
 
@@ -896,8 +996,9 @@ def test_stage_three_names_are_exported_lazily():
         "assert {'GraphModule', 'symbolic_trace', 'python_code'} <= set(dir(minifx))\n"
         "print('ok')\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0 and done.stdout == "ok\n", done.stderr
     assert minifx.GraphModule is GraphModule and minifx.symbolic_trace is symbolic_trace
 
@@ -916,8 +1017,9 @@ def _read_counted(box, spec):
     return [box.a, box.b]
 
 
-torch.utils._pytree.register_pytree_node(Counted, lambda box: ([box.a, box.b], None),
-                                         lambda children, _: Counted(*children))
+torch.utils._pytree.register_pytree_node(
+    Counted, lambda box: ([box.a, box.b], None), lambda children, _: Counted(*children)
+)
 
 
 def test_register_pytree_flatten_spec_is_how_generated_code_reads_a_registered_input():

@@ -150,6 +150,7 @@ def plain(value: Any) -> Any:
 
 # -- drawing one node: each maker returns (op, target, args, kwargs) or None ----------
 
+
 def pick(data: Any, nodes: list[Any]) -> Any:
     """One of `nodes`, often one of the latest two, so that chains form as in real graphs."""
     return data.draw(st.one_of(st.sampled_from(nodes[-2:]), st.sampled_from(nodes)))
@@ -210,11 +211,17 @@ def clamp_method(data: Any, twin: Twin) -> tuple:
 
 def nested(data: Any, leaves: st.SearchStrategy) -> Any:
     """A nested structure of lists, tuples and dicts over `leaves`."""
-    return data.draw(st.recursive(leaves, lambda inner: st.one_of(
-        st.lists(inner, max_size=3),
-        st.lists(inner, max_size=3).map(tuple),
-        st.dictionaries(st.sampled_from(["a", "b", "key"]), inner, max_size=2),
-    ), max_leaves=6))
+    return data.draw(
+        st.recursive(
+            leaves,
+            lambda inner: st.one_of(
+                st.lists(inner, max_size=3),
+                st.lists(inner, max_size=3).map(tuple),
+                st.dictionaries(st.sampled_from(["a", "b", "key"]), inner, max_size=2),
+            ),
+            max_leaves=6,
+        )
+    )
 
 
 def total_of_structure(data: Any, twin: Twin) -> tuple:
@@ -224,7 +231,15 @@ def total_of_structure(data: Any, twin: Twin) -> tuple:
 
 
 MAKERS: list[Callable[[Any, Twin], tuple | None]] = [
-    binary, unary, sort, item_of_tuple, index, cat, sum_method, clamp_method, total_of_structure,
+    binary,
+    unary,
+    sort,
+    item_of_tuple,
+    index,
+    cat,
+    sum_method,
+    clamp_method,
+    total_of_structure,
 ]
 
 
@@ -243,6 +258,7 @@ def build(data: Any, names: list[str] = NAMES) -> Twin:
 
 
 # -- checking the generated source's syntax tree ----------------------------------------
+
 
 def assert_frees_after_last_use(src: str) -> None:
     """Every local is set to None exactly once, on the line of its last read.
@@ -279,17 +295,21 @@ def assert_frees_after_last_use(src: str) -> None:
             if isinstance(read, ast.Name):
                 last_read[read.id] = statement.lineno
     local_names = parameters | set(defined)
-    assert set(freed) <= local_names, f"frees a name that is not a local: {set(freed) - local_names}"
+    assert set(freed) <= local_names, (
+        f"frees a name that is not a local: {set(freed) - local_names}"
+    )
     for name in local_names:
         if name in returned or (name in inputs and name not in last_read):
             expected = []
         else:
             expected = [last_read.get(name, defined.get(name))]
-        assert freed.get(name, []) == expected, f"{name}: freed on lines {freed.get(name)}, " \
-                                                f"expected {expected}\n{src}"
+        assert freed.get(name, []) == expected, (
+            f"{name}: freed on lines {freed.get(name)}, expected {expected}\n{src}"
+        )
 
 
 # -- the properties -------------------------------------------------------------------------
+
 
 @SETTINGS
 @given(st.data())
@@ -325,4 +345,5 @@ def test_free_check_notices_a_missing_free():
 def test_free_check_notices_an_early_free():
     with pytest.raises(AssertionError, match="x: freed on lines"):
         assert_frees_after_last_use(
-            "def forward(self, x):\n    y = x + 1;  x = None\n    z = x * 2\n    return (y, z)\n")
+            "def forward(self, x):\n    y = x + 1;  x = None\n    z = x * 2\n    return (y, z)\n"
+        )

@@ -57,5 +57,7 @@ def test_a_comment_starts_each_group_of_nodes_from_one_place() -> None:
     add.stack_trace = '  File "model.py", line 7, in forward\n    return torch.relu(x) + 1\n'
     code = minifx.codegen.python_code(graph, verbose=True).src
     comments = [line.strip() for line in code.split("\n") if line.strip().startswith("#")]
-    assert comments == ["# No stacktrace found for following nodes",
-                        "# File: model.py:7 in forward, code: return torch.relu(x) + 1"]
+    assert comments == [
+        "# No stacktrace found for following nodes",
+        "# File: model.py:7 in forward, code: return torch.relu(x) + 1",
+    ]

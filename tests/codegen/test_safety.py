@@ -43,6 +43,7 @@ except ImportError:  # numpy is optional
 
 # -- payloads and checks -------------------------------------------------------------
 
+
 @pytest.fixture
 def marker():
     """A file that only a payload would create; the test fails if it exists afterwards."""
@@ -74,8 +75,13 @@ def assert_inert(code: str, *payload_texts: str) -> None:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             function = node.func
-            name = function.id if isinstance(function, ast.Name) else \
-                function.attr if isinstance(function, ast.Attribute) else None
+            name = (
+                function.id
+                if isinstance(function, ast.Name)
+                else function.attr
+                if isinstance(function, ast.Attribute)
+                else None
+            )
             assert name not in DANGEROUS_CALLS, f"the code calls {name}:\n{code}"
         assert not isinstance(node, (ast.Import, ast.ImportFrom)), f"an import:\n{code}"
     lines = code.splitlines(keepends=True)
@@ -83,8 +89,11 @@ def assert_inert(code: str, *payload_texts: str) -> None:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             assert node.lineno == node.end_lineno, "a string literal spans lines"
             line = lines[node.lineno - 1]
-            lines[node.lineno - 1] = line[:node.col_offset] + " " * (
-                node.end_col_offset - node.col_offset) + line[node.end_col_offset:]
+            lines[node.lineno - 1] = (
+                line[: node.col_offset]
+                + " " * (node.end_col_offset - node.col_offset)
+                + line[node.end_col_offset :]
+            )
     outside_strings = "".join(lines)
     # Only code-like texts are checked: a plain target such as `class` or `0` may
     # well appear in a variable name (`class_1`), and that is harmless.
@@ -111,8 +120,13 @@ def torch_fx_code(build: Callable[[Any], Any], root: Any = None) -> str:
 def assigned_names(code: str) -> list[str]:
     """Every variable the forward assigns (the node variables)."""
     tree = ast.parse(code)
-    return [target.id for node in ast.walk(tree) if isinstance(node, ast.Assign)
-            for target in node.targets if isinstance(target, ast.Name)]
+    return [
+        target.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    ]
 
 
 seen: list = []
@@ -126,9 +140,27 @@ def record(x, constant):
 
 # -- node names ------------------------------------------------------------------------
 
-HOSTILE_NAMES = ["a; import os", "class", "print", "torch", "x y", "häßlich", "λ", "1abc", "",
-                 "self", "getattr", "None", "inf", "device", "x", "__builtins__", "a\nb",
-                 "a = 1", 'a"b']
+HOSTILE_NAMES = [
+    "a; import os",
+    "class",
+    "print",
+    "torch",
+    "x y",
+    "häßlich",
+    "λ",
+    "1abc",
+    "",
+    "self",
+    "getattr",
+    "None",
+    "inf",
+    "device",
+    "x",
+    "__builtins__",
+    "a\nb",
+    "a = 1",
+    'a"b',
+]
 
 
 @pytest.mark.parametrize("name", HOSTILE_NAMES)
@@ -167,6 +199,7 @@ def test_names_that_sanitize_alike_stay_distinct():
             node.name = name
             nodes.append(node)
         g.output(tuple(nodes))
+
     gm = minifx_module(build)
     assert [t.item() for t in gm(torch.tensor(10))] == [10, 11, 12, 13]
     returned = next(n for n in ast.walk(ast.parse(gm.code)) if isinstance(n, ast.Return))
@@ -175,16 +208,20 @@ def test_names_that_sanitize_alike_stay_distinct():
 
 # -- placeholder targets --------------------------------------------------------------
 
-@pytest.mark.parametrize("target", ["a; import os", "class", "1x", "x y", "", "a=1", "x:int",
-                                    "*", "***x", "λ", "None"])
+
+@pytest.mark.parametrize(
+    "target", ["a; import os", "class", "1x", "x y", "", "a=1", "x:int", "*", "***x", "λ", "None"]
+)
 def test_a_placeholder_target_that_is_no_parameter_name_is_a_value_error(target):
     graph = Graph()
     graph.output(graph.placeholder(target))
     with pytest.raises(ValueError) as info:
         GraphModule(torch.nn.Module(), graph)
     message = str(info.value)
-    assert message.startswith(f"python_code: placeholder %{graph.find_nodes(op='placeholder')[0].name} "
-                              f"has target {target!r}, which is not a valid Python parameter name")
+    assert message.startswith(
+        f"python_code: placeholder %{graph.find_nodes(op='placeholder')[0].name} "
+        f"has target {target!r}, which is not a valid Python parameter name"
+    )
     assert "How to fix: give the placeholder an identifier as its target" in message
     # torch.fx pastes the target into `def forward(...)` and fails to compile (or
     # compiles something else); minifx refuses it before writing any code.
@@ -199,11 +236,13 @@ def test_a_placeholder_value_error_names_the_placeholder_exactly():
         "python_code: placeholder %class_1 has target 'class', which is not a valid Python "
         "parameter name, so it cannot appear in `def forward(...)`. How to fix: give the "
         "placeholder an identifier as its target (optionally with a leading * or **), for "
-        "example graph.placeholder('x').")
+        "example graph.placeholder('x')."
+    )
 
 
-@pytest.mark.parametrize("target", ["input", "torch", "getattr", "inf", "device", "print", "F",
-                                    "fx_pytree", "None_"])
+@pytest.mark.parametrize(
+    "target", ["input", "torch", "getattr", "inf", "device", "print", "F", "fx_pytree", "None_"]
+)
 def test_a_placeholder_named_like_a_builtin_or_global_still_reaches_the_real_one(target):
     def build(g):
         x = g.placeholder(target)
@@ -222,8 +261,10 @@ def test_a_placeholder_named_like_a_builtin_or_global_still_reaches_the_real_one
 
 
 def test_a_first_placeholder_named_self_is_the_module_as_in_torch_fx():
-    for library_graph, library_module in ((Graph, GraphModule),
-                                          (torch.fx.Graph, torch.fx.GraphModule)):
+    for library_graph, library_module in (
+        (Graph, GraphModule),
+        (torch.fx.Graph, torch.fx.GraphModule),
+    ):
         graph = library_graph()
         me, x = graph.placeholder("self"), graph.placeholder("x")
         graph.output((me, x))
@@ -256,15 +297,40 @@ def test_pytree_argument_names_are_checked_like_placeholder_targets(kind):
 
 # -- get_attr and call_module targets ----------------------------------------------------
 
+
 def attribute_targets(marker: Path) -> dict[str, str]:
-    return {"keyword": "class", "digit": "0", "quote": 'a"b', "quotes": "a'b\"c",
-            "backslash": "a\\b", "newline": "a\nb", "unicode": "häßlich", "space": "a b",
-            "paren": "x)+(1", **payloads(marker)}
+    return {
+        "keyword": "class",
+        "digit": "0",
+        "quote": 'a"b',
+        "quotes": "a'b\"c",
+        "backslash": "a\\b",
+        "newline": "a\nb",
+        "unicode": "häßlich",
+        "space": "a b",
+        "paren": "x)+(1",
+        **payloads(marker),
+    }
 
 
-@pytest.fixture(params=["keyword", "digit", "quote", "quotes", "backslash", "newline", "unicode",
-                        "space", "paren", "call", "double-quote", "single-quote",
-                        "backslash-quote", "newline-statement"])
+@pytest.fixture(
+    params=[
+        "keyword",
+        "digit",
+        "quote",
+        "quotes",
+        "backslash",
+        "newline",
+        "unicode",
+        "space",
+        "paren",
+        "call",
+        "double-quote",
+        "single-quote",
+        "backslash-quote",
+        "newline-statement",
+    ]
+)
 def attribute_target(request, marker) -> str:
     return attribute_targets(marker)[request.param]
 
@@ -272,15 +338,24 @@ def attribute_target(request, marker) -> str:
 def test_a_hostile_get_attr_target_is_reached_with_getattr_and_never_run(attribute_target):
     root = torch.nn.Module()
     setattr(root, attribute_target, torch.nn.Parameter(torch.tensor([7.0])))
-    gm = minifx_module(lambda g: g.output(g.call_function(
-        operator.add, (g.placeholder("x"), g.get_attr(attribute_target)))), root)
+    gm = minifx_module(
+        lambda g: g.output(
+            g.call_function(operator.add, (g.placeholder("x"), g.get_attr(attribute_target)))
+        ),
+        root,
+    )
     assert getattr(gm, attribute_target) is getattr(root, attribute_target)
     assert gm(torch.ones(1)).tolist() == [8.0]
     assert_inert(gm.code, attribute_target)
-    by_getattr = f"getattr(self, {attribute_target!r})" in gm.code or \
-        f'getattr(self, "{attribute_target}")' in gm.code
-    if attribute_target.isidentifier() and attribute_target.isascii() and \
-            not keyword.iskeyword(attribute_target):
+    by_getattr = (
+        f"getattr(self, {attribute_target!r})" in gm.code
+        or f'getattr(self, "{attribute_target}")' in gm.code
+    )
+    if (
+        attribute_target.isidentifier()
+        and attribute_target.isascii()
+        and not keyword.iskeyword(attribute_target)
+    ):
         assert f"self.{attribute_target}\n" in gm.code
     elif attribute_target.isidentifier() and not keyword.iskeyword(attribute_target):
         assert f"self.{attribute_target}\n" in gm.code or by_getattr  # NFKC-stable unicode
@@ -291,8 +366,9 @@ def test_a_hostile_get_attr_target_is_reached_with_getattr_and_never_run(attribu
 def test_a_hostile_call_module_target_is_reached_with_getattr_and_never_run(attribute_target):
     root = torch.nn.Module()
     setattr(root, attribute_target, torch.nn.ReLU())
-    gm = minifx_module(lambda g: g.output(g.call_module(attribute_target, (g.placeholder("x"),))),
-                       root)
+    gm = minifx_module(
+        lambda g: g.output(g.call_module(attribute_target, (g.placeholder("x"),))), root
+    )
     assert getattr(gm, attribute_target) is getattr(root, attribute_target)
     assert gm(torch.tensor([-1.0, 3.0])).tolist() == [0.0, 3.0]
     assert_inert(gm.code, attribute_target)
@@ -318,15 +394,23 @@ def test_torch_fx_pastes_a_quoted_target_into_its_code(marker):
 
     def build(g):
         g.output(g.call_module(target, (g.placeholder("x"),)))
+
     code = torch_fx_code(build, root)
     with pytest.raises(AssertionError, match="the code calls open"):
         assert_inert(code)
     assert_inert(minifx_module(build, root).code, target)
 
 
-@pytest.mark.parametrize("target, missing", [("nope", "nope"), ("a.nope", "nope"),
-                                             ("a.b.c", "b"), ("a.class.x", "x"),
-                                             ("a.klass.x", "klass")])
+@pytest.mark.parametrize(
+    "target, missing",
+    [
+        ("nope", "nope"),
+        ("a.nope", "nope"),
+        ("a.b.c", "b"),
+        ("a.class.x", "x"),
+        ("a.klass.x", "klass"),
+    ],
+)
 def test_a_dotted_path_that_does_not_exist_fails_at_construction(target, missing):
     root = torch.nn.Module()
     root.a = torch.nn.Module()
@@ -335,11 +419,13 @@ def test_a_dotted_path_that_does_not_exist_fails_at_construction(target, missing
     graph.output(graph.get_attr(target))
     with pytest.raises(AttributeError) as info:
         GraphModule(root, graph)
-    assert f"refers to {target!r}, but the root module has no attribute {missing!r}" in \
-        str(info.value)
+    assert f"refers to {target!r}, but the root module has no attribute {missing!r}" in str(
+        info.value
+    )
 
 
 # -- call_method targets ---------------------------------------------------------------
+
 
 class Methods:
     """An object with methods under names that are not identifiers."""
@@ -374,8 +460,10 @@ def test_a_call_method_payload_is_never_run(marker):
 
 # -- call_function targets with hostile names ----------------------------------------------
 
-def renamed(function: Callable, *, name: str, qualname: str | None = None,
-            module: str | None = None) -> Callable:
+
+def renamed(
+    function: Callable, *, name: str, qualname: str | None = None, module: str | None = None
+) -> Callable:
     function.__name__ = name
     function.__qualname__ = qualname if qualname is not None else name
     if module is not None:
@@ -397,9 +485,17 @@ def test_a_function_with_hostile_names_is_bound_as_a_global(marker):
     assert len(global_names) == 1 and global_names[0].isidentifier()
 
 
-@pytest.mark.parametrize("module, name", [("torch", "relu; import os"), ("torch", "relu"),
-                                          ("torch.nn.functional", "gelu"), ("math", "sqrt"),
-                                          ("builtins", "abs"), ("torch", "Tensor.add")])
+@pytest.mark.parametrize(
+    "module, name",
+    [
+        ("torch", "relu; import os"),
+        ("torch", "relu"),
+        ("torch.nn.functional", "gelu"),
+        ("math", "sqrt"),
+        ("builtins", "abs"),
+        ("torch", "Tensor.add"),
+    ],
+)
 def test_a_fake_torch_looking_function_is_bound_not_looked_up_by_name(module, name):
     def triple(x):
         return x * 3
@@ -435,6 +531,7 @@ def test_a_callable_object_with_odd_names_and_repr_is_bound_as_a_global(marker):
 
 
 # -- constants -------------------------------------------------------------------------
+
 
 class EvilRepr:
     def __init__(self, text: str):
@@ -477,18 +574,32 @@ def hostile_constants(evil: str) -> dict[str, Any]:
     for cls in (EvilStr, EvilFloat, EvilInt):
         cls.text = evil
     constants = {
-        "object": EvilRepr(evil), "str-subclass": EvilStr("hello"), "float-subclass": EvilFloat(1.5),
-        "int-subclass": EvilInt(3), "tensor": torch.tensor([1.0, 2.0]),
-        "list-of-evil": [EvilStr("a"), EvilRepr(evil)], "dict-of-evil": {"k": EvilRepr(evil)},
-        "evil-key": {EvilStr("key"): 1}, "tuple-of-evil": (EvilRepr(evil),),
-        "slice-of-evil": slice(EvilInt(1), None, EvilInt(2)), "enum": Colour.CLASS,
-        "enum-keyword": Keywords["class"], "enum-space": Keywords["a b"],
-        "complex-inf": complex("inf"), "big-int": 10 ** 40, "bytes": b"\x00\"'",
-        "str-quotes": 'a"b\'c\\\n', "ellipsis": ..., "none": None,
+        "object": EvilRepr(evil),
+        "str-subclass": EvilStr("hello"),
+        "float-subclass": EvilFloat(1.5),
+        "int-subclass": EvilInt(3),
+        "tensor": torch.tensor([1.0, 2.0]),
+        "list-of-evil": [EvilStr("a"), EvilRepr(evil)],
+        "dict-of-evil": {"k": EvilRepr(evil)},
+        "evil-key": {EvilStr("key"): 1},
+        "tuple-of-evil": (EvilRepr(evil),),
+        "slice-of-evil": slice(EvilInt(1), None, EvilInt(2)),
+        "enum": Colour.CLASS,
+        "enum-keyword": Keywords["class"],
+        "enum-space": Keywords["a b"],
+        "complex-inf": complex("inf"),
+        "big-int": 10**40,
+        "bytes": b"\x00\"'",
+        "str-quotes": "a\"b'c\\\n",
+        "ellipsis": ...,
+        "none": None,
     }
     if numpy is not None:
-        constants |= {"numpy-float": numpy.float32(1.5), "numpy-int": numpy.int64(3),
-                      "numpy-array": numpy.arange(3)}
+        constants |= {
+            "numpy-float": numpy.float32(1.5),
+            "numpy-int": numpy.int64(3),
+            "numpy-array": numpy.arange(3),
+        }
     return constants
 
 
@@ -513,8 +624,16 @@ def test_a_constant_with_a_dangerous_repr_is_passed_through_intact(kind, marker)
     assert same_constant(seen[0], constant), (seen[0], constant)
     assert_inert(gm.code, evil)
     # Reached through the same object, not rebuilt, where it has no literal.
-    if kind in ("object", "str-subclass", "float-subclass", "int-subclass", "tensor", "enum",
-                "enum-keyword", "enum-space"):
+    if kind in (
+        "object",
+        "str-subclass",
+        "float-subclass",
+        "int-subclass",
+        "tensor",
+        "enum",
+        "enum-keyword",
+        "enum-space",
+    ):
         assert seen[0] is constant
 
 
@@ -525,6 +644,7 @@ def test_torch_fx_pastes_the_repr_of_an_unknown_constant(marker):
 
     def build(g):
         g.output(g.call_function(record, (g.placeholder("x"), EvilRepr(evil))))
+
     with pytest.raises(AssertionError, match="the code calls"):
         assert_inert(torch_fx_code(build))
     assert_inert(minifx_module(build).code, evil)
@@ -547,6 +667,7 @@ def test_type_annotations_with_hostile_names_are_bound_as_globals(marker):
         y = g.call_function(operator.add, (x, 1))
         y.type = typing.List[hostile]
         g.output(y, type_expr=typing.Optional[hostile])
+
     gm = minifx_module(build)
     assert gm(1) == 2
     assert_inert(gm.code, evil)
@@ -556,8 +677,14 @@ def test_type_annotations_with_hostile_names_are_bound_as_globals(marker):
 def test_inf_and_nan_constants(value):
     def build(g):
         x = g.placeholder("x")
-        g.output((g.call_function(torch.add, (x, value)), g.call_function(record, (x, value)),
-                  g.call_function(operator.mul, (x, value))))
+        g.output(
+            (
+                g.call_function(torch.add, (x, value)),
+                g.call_function(record, (x, value)),
+                g.call_function(operator.mul, (x, value)),
+            )
+        )
+
     gm = minifx_module(build)
     seen.clear()
     added, _, multiplied = gm(torch.tensor([1.0]))
@@ -574,9 +701,14 @@ def test_inf_still_means_inf_when_a_node_or_parameter_is_named_inf():
         nan = g.placeholder("nan")
         inf = g.call_function(operator.neg, (nan,))
         inf.name = "inf"
-        g.output((g.call_function(operator.add, (inf, math.inf)),
-                  g.call_function(operator.add, (nan, -math.inf)),
-                  g.call_function(record, (inf, math.nan))))
+        g.output(
+            (
+                g.call_function(operator.add, (inf, math.inf)),
+                g.call_function(operator.add, (nan, -math.inf)),
+                g.call_function(record, (inf, math.nan)),
+            )
+        )
+
     gm = minifx_module(build)
     seen.clear()
     plus, minus, _ = gm(torch.tensor([1.0]))
@@ -592,15 +724,18 @@ def test_negative_zero_keeps_its_sign():
 
 # -- keyword arguments whose keys are not identifiers ---------------------------------------
 
+
 def keywords(*args, **kwargs):
     return args, kwargs
 
 
-@pytest.mark.parametrize("key", ["a-b", "class", "1x", "", "with space", "a\nb", 'a"b', "None",
-                                 "ok"])
+@pytest.mark.parametrize(
+    "key", ["a-b", "class", "1x", "", "with space", "a\nb", 'a"b', "None", "ok"]
+)
 def test_keyword_argument_keys_that_are_not_identifiers_make_a_valid_call(key):
-    build = lambda g: g.output(g.call_function(  # noqa: E731
-        keywords, (1,), {key: g.placeholder("x"), "plain": 2}))
+    build = lambda g: g.output(  # noqa: E731
+        g.call_function(keywords, (1,), {key: g.placeholder("x"), "plain": 2})
+    )
     gm = minifx_module(build)
     assert gm(7) == ((1,), {key: 7, "plain": 2})
     assert_inert(gm.code)
@@ -632,14 +767,26 @@ def test_a_name_that_nfkc_normalises_to_another_name_keeps_its_own_name(where):
         setattr(root, FI, torch.nn.Parameter(torch.tensor([1.0])))
     builds = {
         "get_attr": (lambda g: g.output(g.get_attr(FI)), (), [1.0]),
-        "call_module": (lambda g: g.output(g.call_module(FI, (g.placeholder("x"),))),
-                        (torch.tensor([-1.0]),), [0.0]),  # relu, not tanh
-        "call_method": (lambda g: g.output(g.call_method(FI, (g.placeholder("x"),))),
-                        (Ligatures(),), "ligature"),
-        "keyword": (lambda g: g.output(g.call_function(keywords, (), {FI: g.placeholder("x")})),
-                    (7,), ((), {FI: 7})),
-        "enum": (lambda g: g.output(g.call_function(record, (g.placeholder("x"),
-                                                              Ligature[FI]))), (1,), 1),
+        "call_module": (
+            lambda g: g.output(g.call_module(FI, (g.placeholder("x"),))),
+            (torch.tensor([-1.0]),),
+            [0.0],
+        ),  # relu, not tanh
+        "call_method": (
+            lambda g: g.output(g.call_method(FI, (g.placeholder("x"),))),
+            (Ligatures(),),
+            "ligature",
+        ),
+        "keyword": (
+            lambda g: g.output(g.call_function(keywords, (), {FI: g.placeholder("x")})),
+            (7,),
+            ((), {FI: 7}),
+        ),
+        "enum": (
+            lambda g: g.output(g.call_function(record, (g.placeholder("x"), Ligature[FI]))),
+            (1,),
+            1,
+        ),
     }
     build, inputs, expected = builds[where]
     gm = minifx_module(build, root)
@@ -701,12 +848,20 @@ def test_a_str_subclass_with_a_dangerous_format_is_never_pasted(where):
 
 # -- negative numbers ------------------------------------------------------------------------
 
+
 def test_a_negative_base_of_pow_is_bracketed():
     def build(g):
         x = g.placeholder("x")
-        g.output((g.call_function(operator.pow, (-2, x)), g.call_function(operator.pow, (-2.5, x)),
-                  g.call_function(operator.pow, (-math.inf, x)),
-                  g.call_function(operator.pow, (x, -1)), g.call_function(operator.neg, (-2,))))
+        g.output(
+            (
+                g.call_function(operator.pow, (-2, x)),
+                g.call_function(operator.pow, (-2.5, x)),
+                g.call_function(operator.pow, (-math.inf, x)),
+                g.call_function(operator.pow, (x, -1)),
+                g.call_function(operator.neg, (-2,)),
+            )
+        )
+
     gm = minifx_module(build)
     assert gm(2) == ((-2) ** 2, (-2.5) ** 2, math.inf, 0.5, 2) == (4, 6.25, math.inf, 0.5, 2)
     assert "(-2) ** x" in gm.code
@@ -716,9 +871,17 @@ def test_a_negative_base_of_pow_is_bracketed():
     assert torch.fx.GraphModule(torch.nn.Module(), fx)(2) == -4
 
 
-@pytest.mark.parametrize("receiver, method, expected", [
-    (-3, "bit_length", 2), (3, "bit_length", 2), (-2.5, "is_integer", False),
-    (-math.inf, "is_integer", False), (-1.0, "__neg__", 1.0), (-7, "__index__", -7)])
+@pytest.mark.parametrize(
+    "receiver, method, expected",
+    [
+        (-3, "bit_length", 2),
+        (3, "bit_length", 2),
+        (-2.5, "is_integer", False),
+        (-math.inf, "is_integer", False),
+        (-1.0, "__neg__", 1.0),
+        (-7, "__index__", -7),
+    ],
+)
 def test_a_number_as_method_receiver(receiver, method, expected):
     build = lambda g: g.output(g.call_method(method, (receiver,)))  # noqa: E731
     gm = minifx_module(build)
@@ -730,21 +893,39 @@ def test_a_number_as_method_receiver(receiver, method, expected):
 def test_a_negative_number_before_an_attribute_or_index():
     def build(g):
         x = g.placeholder("x")
-        g.output((g.call_function(getattr, (-3, "real")), g.call_function(
-            operator.getitem, ((-1, -2), -1)), g.call_function(operator.sub, (x, -1))))
+        g.output(
+            (
+                g.call_function(getattr, (-3, "real")),
+                g.call_function(operator.getitem, ((-1, -2), -1)),
+                g.call_function(operator.sub, (x, -1)),
+            )
+        )
+
     assert minifx_module(build)(1) == (-3, -2, 2)
 
 
 # -- torch constants ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("constant", [torch.float16, torch.bfloat16, torch.device("cuda:0"),
-                                      torch.device("cuda"), torch.device("cpu"), torch.strided,
-                                      torch.sparse_coo, torch.channels_last,
-                                      torch.contiguous_format],
-                         ids=str)
+
+@pytest.mark.parametrize(
+    "constant",
+    [
+        torch.float16,
+        torch.bfloat16,
+        torch.device("cuda:0"),
+        torch.device("cuda"),
+        torch.device("cpu"),
+        torch.strided,
+        torch.sparse_coo,
+        torch.channels_last,
+        torch.contiguous_format,
+    ],
+    ids=str,
+)
 def test_torch_constants_are_written_as_torch_fx_writes_them(constant):
     def build(g):
         g.output(g.call_function(record, (g.placeholder("x"), constant)))
+
     gm = minifx_module(build)  # compiles, with or without CUDA
     seen.clear()
     gm(1)
@@ -756,16 +937,25 @@ def test_torch_constants_work_when_parameters_shadow_torch_and_device():
     def build(g):
         torch_ = g.placeholder("torch")
         device = g.placeholder("device")
-        empty = g.call_function(torch.ones, (2,), {"dtype": torch.float16,
-                                                   "device": torch.device("cpu"),
-                                                   "layout": torch.strided})
-        g.output((empty, g.call_function(operator.add, (torch_, device)),
-                  g.call_method("to", (empty,), {"memory_format": torch.contiguous_format})))
+        empty = g.call_function(
+            torch.ones,
+            (2,),
+            {"dtype": torch.float16, "device": torch.device("cpu"), "layout": torch.strided},
+        )
+        g.output(
+            (
+                empty,
+                g.call_function(operator.add, (torch_, device)),
+                g.call_method("to", (empty,), {"memory_format": torch.contiguous_format}),
+            )
+        )
+
     ones, total, moved = minifx_module(build)(1, 2)
     assert ones.dtype == torch.float16 and total == 3 and moved.tolist() == [1.0, 1.0]
 
 
 def test_a_device_constant_runs_on_the_device(device):
-    gm = minifx_module(lambda g: g.output(g.call_function(
-        torch.ones, (2,), {"device": torch.device(device)})))
+    gm = minifx_module(
+        lambda g: g.output(g.call_function(torch.ones, (2,), {"device": torch.device(device)}))
+    )
     assert gm().device.type == device

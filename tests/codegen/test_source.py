@@ -49,6 +49,7 @@ def both(build):
 
 # -- python_code -----------------------------------------------------------------------
 
+
 def test_python_code_with_another_root_name():
     # minifx's method Graph.python_code(root_module) calls this function.
     # minifx differs on purpose: torch.fx keeps `def forward(self, ...)` while the body
@@ -100,8 +101,9 @@ STACK_TRACES = [
 def readable_with_stack_traces(Graph, GraphModule, Tracer) -> str:
     model = Net()
     graph = Tracer().trace(model)
-    for node, trace in zip([n for n in graph.nodes if n.op not in ("placeholder", "output")],
-                           STACK_TRACES):
+    for node, trace in zip(
+        [n for n in graph.nodes if n.op not in ("placeholder", "output")], STACK_TRACES
+    ):
         node.stack_trace = trace
     return GraphModule(model, graph, "Net").print_readable(print_output=False)
 
@@ -145,17 +147,22 @@ def origins(symbolic_trace, GraphModule, Graph) -> list:
     traced_module, traced_function = symbolic_trace(Net()), symbolic_trace(relu_function)
     by_hand = Graph()
     by_hand.output(by_hand.placeholder("x"))
-    return [origin(traced_module), origin(traced_function),
-            origin(GraphModule(torch.nn.Module(), by_hand)),  # nothing was traced
-            origin(copy.deepcopy(traced_module)),  # the graph's copy forgets it, in both
-            origin(symbolic_trace(traced_function))[1:]]  # a generated file; its number differs
+    return [
+        origin(traced_module),
+        origin(traced_function),
+        origin(GraphModule(torch.nn.Module(), by_hand)),  # nothing was traced
+        origin(copy.deepcopy(traced_module)),  # the graph's copy forgets it, in both
+        origin(symbolic_trace(traced_function))[1:],
+    ]  # a generated file; its number differs
 
 
 def test_the_generated_forward_names_the_traced_code_as_torch_fx_does():
     found = origins(symbolic_trace, GraphModule, minifx.graph.Graph)
     assert found == origins(torch.fx.symbolic_trace, torch.fx.GraphModule, torch.fx.Graph)
-    assert found[:2] == [(__file__, str(Net.forward.__code__.co_firstlineno), "forward"),
-                         (__file__, str(relu_function.__code__.co_firstlineno), "relu_function")]
+    assert found[:2] == [
+        (__file__, str(Net.forward.__code__.co_firstlineno), "forward"),
+        (__file__, str(relu_function.__code__.co_firstlineno), "relu_function"),
+    ]
     assert found[2] == found[3] == (None, None, None) and found[4] == ("4", "forward")
 
 
@@ -169,8 +176,11 @@ def test_a_recompile_keeps_the_name_and_the_libraries_never_share_one():
     assert type(ours).forward.__code__.co_filename == names[0]
     assert type(theirs).forward.__code__.co_filename != names[1]
     # The numbers come from one counter: no name is used by both libraries.
-    mixed = [type(trace(Net())).forward.__code__.co_filename.split(" ")[0]
-             for _ in range(3) for trace in (symbolic_trace, torch.fx.symbolic_trace)]
+    mixed = [
+        type(trace(Net())).forward.__code__.co_filename.split(" ")[0]
+        for _ in range(3)
+        for trace in (symbolic_trace, torch.fx.symbolic_trace)
+    ]
     assert len(set(mixed)) == 1 + 3  # minifx's one name (same code), torch.fx's three
 
 
@@ -197,8 +207,9 @@ def test_generated_files_are_numbered_by_their_content_and_origin():
     other = symbolic_trace(lambda x: x - 1)
     assert other._source_file != first._source_file
     assert first._source_file.startswith("<eval_with_key>.")
-    assert first._source_file.endswith(f" from {__file__}:{Net.forward.__code__.co_firstlineno} "
-                                       "in forward")
+    assert first._source_file.endswith(
+        f" from {__file__}:{Net.forward.__code__.co_firstlineno} in forward"
+    )
     name = register_source("def forward(self):\n    return 1\n")
     linecache.checkcache()
     linecache.checkcache(name)
@@ -210,7 +221,8 @@ def test_a_source_that_does_not_compile_gets_a_note_with_its_line():
         compile_forward(PythonCode("\n\n\ndef forward(self, x):\n    y = = x\n    return y\n", {}))
     assert info.value.__notes__ == [
         "The generated code of this graph does not compile; line 5 is:\n    y = = x\n"
-        "print the code with minifx.codegen.python_code(graph).src, and fix the graph's node."]
+        "print the code with minifx.codegen.python_code(graph).src, and fix the graph's node."
+    ]
 
 
 class Fails(torch.nn.Module):
@@ -235,14 +247,24 @@ def calls_fails() -> GraphModule:
     return GraphModule({"fails": Fails()}, g, "CallsFails")
 
 
-@pytest.mark.parametrize("make, error, note", [
-    (calls_fails, ValueError,
-     "While running node %fails (call_module fails) in the generated forward of CallsFails, "
-     "line 6:\n    fails = self.fails(add);  add = None\n"),
-    (lambda: symbolic_trace(calls_explode), ZeroDivisionError,
-     "While running node %explode (call_function tests.codegen.test_source.explode) in the generated forward of "
-     "calls_explode, line 6:\n    explode = tests_codegen_test_source_explode(add);  add = None\n"),
-], ids=["submodule", "wrapped-function"])
+@pytest.mark.parametrize(
+    "make, error, note",
+    [
+        (
+            calls_fails,
+            ValueError,
+            "While running node %fails (call_module fails) in the generated forward of CallsFails, "
+            "line 6:\n    fails = self.fails(add);  add = None\n",
+        ),
+        (
+            lambda: symbolic_trace(calls_explode),
+            ZeroDivisionError,
+            "While running node %explode (call_function tests.codegen.test_source.explode) in the generated forward of "
+            "calls_explode, line 6:\n    explode = tests_codegen_test_source_explode(add);  add = None\n",
+        ),
+    ],
+    ids=["submodule", "wrapped-function"],
+)
 def test_an_error_deeper_down_names_the_node_whose_line_called_it(make, error, note):
     gm = make()
     with pytest.raises(error) as info:
@@ -260,10 +282,12 @@ def test_an_error_in_a_line_freeing_values_still_names_its_node():
         gm(torch.ones(2), torch.ones(3))
     assert info.value.__notes__[0].startswith(
         "While running node %add (call_function operator.add) in the generated forward of GraphModule, "
-        "line 5:\n    add = x + y;  x = y = None\n")
+        "line 5:\n    add = x + y;  x = y = None\n"
+    )
 
 
 # -- imports for pickling and to_folder -------------------------------------------------
+
 
 class Helpers:
     @staticmethod
@@ -287,9 +311,10 @@ def test_import_block_reaches_nested_functions_and_skips_builtins():
     g.output(g.call_function(abs, (g.call_function(getattr, (z, "real")),)))
     code = python_code(g)
     block = import_block(code.globals)
-    assert ("from tests.codegen.test_source import Helpers as tests_codegen_test_source_triple; "
-            "tests_codegen_test_source_triple = tests_codegen_test_source_triple.Inner.triple"
-            ) in block.split("\n")
+    assert (
+        "from tests.codegen.test_source import Helpers as tests_codegen_test_source_triple; "
+        "tests_codegen_test_source_triple = tests_codegen_test_source_triple.Inner.triple"
+    ) in block.split("\n")
     assert "import torch" in block.split("\n") and "abs" not in block and "getattr" not in block
     gm = GraphModule(torch.nn.Module(), g)
     loaded = pickle.loads(pickle.dumps(gm))
@@ -301,9 +326,13 @@ def test_unpickling_traces_through_functions_that_are_not_wrapped():
     # becomes that function's operations (`x * 2`), as torch.fx's unpickling does.
     def build(Graph, GraphModule):
         g = Graph()
-        g.output(g.call_function(Helpers.Inner.triple, (g.call_function(
-            Helpers.double, (g.placeholder("x"),)),)))
+        g.output(
+            g.call_function(
+                Helpers.Inner.triple, (g.call_function(Helpers.double, (g.placeholder("x"),)),)
+            )
+        )
         return pickle.loads(pickle.dumps(GraphModule(torch.nn.Module(), g)))
+
     loaded = build(minifx.graph.Graph, GraphModule)
     assert loaded(torch.tensor(1.0)).item() == 6.0
     assert "mul = x * 2;  x = None\n    mul_1 = mul * 3" in loaded.code
@@ -325,11 +354,15 @@ def test_a_tensor_constant_in_the_code_cannot_be_pickled():
 
 @pytest.mark.parametrize("function, error", [(max, ValueError), (len, RuntimeError)])
 def test_unpickling_retraces_so_a_builtin_that_cannot_take_a_proxy_fails_as_in_torch_fx(
-        function, error):
+    function, error
+):
     # A limit shared with torch.fx: unpickling rebuilds the graph by tracing the saved
     # source, and max() or len() of a Proxy cannot be traced. Both libraries raise the
     # same type (minifx's TraceError is a ValueError, its len() error a RuntimeError too).
-    for Graph, Module in ((torch.fx.Graph, torch.fx.GraphModule), (minifx.graph.Graph, GraphModule)):
+    for Graph, Module in (
+        (torch.fx.Graph, torch.fx.GraphModule),
+        (minifx.graph.Graph, GraphModule),
+    ):
         g = Graph()
         g.output(g.call_function(function, (g.placeholder("x"),)))
         saved = pickle.dumps(Module(torch.nn.Module(), g))

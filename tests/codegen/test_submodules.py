@@ -33,7 +33,9 @@ def test_graph_module_inherits_the_submodule_methods() -> None:
 def test_state_targets_are_the_get_attr_and_call_module_nodes() -> None:
     gm = minifx.codegen.symbolic_trace(Model())
     assert [(target, node.op) for target, node in state_targets(gm.graph)] == [
-        ("block.0", "call_module"), ("scale", "get_attr")]
+        ("block.0", "call_module"),
+        ("scale", "get_attr"),
+    ]
 
 
 def test_state_targets_refuse_a_target_that_is_not_a_str() -> None:
@@ -87,5 +89,6 @@ def test_install_from_dict_names_the_missing_key() -> None:
     gm = minifx.codegen.symbolic_trace(Model())
     missing = "refers to 'scale', but the root dict has no such key"
     with pytest.raises(RuntimeError, match=missing):
-        install_from_dict(torch.nn.Module(), {"block.0": getattr(gm.block, "0")},
-                          state_targets(gm.graph))
+        install_from_dict(
+            torch.nn.Module(), {"block.0": getattr(gm.block, "0")}, state_targets(gm.graph)
+        )

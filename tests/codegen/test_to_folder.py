@@ -46,7 +46,9 @@ def test_the_module_source_rebuilds_a_linear_from_its_repr(tmp_path) -> None:
     gm = minifx.codegen.symbolic_trace(Model())
     code = minifx.codegen.python_code(gm.graph)
     source = module_source(gm, code, tmp_path, "Saved")
-    assert "setattr(self, 'linear', torch.nn.Linear(in_features=3, out_features=2, bias=True))" \
+    assert (
+        "setattr(self, 'linear', torch.nn.Linear(in_features=3, out_features=2, bias=True))"
         in source
+    )
     assert "self.register_buffer('offset', torch.empty([2], dtype=torch.float32))" in source
     assert "    def forward(self, x):" in source

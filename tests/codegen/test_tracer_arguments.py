@@ -31,8 +31,9 @@ def flat(value):
     return dataclasses.astuple(value) if dataclasses.is_dataclass(value) else value
 
 
-@pytest.mark.parametrize("module", [m for m in MODULES if m is not PassesCustomArg],
-                         ids=lambda m: m.__name__)
+@pytest.mark.parametrize(
+    "module", [m for m in MODULES if m is not PassesCustomArg], ids=lambda m: m.__name__
+)
 def test_dataclass_programs_give_torch_fx_s_code_and_eager_results(module):
     gms = {name: as_module(fx, module) for name, fx in LIBRARIES.items()}
     assert gms["minifx"].code == gms["torch.fx"].code
@@ -46,8 +47,10 @@ def test_dataclass_programs_give_torch_fx_s_code_and_eager_results(module):
 def test_fx_create_arg_program_gives_torch_fx_s_code():
     gms = {name: as_module(fx, PassesCustomArg) for name, fx in LIBRARIES.items()}
     assert gms["minifx"].code == gms["torch.fx"].code
-    assert "custom_arg_object = tests_graph_test_tracer_arguments_CustomArgObject([x, x], y)" \
+    assert (
+        "custom_arg_object = tests_graph_test_tracer_arguments_CustomArgObject([x, x], y)"
         in gms["minifx"].code
+    )
     x, y = torch.randn(3), torch.randn(3)
     for gm in gms.values():
         torch.testing.assert_close(gm(x, y), y + x + x)
@@ -60,9 +63,12 @@ def test_proxyable_class_programs_run_as_in_eager(program):
         fn, cls = program(fx)
         gm = fx.symbolic_trace(fn)
         codes[name] = gm.code
-        inputs = (cls(torch.randn(5, 3), torch.randn(5, 3)), torch.randn(5, 3)) \
-            if program.__name__.startswith("pair") else (torch.randn(5, 3), -torch.randn(5, 3))
-        inputs = inputs[:fn.__code__.co_argcount]
+        inputs = (
+            (cls(torch.randn(5, 3), torch.randn(5, 3)), torch.randn(5, 3))
+            if program.__name__.startswith("pair")
+            else (torch.randn(5, 3), -torch.randn(5, 3))
+        )
+        inputs = inputs[: fn.__code__.co_argcount]
         got, expected = gm(*inputs), fn(*inputs)
         assert type(got) is cls
         for field in vars(expected):

@@ -47,14 +47,19 @@ def fx_shapes(model: nn.Module, x: torch.Tensor) -> tuple[list[str], dict[str, t
     """torch.fx's node names, and (shape, dtype) by node name where ShapeProp found a tensor."""
     traced = torch.fx.symbolic_trace(model)
     FxShapeProp(traced).propagate(x)
-    shapes = {n.name: (n.meta["tensor_meta"].shape, n.meta["tensor_meta"].dtype)
-              for n in traced.graph.nodes if isinstance(n.meta.get("tensor_meta"), TensorMetadata)}
+    shapes = {
+        n.name: (n.meta["tensor_meta"].shape, n.meta["tensor_meta"].dtype)
+        for n in traced.graph.nodes
+        if isinstance(n.meta.get("tensor_meta"), TensorMetadata)
+    }
     return [n.name for n in traced.graph.nodes], shapes
 
 
 def recorded_shapes(gm) -> tuple[list[str], dict[str, tuple]]:
     """minifx's node names, and the (shape, dtype) recorded by `record_shape` by node name."""
-    shapes = {n.name: (n.meta["shape"], n.meta["dtype"]) for n in gm.graph.nodes if "shape" in n.meta}
+    shapes = {
+        n.name: (n.meta["shape"], n.meta["dtype"]) for n in gm.graph.nodes if "shape" in n.meta
+    }
     return [n.name for n in gm.graph.nodes], shapes
 
 
@@ -236,8 +241,12 @@ class ReluModule(nn.Module):
         return self.act(self.linear(x)) + F.relu(self.linear(x))
 
 
-RELU_PROGRAMS = {"relu_neg": relu_neg, "functional": functional_relus,
-                 "untouched": untouched_relus, "module": ReluModule}
+RELU_PROGRAMS = {
+    "relu_neg": relu_neg,
+    "functional": functional_relus,
+    "untouched": untouched_relus,
+    "module": ReluModule,
+}
 
 
 # name -> the program computed eagerly, with gelu wherever ReluToGelu puts it.
@@ -270,8 +279,11 @@ def test_relu_to_gelu_computes_what_chapter_3s_graph_edit_computes(name):
     program, x = build(RELU_PROGRAMS[name]), torch.randn(3, 4)
     edited = symbolic_trace(program)
     for node in edited.graph.nodes:  # chapter 3's edit, with its in-place relus left alone
-        if node.op == "call_function" and node.target in (torch.relu, F.relu) \
-                and not node.kwargs.get("inplace", False):
+        if (
+            node.op == "call_function"
+            and node.target in (torch.relu, F.relu)
+            and not node.kwargs.get("inplace", False)
+        ):
             node.target, node.kwargs = F.gelu, {}
     edited.recompile()
     transformed = ReluToGelu(symbolic_trace(program)).transform()
@@ -355,7 +367,10 @@ def test_the_relu_rule_gets_f_relus_kwargs():
     decompose(lambda x: F.relu(x) + torch.relu(x), {F.relu: spy, torch.relu: spy})
     assert seen == [False, False]
     new = decompose(lambda x: F.relu(x), {F.relu: spy})
-    assert [n.target for n in new.graph.find_nodes(op="call_function")] == [operator.gt, operator.mul]
+    assert [n.target for n in new.graph.find_nodes(op="call_function")] == [
+        operator.gt,
+        operator.mul,
+    ]
 
 
 class RuleTransformer(Transformer):

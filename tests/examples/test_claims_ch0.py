@@ -46,7 +46,9 @@ def branches_on_length(x):
     return torch.arange(len(x))
 
 
-@pytest.mark.parametrize("program", [shift, branches_on_length, plus_zeros], ids=["if", "len", "int()"])
+@pytest.mark.parametrize(
+    "program", [shift, branches_on_length, plus_zeros], ids=["if", "len", "int()"]
+)
 def test_symbolic_tracing_fails_on_code_that_needs_a_tensors_value(program):
     """symbolic tracing | `torch.fx.symbolic_trace`, `minifx.symbolic_trace` | yes, on Proxies |
     ... | fails on code that needs a tensor's value: `if`, `len`, `int()` ..."""
@@ -63,7 +65,10 @@ def test_a_branch_on_a_value_stops_the_trace_with_torch_fxs_words():
         torch.fx.symbolic_trace(shift)
     with pytest.raises(minifx.TraceError) as ours:
         minifx.symbolic_trace(shift)
-    assert str(theirs.value) == "symbolically traced variables cannot be used as inputs to control flow"
+    assert (
+        str(theirs.value)
+        == "symbolically traced variables cannot be used as inputs to control flow"
+    )
     assert str(theirs.value) in str(ours.value)
 
 
@@ -92,5 +97,10 @@ def test_torch_fx_has_six_opcodes_and_a_root_sentinel_that_never_prints():
     assert theirs._root.op == ours._root.op == "root"
     assert theirs._root not in list(theirs.nodes) and ours._root not in list(ours.nodes)
     assert "root" not in str(theirs) and "root" not in str(ours)
-    assert {n.op for n in theirs.nodes} == {"placeholder", "call_module", "call_function", "call_method",
-                                             "output"}
+    assert {n.op for n in theirs.nodes} == {
+        "placeholder",
+        "call_module",
+        "call_function",
+        "call_method",
+        "output",
+    }

@@ -44,6 +44,7 @@ def _builtin_type(error: BaseException) -> type:
 
 # --- what symbolic tracing cannot capture --------------------------------------------------
 
+
 def clip(x):
     if x.sum() > 0:
         return x
@@ -77,6 +78,7 @@ def test_both_tracers_fail_on_the_four_families(program):
 def test_values_that_only_decide_a_size_trace_in_both():
     """an output whose *size* depends on the *values* — `x[x > 0]` or `x.nonzero()` trace without
     complaint."""
+
     def data_dependent(x):
         return x[x > 0], x.nonzero(), torch.zeros(x.size(0))
 
@@ -102,6 +104,7 @@ def test_numpy_fails_with_its_own_message_in_both():
 
 
 # --- the escape hatches -------------------------------------------------------------------
+
 
 def np_sin(x):
     return torch.from_numpy(np.sin(x.numpy()))
@@ -143,6 +146,7 @@ def test_a_leaf_module_records_one_node_in_both():
     runs, branch and all, when the graph runs."""
     modules = {}
     for name, lib in LIBRARIES.items():
+
         class FlipLeafTracer(lib.Tracer):
             def is_leaf_module(self, m, module_qualified_name):
                 return isinstance(m, SignFlip) or super().is_leaf_module(m, module_qualified_name)
@@ -156,6 +160,7 @@ def test_a_leaf_module_records_one_node_in_both():
 
 
 # --- TorchDynamo and torch.compile -------------------------------------------------------
+
 
 @pytest.fixture
 def captured():
@@ -195,8 +200,10 @@ def test_a_changed_dimension_is_made_symbolic_when_dynamo_recompiles(captured):
     for n in (2, 3, 4):
         compiled(torch.ones(n))
     assert len(graphs) == 2  # the third size reuses the symbolic graph
-    first, second = [[n.meta["example_value"] for n in gm.graph.nodes if n.op == "placeholder"]
-                     for gm, _ in graphs]
+    first, second = [
+        [n.meta["example_value"] for n in gm.graph.nodes if n.op == "placeholder"]
+        for gm, _ in graphs
+    ]
     assert [tuple(v.shape) for v in first] == [(2,)]
     assert isinstance(second[0], torch.SymInt) and isinstance(second[1].shape[0], torch.SymInt)
 
@@ -216,7 +223,7 @@ def test_dynamo_inlines_modules_into_function_calls_on_parameter_inputs(captured
     export graphs lean on `call_function`, since modules are inlined."""
     backend, graphs = captured
     torch.compile(Small(), backend=backend)(torch.ones(2, 4))
-    (gm, _), = graphs
+    ((gm, _),) = graphs
     ops = [n.op for n in gm.graph.nodes]
     assert "call_module" not in ops and "get_attr" not in ops
     assert ops.count("placeholder") == 3  # the weight, the bias, x
@@ -241,8 +248,9 @@ def test_allow_in_graph_records_one_call_and_disable_breaks_the_graph(captured):
     opaque = torch.compiler.allow_in_graph(scaled_sine)
     plain_python = torch.compiler.disable(kept_out)
     torch.compile(lambda x: opaque(x) + 1, backend=backend)(torch.ones(3))
-    assert [n.target for n in graphs[0][0].graph.nodes if n.op != "placeholder" and n.op != "output"] == [
-        scaled_sine, operator.add]  # one call, nothing of its body
+    assert [
+        n.target for n in graphs[0][0].graph.nodes if n.op != "placeholder" and n.op != "output"
+    ] == [scaled_sine, operator.add]  # one call, nothing of its body
     graphs.clear()
     torch.compile(lambda x: plain_python(x * 2) * 3, backend=backend)(torch.ones(3))
     assert len(graphs) == 2 and "sub" not in "".join(str(gm.graph) for gm, _ in graphs)
@@ -271,6 +279,7 @@ def test_allow_in_graph_still_runs_the_function_on_fake_tensors(captured):
 
 
 # --- torch.export --------------------------------------------------------------------------
+
 
 def test_export_is_non_strict_by_default():
     """By default (`strict=False`) `torch.export` traces by running the Python program."""
@@ -316,18 +325,26 @@ def test_a_branch_on_a_value_cannot_be_exported_and_torch_cond_records_both_bran
     as data, for instance with `torch.cond`, which records both branches as subgraphs."""
     from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
-    with pytest.raises(GuardOnDataDependentSymNode, match="Could not guard on data-dependent expression"):
+    with pytest.raises(
+        GuardOnDataDependentSymNode, match="Could not guard on data-dependent expression"
+    ):
         torch.export.export(Clip2(), (torch.ones(3),))
     exported = torch.export.export(Clip2Cond(), (torch.ones(3),))
     gm = exported.graph_module
-    assert [n.target for n in gm.graph.nodes if n.op == "get_attr"] == ["true_graph_0", "false_graph_0"]
-    assert all(isinstance(gm.get_submodule(name), torch.fx.GraphModule)
-               for name in ("true_graph_0", "false_graph_0"))
+    assert [n.target for n in gm.graph.nodes if n.op == "get_attr"] == [
+        "true_graph_0",
+        "false_graph_0",
+    ]
+    assert all(
+        isinstance(gm.get_submodule(name), torch.fx.GraphModule)
+        for name in ("true_graph_0", "false_graph_0")
+    )
     for x in (torch.ones(3), -torch.ones(3)):
         assert torch.equal(exported.module()(x), clip2(x))
 
 
 # --- what carries over ----------------------------------------------------------------------
+
 
 def test_torch_fx_shape_prop_is_an_interpreter_and_runs_on_dynamo_and_export_graphs(captured):
     """torch.fx's own `ShapeProp` is an `Interpreter`, and runs on these graphs as on yours. ... a
@@ -342,14 +359,19 @@ def test_torch_fx_shape_prop_is_an_interpreter_and_runs_on_dynamo_and_export_gra
     dynamo_gm = graphs[0][0]
     export_gm = torch.export.export(model, (x,)).graph_module
     traced = torch.fx.symbolic_trace(model)
-    inputs = {"dynamo": (dynamo_gm, (model.lin.weight, model.lin.bias, x)),
-              "export": (export_gm, (model.lin.weight, model.lin.bias, x)),
-              "symbolic_trace": (traced, (x,))}
+    inputs = {
+        "dynamo": (dynamo_gm, (model.lin.weight, model.lin.bias, x)),
+        "export": (export_gm, (model.lin.weight, model.lin.bias, x)),
+        "symbolic_trace": (traced, (x,)),
+    }
     relu_targets = {}
     for name, (gm, args) in inputs.items():
         FxShapeProp(gm).propagate(*args)
         relu = next(n for n in gm.graph.nodes if n.name == "relu")
         assert relu.meta["tensor_meta"].shape == (2, 4), name
         relu_targets[name] = relu.target
-    assert relu_targets == {"dynamo": torch.relu, "export": torch.ops.aten.relu.default,
-                            "symbolic_trace": torch.relu}
+    assert relu_targets == {
+        "dynamo": torch.relu,
+        "export": torch.ops.aten.relu.default,
+        "symbolic_trace": torch.relu,
+    }

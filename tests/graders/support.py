@@ -61,14 +61,17 @@ def explain_texts(what: str, want: str, got: str, hint: str, see: str, kind: str
         kind: what to call the text in the message: "graph", "code", ...
     """
     want_lines, got_lines = want.splitlines(), got.splitlines()
-    first_difference = next((i for i, (a, b) in enumerate(zip(want_lines, got_lines)) if a != b),
-                            min(len(want_lines), len(got_lines)))
+    first_difference = next(
+        (i for i, (a, b) in enumerate(zip(want_lines, got_lines)) if a != b),
+        min(len(want_lines), len(got_lines)),
+    )
     end = f"(the {kind} ends here)"
     want_line = want_lines[first_difference].strip() if first_difference < len(want_lines) else end
     got_line = got_lines[first_difference].strip() if first_difference < len(got_lines) else end
     line = first_difference + 1
-    message = explain(f"{what}; line {line} of the {kind}: {want_line}", f"line {line}: {got_line}",
-                      hint, see)
+    message = explain(
+        f"{what}; line {line} of the {kind}: {want_line}", f"line {line}: {got_line}", hint, see
+    )
     return f"{message}\n\nExpected {kind}:\n{want}\n\nGot {kind}:\n{got}"
 
 
@@ -132,7 +135,6 @@ def oracle_uses(module: ModuleType, names: Iterable[str]) -> list[str]:
     return sorted(set(found), key=lambda s: int(s.split(":")[0].removeprefix("line ")))
 
 
-
 def oracle_lines(module: ModuleType, names: Iterable[str]) -> str | None:
     """`exercises/<file>.py:<line>: <source> (<name>)` for each use of `names`, or None.
 
@@ -146,8 +148,11 @@ def oracle_lines(module: ModuleType, names: Iterable[str]) -> str | None:
     found = []
     for use in uses:
         line, name = use.removeprefix("line ").split(": ")
-        found.append(f"{path.parent.name}/{path.name}:{line}: {lines[int(line) - 1].strip()} ({name})")
+        found.append(
+            f"{path.parent.name}/{path.name}:{line}: {lines[int(line) - 1].strip()} ({name})"
+        )
     return "; ".join(found)
+
 
 # --- running graded code ------------------------------------------------------------
 
@@ -197,13 +202,16 @@ def summarize_error(error: BaseException) -> str:
     return f"{type(error).__name__}: {first}"
 
 
-def describe_error(error: BaseException, function: str | None = None, outside: str = OUTSIDE) -> str:
+def describe_error(
+    error: BaseException, function: str | None = None, outside: str = OUTSIDE
+) -> str:
     """`summarize_error(error)`, then the line of graded code that raised it."""
     return f"{summarize_error(error)}\n  raised at {error_line(error, function, outside)}"
 
 
-def stub_hint(error: BaseException, stub: str = "it",
-              otherwise: str = "your code raised at the line shown.") -> str:
+def stub_hint(
+    error: BaseException, stub: str = "it", otherwise: str = "your code raised at the line shown."
+) -> str:
     """The hint for graded code that raised: finish the stub if it is one, else `otherwise`.
 
     Args:
@@ -230,8 +238,10 @@ class Delegated(Exception):
 
 def refusing(what: str):
     """A stand-in that raises `Delegated(what)` whenever it is called."""
+
     def refuse(*args, **kwargs):
         raise Delegated(what)
+
     return refuse
 
 

@@ -27,8 +27,10 @@ def ex(impl):
 TRACED = "(not in your code: in the grader's traced function)"
 
 
-_RETURN = ("create_proxy returned None: return what super().create_proxy(...) returns, the "
-           "Proxy that the traced code goes on computing with.")
+_RETURN = (
+    "create_proxy returned None: return what super().create_proxy(...) returns, the "
+    "Proxy that the traced code goes on computing with."
+)
 
 
 def _returns_none(ex) -> bool:
@@ -41,24 +43,43 @@ def _returns_none(ex) -> bool:
 
 @pytest.mark.parametrize(
     "name, want",
-    [("add_", True), ("relu_", True), ("zero_", True), ("index_add_", True),
-     ("add", False), ("view", False), ("__call__", False), ("__iadd__", False)],
+    [
+        ("add_", True),
+        ("relu_", True),
+        ("zero_", True),
+        ("index_add_", True),
+        ("add", False),
+        ("view", False),
+        ("__call__", False),
+        ("__iadd__", False),
+    ],
 )
 def test_is_inplace_method(ex, name, want):
     got, raised = call_graded(ex.is_inplace_method, name)
     if raised is not None:
-        pytest.fail(explain(f"is_inplace_method({name!r}) is {want}", describe_error(raised, outside=TRACED),
-                            stub_hint(raised), SEE), pytrace=False)
+        pytest.fail(
+            explain(
+                f"is_inplace_method({name!r}) is {want}",
+                describe_error(raised, outside=TRACED),
+                stub_hint(raised),
+                SEE,
+            ),
+            pytrace=False,
+        )
     if got is want:
         return
     if got in (True, False) and want:
         hint = "an in-place method is every method whose name ends with one underscore."
     elif got in (True, False):
-        hint = (f"{name} is not in-place: dunders such as __call__ end with two underscores, "
-                "ordinary methods with none.")
+        hint = (
+            f"{name} is not in-place: dunders such as __call__ end with two underscores, "
+            "ordinary methods with none."
+        )
     else:
         hint = "return True or False, not another value."
-    pytest.fail(explain(f"is_inplace_method({name!r}) is {want}", repr(got), hint, SEE), pytrace=False)
+    pytest.fail(
+        explain(f"is_inplace_method({name!r}) is {want}", repr(got), hint, SEE), pytrace=False
+    )
 
 
 def _golden(text: str) -> str:
@@ -78,9 +99,13 @@ def _underscored(x_, scale_=2.0):
     return (x_ * scale_).add(1)
 
 
-_ANNOTATION = ("pass *rest and **more on to super().create_proxy(...): the placeholder's "
-               "type annotation (type_expr=...) travels in them.")
-_RECORD = "call super().create_proxy(...) for every operation you do not refuse, and return its result."
+_ANNOTATION = (
+    "pass *rest and **more on to super().create_proxy(...): the placeholder's "
+    "type annotation (type_expr=...) travels in them."
+)
+_RECORD = (
+    "call super().create_proxy(...) for every operation you do not refuse, and return its result."
+)
 ORDINARY = {
     "ordinary ops": (_pure, "nothing here is in-place: refuse only in-place methods and inplace=True.", """
         tape():
@@ -127,15 +152,24 @@ def test_ordinary_operations_are_recorded_unchanged(ex, case):
             hint = stub_hint(raised)
         elif not isinstance(raised, TraceError) and _returns_none(ex):
             hint = _RETURN
-        pytest.fail(explain(f"the tape TapeRecorder records ({case}):\n{want}", describe_error(raised, outside=TRACED),
-                            hint, SEE), pytrace=False)
+        pytest.fail(
+            explain(
+                f"the tape TapeRecorder records ({case}):\n{want}",
+                describe_error(raised, outside=TRACED),
+                hint,
+                SEE,
+            ),
+            pytrace=False,
+        )
     got = str(tape)
     if got == want:
         return
     lost_annotation = "%x : torch.Tensor" in want and "%x = placeholder" in got
     hint = _ANNOTATION if lost_annotation else _RECORD
-    pytest.fail(explain_texts(f"the tape TapeRecorder records ({case})", want, got, hint, SEE,
-                              kind="tape"), pytrace=False)
+    pytest.fail(
+        explain_texts(f"the tape TapeRecorder records ({case})", want, got, hint, SEE, kind="tape"),
+        pytrace=False,
+    )
 
 
 def _inplace_method(x):
@@ -160,18 +194,24 @@ def _inplace_keyword(x):
     return F.relu(x, inplace=True)
 
 
-_METHOD = ("refuse kind == 'call_method' when is_inplace_method(target): `target` is the "
-           "method's name.")
+_METHOD = (
+    "refuse kind == 'call_method' when is_inplace_method(target): `target` is the method's name."
+)
 REFUSED = {
     "x.add_(1)": (_inplace_method, "add_", _METHOD),
     "x.relu_()": (_inplace_relu_method, "relu_", _METHOD),
     "x.clamp_(0, 1)": (_inplace_clamp_method, "clamp_", _METHOD),
-    "t.add_(x)": (_inplace_on_a_real_tensor, "add_",
-                  "here args[0] is a real tensor (torch.ones(3)), not a Proxy: refuse an in-place "
-                  "method whatever its receiver."),
-    "F.relu(x, inplace=True)": (_inplace_keyword, "relu",
-                                "refuse any call whose kwargs.get('inplace') is True: F.relu "
-                                "passes inplace as a keyword."),
+    "t.add_(x)": (
+        _inplace_on_a_real_tensor,
+        "add_",
+        "here args[0] is a real tensor (torch.ones(3)), not a Proxy: refuse an in-place "
+        "method whatever its receiver.",
+    ),
+    "F.relu(x, inplace=True)": (
+        _inplace_keyword,
+        "relu",
+        "refuse any call whose kwargs.get('inplace') is True: F.relu passes inplace as a keyword.",
+    ),
 }
 
 
@@ -182,19 +222,45 @@ def test_inplace_operations_are_refused(ex, case):
     if raised is None:
         tape, raised = call_graded(recorder.trace, fn)
     if raised is None:
-        pytest.fail(explain(f"a TraceError that names {op!r}", f"a tape, nothing refused:\n{tape}",
-                            hint, SEE), pytrace=False)
+        pytest.fail(
+            explain(
+                f"a TraceError that names {op!r}", f"a tape, nothing refused:\n{tape}", hint, SEE
+            ),
+            pytrace=False,
+        )
     if isinstance(raised, NotImplementedError):
-        pytest.fail(explain(f"a TraceError that names {op!r}", describe_error(raised, outside=TRACED),
-                            stub_hint(raised), SEE), pytrace=False)
+        pytest.fail(
+            explain(
+                f"a TraceError that names {op!r}",
+                describe_error(raised, outside=TRACED),
+                stub_hint(raised),
+                SEE,
+            ),
+            pytrace=False,
+        )
     if not isinstance(raised, TraceError) and _returns_none(ex):
-        pytest.fail(explain(f"a TraceError that names {op!r}", describe_error(raised, outside=TRACED), _RETURN, SEE),
-                    pytrace=False)
+        pytest.fail(
+            explain(
+                f"a TraceError that names {op!r}",
+                describe_error(raised, outside=TRACED),
+                _RETURN,
+                SEE,
+            ),
+            pytrace=False,
+        )
     if not isinstance(raised, TraceError):
-        pytest.fail(explain(f"a TraceError that names {op!r}", describe_error(raised, outside=TRACED),
-                            f"raise minifx's TraceError (from minifx.proxy), not "
-                            f"{type(raised).__name__}.", SEE), pytrace=False)
+        pytest.fail(
+            explain(
+                f"a TraceError that names {op!r}",
+                describe_error(raised, outside=TRACED),
+                f"raise minifx's TraceError (from minifx.proxy), not {type(raised).__name__}.",
+                SEE,
+            ),
+            pytrace=False,
+        )
     assert op in str(raised), explain(
-        f"a TraceError whose message names {op!r}", str(raised)[:300],
+        f"a TraceError whose message names {op!r}",
+        str(raised)[:300],
         f"name the operation ({op}) in the message: the method's name, or the function's __name__.",
-        SEE)
+        SEE,
+    )

@@ -91,8 +91,10 @@ def _trace(make_tracer, model, what: str, trace_error_hint: str):
         hint = "write it: the stub still raises NotImplementedError."
     elif tracer is not None and _missing_setup(tracer):
         name = type(tracer).__name__
-        hint = (f"call super().__init__() in {name}.__init__: Tracer sets itself up there "
-                f"({', '.join(_missing_setup(tracer))} are missing).")
+        hint = (
+            f"call super().__init__() in {name}.__init__: Tracer sets itself up there "
+            f"({', '.join(_missing_setup(tracer))} are missing)."
+        )
     elif isinstance(raised, TraceError):
         hint = trace_error_hint
     else:
@@ -110,15 +112,21 @@ def _opaque_hint(got: str, want: str, model: nn.Module, leaf_types: tuple) -> st
     missing = sorted(want_modules - got_modules)
     chosen = [t for t in missing if isinstance(model.get_submodule(t), leaf_types)]
     if chosen:
-        return (f"{chosen} are instances of leaf_types but were traced through: return True "
-                "when isinstance(m, self.leaf_types).")
+        return (
+            f"{chosen} are instances of leaf_types but were traced through: return True "
+            "when isinstance(m, self.leaf_types)."
+        )
     if missing:
-        return (f"keep the default leaves: {missing} (torch.nn layers) were traced through. "
-                "Return isinstance(...) or super().is_leaf_module(m, module_qualified_name).")
+        return (
+            f"keep the default leaves: {missing} (torch.nn layers) were traced through. "
+            "Return isinstance(...) or super().is_leaf_module(m, module_qualified_name)."
+        )
     extra = sorted(got_modules - want_modules)
     if extra:
-        return (f"{extra} became call_module nodes: only instances of leaf_types and the "
-                "default leaves are leaves; other modules are traced through.")
+        return (
+            f"{extra} became call_module nodes: only instances of leaf_types and the "
+            "default leaves are leaves; other modules are traced through."
+        )
     return "override only is_leaf_module; the rest of Tracer must stay as it is."
 
 
@@ -181,8 +189,10 @@ DEFAULT_LEAVES = """
 
 _FLAT = "FlatTracer.is_leaf_module must return False for every module, torch.nn's and yours."
 _TRACES = "every module of this model traces: override only is_leaf_module."
-_CLIP_LEAF = ("Clip's forward cannot be traced, so OpaqueTracer((Clip,)) must make it a leaf: "
-              "return True when isinstance(m, self.leaf_types).")
+_CLIP_LEAF = (
+    "Clip's forward cannot be traced, so OpaqueTracer((Clip,)) must make it a leaf: "
+    "return True when isinstance(m, self.leaf_types)."
+)
 
 
 @pytest.mark.parametrize("case", ["linear_relu", "every module"])
@@ -190,60 +200,98 @@ def test_flat_tracer_traces_into_every_module(ex, case):
     if case == "linear_relu":
         model, golden = _linear_relu(), FLAT_LINEAR_RELU
     else:
-        model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(4, 2), Scale(2))
+        model = nn.Sequential(
+            nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(4, 2), Scale(2)
+        )
         golden = FLAT_EVERY_MODULE
     want = _golden(golden)
     got = str(_trace(ex.FlatTracer, model, f"FlatTracer().trace({case})", _FLAT))
     kept = _call_modules(got)
-    hint = (f"{kept} stayed call_module nodes: {_FLAT}" if kept else
-            "override only is_leaf_module; the rest of Tracer must stay as it is.")
+    hint = (
+        f"{kept} stayed call_module nodes: {_FLAT}"
+        if kept
+        else "override only is_leaf_module; the rest of Tracer must stay as it is."
+    )
     assert got == want, explain_graphs(
-        "no call_module node: each module recorded as what its forward does", want, got, hint, SEE)
+        "no call_module node: each module recorded as what its forward does", want, got, hint, SEE
+    )
 
 
 def test_opaque_clip_makes_the_block_traceable(ex):
     model, want = Block(), _golden(BLOCK_CLIP_OPAQUE)
-    got = str(_trace(lambda: ex.OpaqueTracer((Clip,)), model, "OpaqueTracer((Clip,)).trace(Block())",
-                     _CLIP_LEAF))
-    assert got == want, explain_graphs("Clip as one call_module node, Scale traced through", want, got,
-                                       _opaque_hint(got, want, model, (Clip,)), SEE)
+    got = str(
+        _trace(
+            lambda: ex.OpaqueTracer((Clip,)),
+            model,
+            "OpaqueTracer((Clip,)).trace(Block())",
+            _CLIP_LEAF,
+        )
+    )
+    assert got == want, explain_graphs(
+        "Clip as one call_module node, Scale traced through",
+        want,
+        got,
+        _opaque_hint(got, want, model, (Clip,)),
+        SEE,
+    )
 
 
 def test_other_user_modules_are_traced_through(ex):
-    graph = _trace(lambda: ex.OpaqueTracer((Clip,)), Block(), "OpaqueTracer((Clip,)).trace(Block())",
-                   _CLIP_LEAF)
+    graph = _trace(
+        lambda: ex.OpaqueTracer((Clip,)),
+        Block(),
+        "OpaqueTracer((Clip,)).trace(Block())",
+        _CLIP_LEAF,
+    )
     modules = [node.target for node in graph.nodes if node.op == "call_module"]
     reads = [node.target for node in graph.nodes if node.op == "get_attr"]
     assert "scale" not in modules and "scale.weight" in reads, explain(
         "Scale, which is not in leaf_types, traced through: a get_attr of 'scale.weight', "
         "no call_module 'scale'",
         f"call_module targets {modules}, get_attr targets {reads}",
-        "only instances of leaf_types (and torch.nn's layers) are leaves; Scale is neither.", SEE)
+        "only instances of leaf_types (and torch.nn's layers) are leaves; Scale is neither.",
+        SEE,
+    )
 
 
 def test_default_leaves_stay_leaves(ex):
     model = nn.Sequential(nn.Linear(8, 8), Scale(8), nn.ReLU())
     graph = _trace(lambda: ex.OpaqueTracer((Scale,)), model, "OpaqueTracer((Scale,))", _TRACES)
     modules = [node.target for node in graph.nodes if node.op == "call_module"]
-    hint = ("Scale is in leaf_types: return True when isinstance(m, self.leaf_types)."
-            if "1" not in modules else
-            "keep the default leaves: return isinstance(...) or "
-            "super().is_leaf_module(m, module_qualified_name).")
+    hint = (
+        "Scale is in leaf_types: return True when isinstance(m, self.leaf_types)."
+        if "1" not in modules
+        else "keep the default leaves: return isinstance(...) or "
+        "super().is_leaf_module(m, module_qualified_name)."
+    )
     assert modules == ["0", "1", "2"], explain(
         "call_module nodes for '0' (nn.Linear), '1' (Scale, chosen) and '2' (nn.ReLU)",
-        f"call_module targets {modules}:\n{graph}", hint, SEE)
+        f"call_module targets {modules}:\n{graph}",
+        hint,
+        SEE,
+    )
 
 
 def test_several_leaf_types(ex):
     model, want = Block(), _golden(BLOCK_SCALE_AND_CLIP_OPAQUE)
-    got = str(_trace(lambda: ex.OpaqueTracer((Scale, Clip)), model, "OpaqueTracer((Scale, Clip))",
-                     "Clip is the second of leaf_types: every class in leaf_types makes a leaf "
-                     "(isinstance accepts the whole tuple)."))
+    got = str(
+        _trace(
+            lambda: ex.OpaqueTracer((Scale, Clip)),
+            model,
+            "OpaqueTracer((Scale, Clip))",
+            "Clip is the second of leaf_types: every class in leaf_types makes a leaf "
+            "(isinstance accepts the whole tuple).",
+        )
+    )
     hint = _opaque_hint(got, want, model, (Scale, Clip))
     if "scale" not in _call_modules(got) and "clip" in _call_modules(got):
-        hint = ("Scale is the first of leaf_types and was traced through: every class in "
-                "leaf_types makes a leaf.")
-    assert got == want, explain_graphs("both Scale and Clip as call_module nodes", want, got, hint, SEE)
+        hint = (
+            "Scale is the first of leaf_types and was traced through: every class in "
+            "leaf_types makes a leaf."
+        )
+    assert got == want, explain_graphs(
+        "both Scale and Clip as call_module nodes", want, got, hint, SEE
+    )
 
 
 def test_subclasses_of_a_leaf_type_are_leaves(ex):
@@ -251,21 +299,40 @@ def test_subclasses_of_a_leaf_type_are_leaves(ex):
         pass
 
     model = nn.Sequential(nn.Linear(8, 8), StrictClip())
-    subclass = ("an instance of a subclass of Clip is an instance of Clip: test "
-                "isinstance(m, self.leaf_types), not type(m).")
-    graph = _trace(lambda: ex.OpaqueTracer((Clip,)), model,
-                   "OpaqueTracer((Clip,)) on a subclass of Clip", subclass)
+    subclass = (
+        "an instance of a subclass of Clip is an instance of Clip: test "
+        "isinstance(m, self.leaf_types), not type(m)."
+    )
+    graph = _trace(
+        lambda: ex.OpaqueTracer((Clip,)),
+        model,
+        "OpaqueTracer((Clip,)) on a subclass of Clip",
+        subclass,
+    )
     modules = [node.target for node in graph.nodes if node.op == "call_module"]
-    hint = subclass if "1" not in modules else (
-        "keep the default leaves (here nn.Linear): return isinstance(...) or "
-        "super().is_leaf_module(m, module_qualified_name).")
+    hint = (
+        subclass
+        if "1" not in modules
+        else (
+            "keep the default leaves (here nn.Linear): return isinstance(...) or "
+            "super().is_leaf_module(m, module_qualified_name)."
+        )
+    )
     assert modules == ["0", "1"], explain(
         "a call_module node for '1', an instance of a subclass of Clip",
-        f"call_module targets {modules}:\n{graph}", hint, SEE)
+        f"call_module targets {modules}:\n{graph}",
+        hint,
+        SEE,
+    )
 
 
 def test_no_leaf_types_is_the_default_tracer(ex):
     model, want = nn.Sequential(nn.Linear(8, 8), Scale(8), nn.ReLU()), _golden(DEFAULT_LEAVES)
     got = str(_trace(lambda: ex.OpaqueTracer(()), model, "OpaqueTracer(())", _TRACES))
-    assert got == want, explain_graphs("OpaqueTracer(()) records what Tracer() records", want, got,
-                                       _opaque_hint(got, want, model, ()), SEE)
+    assert got == want, explain_graphs(
+        "OpaqueTracer(()) records what Tracer() records",
+        want,
+        got,
+        _opaque_hint(got, want, model, ()),
+        SEE,
+    )

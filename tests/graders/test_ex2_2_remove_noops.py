@@ -34,9 +34,11 @@ def _raised(error: BaseException) -> str:
     return f"{type(error).__name__}: {lines[0]}\n  raised at {error_line(error, outside='(not in your code)')}"
 
 
-_REWIRE = ("point a no-op's users at its input before erasing it: "
-           "node.replace_all_uses_with(node.args[0]), then graph.erase_node(node). "
-           "replace_all_uses_with reaches inside the output's tuple too.")
+_REWIRE = (
+    "point a no-op's users at its input before erasing it: "
+    "node.replace_all_uses_with(node.args[0]), then graph.erase_node(node). "
+    "replace_all_uses_with reaches inside the output's tuple too."
+)
 
 
 def _error_hint(error: BaseException) -> str:
@@ -47,8 +49,10 @@ def _error_hint(error: BaseException) -> str:
     if "tried to erase" in text and "users in the graph" in text:
         return _REWIRE
     if "changed size during iteration" in text:
-        return ("iterate over a copy (list(node.users)), or let node.replace_all_uses_with "
-                "move every user.")
+        return (
+            "iterate over a copy (list(node.users)), or let node.replace_all_uses_with "
+            "move every user."
+        )
     return "your code raised at the line shown."
 
 
@@ -104,8 +108,14 @@ class Plain(nn.Module):
 
 
 def _every_dropout():
-    return nn.Sequential(nn.Dropout1d(), nn.Dropout2d(), nn.Dropout3d(), nn.AlphaDropout(),
-                         nn.FeatureAlphaDropout(), nn.Dropout())
+    return nn.Sequential(
+        nn.Dropout1d(),
+        nn.Dropout2d(),
+        nn.Dropout3d(),
+        nn.AlphaDropout(),
+        nn.FeatureAlphaDropout(),
+        nn.Dropout(),
+    )
 
 
 def _train_head_eval_drop():
@@ -199,14 +209,22 @@ def _head(mode: str) -> nn.Module:
     return model
 
 
-_NEVER = "only call_module (Identity, dropout layers) and call_function F.dropout nodes can be no-ops."
+_NEVER = (
+    "only call_module (Identity, dropout layers) and call_function F.dropout nodes can be no-ops."
+)
 _IDENTITY = "an nn.Identity is a no-op in either mode, training or not."
-_OWN_FLAG = ("read the dropout layer's own flag, root.get_submodule(node.target).training, "
-             "not root.training: a submodule can be in another mode than the root.")
-_DROPOUT_TRAINING = ("a dropout layer in training mode (module.training is True) is not a no-op; "
-                     "it is one only in eval mode.")
-_F_DROPOUT = ("F.dropout (node.target is torch.nn.functional.dropout) is a no-op only with "
-              "training=False: read node.kwargs['training'].")
+_OWN_FLAG = (
+    "read the dropout layer's own flag, root.get_submodule(node.target).training, "
+    "not root.training: a submodule can be in another mode than the root."
+)
+_DROPOUT_TRAINING = (
+    "a dropout layer in training mode (module.training is True) is not a no-op; "
+    "it is one only in eval mode."
+)
+_F_DROPOUT = (
+    "F.dropout (node.target is torch.nn.functional.dropout) is a no-op only with "
+    "training=False: read node.kwargs['training']."
+)
 IS_NOOP = [
     # (model, node name, expected, the hint when is_noop gets it wrong)
     ("eval", "skip", True, _IDENTITY),
@@ -234,20 +252,26 @@ def _check_is_noop(ex, model, node, want, hint, what):
         if isinstance(raised, NotImplementedError):
             hint = "write it: the stub still raises NotImplementedError."
         elif node.op != "call_module":
-            hint = (f"%{node.name} is a {node.op} node: look a module up "
-                    "(root.get_submodule(node.target)) only for call_module nodes.")
+            hint = (
+                f"%{node.name} is a {node.op} node: look a module up "
+                "(root.get_submodule(node.target)) only for call_module nodes."
+            )
         else:
             hint = "your code raised at the line shown."
-        pytest.fail(explain(f"is_noop(%{node.name}) is {want} {what}", _raised(raised), hint, SEE),
-                    pytrace=False)
+        pytest.fail(
+            explain(f"is_noop(%{node.name}) is {want} {what}", _raised(raised), hint, SEE),
+            pytrace=False,
+        )
     if got not in (True, False):
         hint = "return True or False, not another value."
-    assert got is want, explain(f"is_noop(%{node.name}) is {want} {what} ({node.format_node()})",
-                                repr(got), hint, SEE)
+    assert got is want, explain(
+        f"is_noop(%{node.name}) is {want} {what} ({node.format_node()})", repr(got), hint, SEE
+    )
 
 
-@pytest.mark.parametrize("mode, name, want, hint", IS_NOOP,
-                         ids=[f"{mode}-{name}" for mode, name, _, _ in IS_NOOP])
+@pytest.mark.parametrize(
+    "mode, name, want, hint", IS_NOOP, ids=[f"{mode}-{name}" for mode, name, _, _ in IS_NOOP]
+)
 def test_is_noop(ex, mode, name, want, hint):
     model = _head(mode)
     node = _nodes(Tracer().trace(model))[name]
@@ -259,11 +283,20 @@ def test_is_noop_for_every_dropout_layer(ex, training):
     model = nn.Sequential(*(getattr(nn, kind)() for kind in _DROPOUT_KINDS)).train(training)
     nodes = [node for node in Tracer().trace(model).nodes if node.op == "call_module"]
     for kind, node in zip(_DROPOUT_KINDS, nodes):
-        hint = (_DROPOUT_TRAINING if training else
-                f"nn.{kind} is one of DROPOUT_MODULES but not a subclass of nn.Dropout: test "
-                "isinstance(module, DROPOUT_MODULES).")
-        _check_is_noop(ex, model, node, not training, hint,
-                       f"for an nn.{kind} in {'training' if training else 'eval'} mode")
+        hint = (
+            _DROPOUT_TRAINING
+            if training
+            else f"nn.{kind} is one of DROPOUT_MODULES but not a subclass of nn.Dropout: test "
+            "isinstance(module, DROPOUT_MODULES)."
+        )
+        _check_is_noop(
+            ex,
+            model,
+            node,
+            not training,
+            hint,
+            f"for an nn.{kind} in {'training' if training else 'eval'} mode",
+        )
 
 
 def _names(graph_text: str) -> list[str]:
@@ -278,12 +311,16 @@ def _dangling(graph_text: str) -> list[str]:
     """Names that nodes (or the output) read but that no line of `graph_text` defines."""
     defined = set(_names(graph_text))
     used = set(re.findall(r"%(\w+)", " ".join(re.findall(r"\(args = .*", graph_text))))
-    used |= set(re.findall(r"\w+", " ".join(re.findall(r"^\s*return (.*)", graph_text, flags=re.M))))
+    used |= set(
+        re.findall(r"\w+", " ".join(re.findall(r"^\s*return (.*)", graph_text, flags=re.M)))
+    )
     return sorted(used - defined)
 
 
-_STALE = ("reads an erased no-op: take each no-op's input from node.args[0] when you erase it, "
-          "not from a list made before the edits (a no-op's input may be an earlier no-op).")
+_STALE = (
+    "reads an erased no-op: take each no-op's input from node.args[0] when you erase it, "
+    "not from a list made before the edits (a no-op's input may be an earlier no-op)."
+)
 
 
 def _mismatch_hint(before: str, want: str, got: str) -> str:
@@ -291,13 +328,17 @@ def _mismatch_hint(before: str, want: str, got: str) -> str:
     if _dangling(got):
         return f"the graph {_STALE} Erased: {_listed(_dangling(got))}."
     if got == before:
-        return ("nothing was erased: visit every node of graph.nodes and erase each one for "
-                "which is_noop(node, root) is True.")
+        return (
+            "nothing was erased: visit every node of graph.nodes and erase each one for "
+            "which is_noop(node, root) is True."
+        )
     kept = [n for n in _names(got) if n not in _names(want)]
     lost = [n for n in _names(want) if n not in _names(got)]
     if kept:
-        return (f"{_listed(kept)} should be gone: erase every no-op, also one that follows "
-                "another (if is_noop disagrees, its own test says why).")
+        return (
+            f"{_listed(kept)} should be gone: erase every no-op, also one that follows "
+            "another (if is_noop disagrees, its own test says why)."
+        )
     if lost:
         return f"{_listed(lost)} should stay: erase only the nodes for which is_noop is True."
     return _REWIRE
@@ -311,25 +352,43 @@ def _run_pass(ex, case):
     before = str(graph)
     removed, raised = call_graded(ex.remove_noops, graph, model)
     if raised is not None:
-        pytest.fail(explain(f"remove_noops to edit the graph ({case})", _raised(raised),
-                            _error_hint(raised), SEE) + f"\n\nGraph before remove_noops:\n{before}",
-                    pytrace=False)
+        pytest.fail(
+            explain(
+                f"remove_noops to edit the graph ({case})",
+                _raised(raised),
+                _error_hint(raised),
+                SEE,
+            )
+            + f"\n\nGraph before remove_noops:\n{before}",
+            pytrace=False,
+        )
     return _golden(golden), count, before, graph, removed
 
 
 def _count_message(count, removed) -> str:
-    hint = ("remove_noops returned None: return the number of nodes erased." if removed is None
-            else "count each node you erase, and return the count.")
-    return explain(f"remove_noops returns {count}, the number of nodes erased", repr(removed), hint, SEE)
+    hint = (
+        "remove_noops returned None: return the number of nodes erased."
+        if removed is None
+        else "count each node you erase, and return the count."
+    )
+    return explain(
+        f"remove_noops returns {count}, the number of nodes erased", repr(removed), hint, SEE
+    )
 
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_remove_noops(ex, case):
     want, count, before, graph, removed = _run_pass(ex, case)
     got = str(graph)
-    assert got == want, _graph_message(
-        f"the graph after remove_noops ({case})", want, got, _mismatch_hint(before, want, got),
-    ) + f"\n\nGraph before remove_noops:\n{before}"
+    assert got == want, (
+        _graph_message(
+            f"the graph after remove_noops ({case})",
+            want,
+            got,
+            _mismatch_hint(before, want, got),
+        )
+        + f"\n\nGraph before remove_noops:\n{before}"
+    )
     assert removed == count and type(removed) is int, _count_message(count, removed)
 
 
@@ -338,11 +397,17 @@ def test_the_graph_still_lints(ex, case):
     _, _, before, graph, _ = _run_pass(ex, case)
     _, raised = call_graded(graph.lint)
     if raised is not None:
-        hint = (f"the graph {_STALE}" if _dangling(str(graph)) else
-                "edit only through graph methods (replace_all_uses_with, erase_node); never set "
-                "node.users or the list links yourself.")
-        pytest.fail(explain("graph.lint() passes after remove_noops", str(raised), hint, SEE)
-                    + f"\n\nGraph before remove_noops:\n{before}", pytrace=False)
+        hint = (
+            f"the graph {_STALE}"
+            if _dangling(str(graph))
+            else "edit only through graph methods (replace_all_uses_with, erase_node); never set "
+            "node.users or the list links yourself."
+        )
+        pytest.fail(
+            explain("graph.lint() passes after remove_noops", str(raised), hint, SEE)
+            + f"\n\nGraph before remove_noops:\n{before}",
+            pytrace=False,
+        )
 
 
 def test_users_are_rewired(ex):
@@ -351,7 +416,10 @@ def test_users_are_rewired(ex):
     users = sorted(user.name for user in linear.users) if linear is not None else None
     assert users == ["add", "output", "sin"], explain(
         "%linear.users == {sin, add, output}: the users of both erased dropouts now use %linear",
-        f"{users}", _REWIRE, SEE)
+        f"{users}",
+        _REWIRE,
+        SEE,
+    )
 
 
 def test_the_pass_runs_on_torch_fx_graphs(ex):
@@ -359,12 +427,22 @@ def test_the_pass_runs_on_torch_fx_graphs(ex):
     graph = torch.fx.Tracer().trace(model)
     removed, raised = call_graded(ex.remove_noops, graph, model)
     if raised is not None:
-        pytest.fail(explain("remove_noops to edit torch.fx's graph of the eval-mode head",
-                            _raised(raised), _error_hint(raised) + " Use only the Graph and Node "
-                            "API that minifx and torch.fx share.", SEE), pytrace=False)
+        pytest.fail(
+            explain(
+                "remove_noops to edit torch.fx's graph of the eval-mode head",
+                _raised(raised),
+                _error_hint(raised) + " Use only the Graph and Node "
+                "API that minifx and torch.fx share.",
+                SEE,
+            ),
+            pytrace=False,
+        )
     want = _golden(CASES["eval-mode head"][2])
     assert str(graph) == want, _graph_message(
-        "on torch.fx's graph of the eval-mode head, the same result", want, str(graph),
+        "on torch.fx's graph of the eval-mode head, the same result",
+        want,
+        str(graph),
         "use only the public Graph and Node API (graph.nodes, node.op, node.target, node.args, "
-        "node.kwargs, replace_all_uses_with, erase_node); minifx and torch.fx share it.")
+        "node.kwargs, replace_all_uses_with, erase_node); minifx and torch.fx share it.",
+    )
     assert removed == 3 and type(removed) is int, _count_message(3, removed)

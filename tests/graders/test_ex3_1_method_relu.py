@@ -73,8 +73,12 @@ def _call(fn, *args, what: str):
         return fn(*args)
     except Exception as raised:  # student code: any error becomes a message
         error = raised
-    pytest.fail(explain(f"{what} runs", describe_error(error), stub_hint(error, "method_relu_to_gelu"),
-                        SEE), pytrace=False)
+    pytest.fail(
+        explain(
+            f"{what} runs", describe_error(error), stub_hint(error, "method_relu_to_gelu"), SEE
+        ),
+        pytrace=False,
+    )
 
 
 # --- models ---------------------------------------------------------------------------
@@ -254,8 +258,11 @@ def _names(value):
 
 def _lines(graph_text: str) -> dict[str, str]:
     """`%name` -> its line, for each node line of a printed graph."""
-    return {line.split()[0][1:]: line.strip() for line in graph_text.splitlines()
-            if line.strip().startswith("%")}
+    return {
+        line.split()[0][1:]: line.strip()
+        for line in graph_text.splitlines()
+        if line.strip().startswith("%")
+    }
 
 
 def _diagnosis(before: dict, golden: str, gm) -> str | None:
@@ -264,48 +271,70 @@ def _diagnosis(before: dict, golden: str, gm) -> str | None:
     after = {n.name: n for n in gm.graph.nodes}
     for name in after:
         if name not in before:
-            return (f"your code added the node %{name}: edit the node in place (its op and "
-                    "target) instead, so that it keeps its name, its place and its users.")
+            return (
+                f"your code added the node %{name}: edit the node in place (its op and "
+                "target) instead, so that it keeps its name, its place and its users."
+            )
     for name, (op, target, args, kwargs) in before.items():
         line = want.get(name)
         node = after.get(name)
         changes = line is not None and "torch._C._nn.gelu" in line and target != F.gelu
         if node is None:
-            return (f"%{name} is gone: edit the node in place (its op and target) instead of "
-                    "erasing it, so that it keeps its name, its place and its users.")
+            return (
+                f"%{name} is gone: edit the node in place (its op and target) instead of "
+                "erasing it, so that it keeps its name, its place and its users."
+            )
         now = (node.op, node.target, _names(node.args), _names(node.kwargs))
         if changes and op == "call_method":
             if now[:2] == (op, target):
-                return (f"%{name} is still call_method[target=relu]: x.relu() is a call_method "
-                        "node whose target is the string 'relu' (not the function torch.relu); "
-                        "rewrite it.")
+                return (
+                    f"%{name} is still call_method[target=relu]: x.relu() is a call_method "
+                    "node whose target is the string 'relu' (not the function torch.relu); "
+                    "rewrite it."
+                )
             if node.op == "call_method" and node.target is F.gelu:
-                return (f"%{name} is call_method with target F.gelu: set node.op = "
-                        "'call_function' too; a call_method node calls the method its target "
-                        "names on args[0].")
+                return (
+                    f"%{name} is call_method with target F.gelu: set node.op = "
+                    "'call_function' too; a call_method node calls the method its target "
+                    "names on args[0]."
+                )
             if node.op == "call_method":
-                return (f"%{name} is call_method[target={node.target}]: tensors have no "
-                        f"`{node.target}` method; make the node a call_function of F.gelu.")
+                return (
+                    f"%{name} is call_method[target={node.target}]: tensors have no "
+                    f"`{node.target}` method; make the node a call_function of F.gelu."
+                )
             if node.op != "call_function" or node.target is not F.gelu:
-                return (f"%{name} is {node.op} of {node.target!r}: it must be a call_function "
-                        "whose target is F.gelu itself, the function (torch._C._nn.gelu).")
+                return (
+                    f"%{name} is {node.op} of {node.target!r}: it must be a call_function "
+                    "whose target is F.gelu itself, the function (torch._C._nn.gelu)."
+                )
             if now[2] != args:
-                return (f"%{name}'s args are {now[2]}, not {args}: keep node.args; args[0], "
-                        "the tensor x.relu() was called on, is F.gelu's input.")
+                return (
+                    f"%{name}'s args are {now[2]}, not {args}: keep node.args; args[0], "
+                    "the tensor x.relu() was called on, is F.gelu's input."
+                )
             if now[3] != kwargs:
                 return f"%{name}'s kwargs are {now[3]}: keep node.kwargs as they were ({{}})."
         elif not changes and now != (op, target, args, kwargs):
             if op == "call_method" and target == "relu_":
-                return (f"leave x.relu_() alone (%{name}): it is in place, and gelu has no "
-                        "in-place form; compare the target with 'relu' exactly.")
+                return (
+                    f"leave x.relu_() alone (%{name}): it is in place, and gelu has no "
+                    "in-place form; compare the target with 'relu' exactly."
+                )
             if op == "call_module":
-                return (f"leave call_module nodes alone: %{name} calls an nn.ReLU submodule "
-                        "whose target is the string 'relu' too; check node.op as well.")
+                return (
+                    f"leave call_module nodes alone: %{name} calls an nn.ReLU submodule "
+                    "whose target is the string 'relu' too; check node.op as well."
+                )
             if op == "call_method":
-                return (f"only call_method nodes whose target is 'relu' change; %{name} calls "
-                        f".{target}() and must stay as it was.")
-            return (f"%{name} ({op}) changed; method_relu_to_gelu must leave every node but "
-                    "x.relu() as it was and return False for it.")
+                return (
+                    f"only call_method nodes whose target is 'relu' change; %{name} calls "
+                    f".{target}() and must stay as it was."
+                )
+            return (
+                f"%{name} ({op}) changed; method_relu_to_gelu must leave every node but "
+                "x.relu() as it was and return False for it."
+            )
     return None
 
 
@@ -316,9 +345,15 @@ def _transformed(ex, case: str, model: nn.Module | None = None):
     failed = _relu_to_gelu(ex, gm)
     if failed is not None:
         hint = _diagnosis(before, GOLDEN[case], gm) or "the graph can no longer be written as code."
-        pytest.fail(explain(f"gm.recompile() writes code for the transformed graph ({case})",
-                            f"{type(failed).__name__}: {str(failed).splitlines()[0]}", hint, SEE),
-                    pytrace=False)
+        pytest.fail(
+            explain(
+                f"gm.recompile() writes code for the transformed graph ({case})",
+                f"{type(failed).__name__}: {str(failed).splitlines()[0]}",
+                hint,
+                SEE,
+            ),
+            pytrace=False,
+        )
     return gm, before
 
 
@@ -335,8 +370,9 @@ def _check_graph(ex, case: str, what: str):
 
 
 def test_the_chapter_model_becomes_all_gelu(ex):
-    _check_graph(ex, "mixed", "every relu of Mixed calls gelu (torch.relu, F.relu and both "
-                              "x.relu())")
+    _check_graph(
+        ex, "mixed", "every relu of Mixed calls gelu (torch.relu, F.relu and both x.relu())"
+    )
 
 
 @pytest.mark.parametrize("case", ["in place", "returned", "chain"])
@@ -348,27 +384,47 @@ def test_it_returns_whether_it_rewrote(ex):
     for case in ("in place", "chain"):  # no out-of-place call_function relu: all is the student's
         gm = symbolic_trace(MODELS[case]())
         before = _snapshot(gm)
-        got = {node.name: _call(ex.method_relu_to_gelu, node, what="method_relu_to_gelu(node)")
-               for node in gm.graph.nodes}
+        got = {
+            node.name: _call(ex.method_relu_to_gelu, node, what="method_relu_to_gelu(node)")
+            for node in gm.graph.nodes
+        }
         hint = _diagnosis(before, GOLDEN[case], gm)
         if hint is not None:
-            pytest.fail(explain_graphs(f"method_relu_to_gelu called on every node ({case})",
-                                       GOLDEN[case], str(gm.graph), hint, SEE), pytrace=False)
+            pytest.fail(
+                explain_graphs(
+                    f"method_relu_to_gelu called on every node ({case})",
+                    GOLDEN[case],
+                    str(gm.graph),
+                    hint,
+                    SEE,
+                ),
+                pytrace=False,
+            )
         rewritten = {name for name, line in _lines(GOLDEN[case]).items() if "gelu" in line}
         want = {name: name in rewritten for name in got}
         for name, result in got.items():
             if result is want[name]:
                 continue
             if want[name]:
-                hint = (f"return True after rewriting the node; for %{name} it returned "
-                        f"{result!r}.")
+                hint = f"return True after rewriting the node; for %{name} it returned {result!r}."
             elif result is None:
-                hint = (f"return False for every node you leave alone; for %{name} it "
-                        "returned None (a bare `return`, or no return at all).")
+                hint = (
+                    f"return False for every node you leave alone; for %{name} it "
+                    "returned None (a bare `return`, or no return at all)."
+                )
             else:
-                hint = f"return False for a node you leave alone; for %{name} it returned {result!r}."
-            pytest.fail(explain(f"True for x.relu() only, False for every other node ({case}): "
-                                f"{want}", repr(got), hint, SEE), pytrace=False)
+                hint = (
+                    f"return False for a node you leave alone; for %{name} it returned {result!r}."
+                )
+            pytest.fail(
+                explain(
+                    f"True for x.relu() only, False for every other node ({case}): {want}",
+                    repr(got),
+                    hint,
+                    SEE,
+                ),
+                pytrace=False,
+            )
 
 
 def test_generated_code_calls_gelu(ex):
@@ -376,9 +432,13 @@ def test_generated_code_calls_gelu(ex):
     got = "\n".join(line.rstrip() for line in gm.code.strip("\n").splitlines()).rstrip()
     assert got == GOLDEN_MIXED_CODE, explain_texts(
         "gm.code, generated again after the edit: it calls gelu, never relu",
-        GOLDEN_MIXED_CODE, got, "the code follows the graph once gm.recompile() runs, as the "
-        "given relu_to_gelu does after the loop: leave the graph as the golden one shows.", SEE,
-        kind="code")
+        GOLDEN_MIXED_CODE,
+        got,
+        "the code follows the graph once gm.recompile() runs, as the "
+        "given relu_to_gelu does after the loop: leave the graph as the golden one shows.",
+        SEE,
+        kind="code",
+    )
 
 
 @pytest.mark.parametrize("case", list(MODELS))
@@ -388,8 +448,15 @@ def test_graph_still_lints(ex, case):
         gm.graph.lint()
     except RuntimeError as error:
         hint = _diagnosis(before, GOLDEN[case], gm) or "change only node.op and node.target."
-        pytest.fail(explain(f"gm.graph.lint() passes after relu_to_gelu ({case})",
-                            str(error).splitlines()[0], hint, SEE), pytrace=False)
+        pytest.fail(
+            explain(
+                f"gm.graph.lint() passes after relu_to_gelu ({case})",
+                str(error).splitlines()[0],
+                hint,
+                SEE,
+            ),
+            pytrace=False,
+        )
 
 
 @pytest.mark.parametrize("case", list(MODELS))
@@ -405,12 +472,22 @@ def test_outputs_are_the_eager_model_with_gelu(ex, case, device):
         got = gm(x.clone())
     except Exception as error:  # the student's graph, run
         got = summarize_error(error)
-    if not (isinstance(got, torch.Tensor) and got.shape == want.shape
-            and torch.allclose(got, want, atol=1e-6)):
+    if not (
+        isinstance(got, torch.Tensor)
+        and got.shape == want.shape
+        and torch.allclose(got, want, atol=1e-6)
+    ):
         hint = _diagnosis(before, GOLDEN[case], gm) or "compare gm.graph with the eager model."
-        pytest.fail(explain(f"gm(x) equals the eager model with F.gelu in place of each "
-                            f"out-of-place relu ({case}): {want}", str(got), hint, SEE),
-                    pytrace=False)
+        pytest.fail(
+            explain(
+                f"gm(x) equals the eager model with F.gelu in place of each "
+                f"out-of-place relu ({case}): {want}",
+                str(got),
+                hint,
+                SEE,
+            ),
+            pytrace=False,
+        )
 
 
 def test_the_given_relu_to_gelu_returns_gm(ex):
@@ -423,30 +500,57 @@ def test_the_given_relu_to_gelu_returns_gm(ex):
     else:
         error = None
     if error is not None:
-        hint = stub_hint(error, "method_relu_to_gelu", _diagnosis(before, GOLDEN["mixed"], gm)
-                         or "your code raised at the line shown.")
-        pytest.fail(explain("relu_to_gelu(gm) runs", describe_error(error), hint, SEE), pytrace=False)
+        hint = stub_hint(
+            error,
+            "method_relu_to_gelu",
+            _diagnosis(before, GOLDEN["mixed"], gm) or "your code raised at the line shown.",
+        )
+        pytest.fail(
+            explain("relu_to_gelu(gm) runs", describe_error(error), hint, SEE), pytrace=False
+        )
     assert returned is gm, explain(
-        "relu_to_gelu(gm) returns gm itself, edited in place", repr(type(returned)),
-        "keep the given relu_to_gelu as it is: it ends with `return gm`.", SEE)
+        "relu_to_gelu(gm) returns gm itself, edited in place",
+        repr(type(returned)),
+        "keep the given relu_to_gelu as it is: it ends with `return gm`.",
+        SEE,
+    )
     got = str(gm.graph)
     if got != GOLDEN["mixed"]:
         hint = _diagnosis(before, GOLDEN["mixed"], gm) or (
-            "keep the given relu_to_gelu and function_relu_to_gelu as they are.")
-        pytest.fail(explain_graphs("relu_to_gelu(gm), the given code with your function",
-                                   GOLDEN["mixed"], got, hint, SEE), pytrace=False)
+            "keep the given relu_to_gelu and function_relu_to_gelu as they are."
+        )
+        pytest.fail(
+            explain_graphs(
+                "relu_to_gelu(gm), the given code with your function",
+                GOLDEN["mixed"],
+                got,
+                hint,
+                SEE,
+            ),
+            pytrace=False,
+        )
 
 
 def test_the_pass_runs_on_torch_fx_graph_modules(ex):
     gm = torch.fx.symbolic_trace(Mixed())
     before = _snapshot(gm)
     _relu_to_gelu(ex, gm)
-    got = [(n.name, n.op, getattr(n.target, "__name__", n.target), _names(n.args))
-           for n in gm.graph.nodes]
+    got = [
+        (n.name, n.op, getattr(n.target, "__name__", n.target), _names(n.args))
+        for n in gm.graph.nodes
+    ]
     if got != GOLDEN_FX_MIXED:
         hint = _diagnosis(before, GOLDEN["mixed"], gm) or (
-            "use only the Node API minifx and torch.fx share: node.op, node.target, node.args.")
+            "use only the Node API minifx and torch.fx share: node.op, node.target, node.args."
+        )
         wrong = next((g, w) for g, w in zip_longest(got, GOLDEN_FX_MIXED) if g != w)
-        pytest.fail(explain(f"on torch.fx's GraphModule of Mixed, the same graph; the first "
-                            f"node that differs: {wrong[1]}", repr(wrong[0]), hint, SEE),
-                    pytrace=False)
+        pytest.fail(
+            explain(
+                f"on torch.fx's GraphModule of Mixed, the same graph; the first "
+                f"node that differs: {wrong[1]}",
+                repr(wrong[0]),
+                hint,
+                SEE,
+            ),
+            pytrace=False,
+        )

@@ -143,9 +143,14 @@ GOLDEN_NET_CODE = _golden("""
 # the model's own parameter it must be).
 GOLDEN_MODULES = {"net": ["", "layer1", "layer1.norm"], "mlp": ["", "1"], "twice": [""]}
 GOLDEN_PARAMETERS = {
-    "net": {"layer1_fc_weight": "layer1.fc.weight", "layer1_fc_bias": "layer1.fc.bias",
-            "head_weight": "head.weight", "head_bias": "head.bias",
-            "layer1.norm.weight": "layer1.norm.weight", "layer1.norm.bias": "layer1.norm.bias"},
+    "net": {
+        "layer1_fc_weight": "layer1.fc.weight",
+        "layer1_fc_bias": "layer1.fc.bias",
+        "head_weight": "head.weight",
+        "head_bias": "head.bias",
+        "layer1.norm.weight": "layer1.norm.weight",
+        "layer1.norm.bias": "layer1.norm.bias",
+    },
     "mlp": {"0_weight": "0.weight", "0_bias": "0.bias", "2_weight": "2.weight"},
     "twice": {"fc_weight": "fc.weight", "fc_bias": "fc.bias"},
 }
@@ -162,68 +167,98 @@ def _diagnosis(model: nn.Module, gm, case: str) -> str | None:
     """The hint for the first thing in gm's graph that is not what the golden graph says."""
     kinds = dict(model.named_modules())
     want = GOLDEN[case]
-    want_targets = {line.split("get_attr[target=")[1].split("]")[0]
-                    for line in want.splitlines() if "get_attr[target=" in line}
+    want_targets = {
+        line.split("get_attr[target=")[1].split("]")[0]
+        for line in want.splitlines()
+        if "get_attr[target=" in line
+    }
     nodes = list(gm.graph.nodes)
     get_attrs = [n for n in nodes if n.op == "get_attr"]
     for node in nodes:
         if node.op == "call_module" and isinstance(kinds.get(node.target), nn.Linear):
-            lowered = any(n.target in (f"{node.target.replace('.', '_')}_weight",
-                                       f"{node.target}.weight") for n in get_attrs)
+            lowered = any(
+                n.target in (f"{node.target.replace('.', '_')}_weight", f"{node.target}.weight")
+                for n in get_attrs
+            )
             if lowered:
-                return (f"a Linear called twice is lowered at both calls: %{node.name} still "
-                        f"calls {node.target}. Lower every call_module node of an nn.Linear, even "
-                        "when its parameters are registered already.")
-            return (f"%{node.name} still calls the nn.Linear at {node.target!r}: lower every "
-                    "call_module node whose module, gm.get_submodule(node.target), is an "
-                    "nn.Linear.")
+                return (
+                    f"a Linear called twice is lowered at both calls: %{node.name} still "
+                    f"calls {node.target}. Lower every call_module node of an nn.Linear, even "
+                    "when its parameters are registered already."
+                )
+            return (
+                f"%{node.name} still calls the nn.Linear at {node.target!r}: lower every "
+                "call_module node whose module, gm.get_submodule(node.target), is an "
+                "nn.Linear."
+            )
     for line in want.splitlines():
         if "call_module[target=" in line:
             name = line.split()[0][1:]
             if name not in {n.name for n in nodes}:
                 target = line.split("call_module[target=")[1].split("]")[0]
-                return (f"only nn.Linear is lowered: %{name} calls the "
-                        f"{type(kinds.get(target)).__name__} at {target!r}, which has a weight "
-                        "too, and must stay a call_module node.")
+                return (
+                    f"only nn.Linear is lowered: %{name} calls the "
+                    f"{type(kinds.get(target)).__name__} at {target!r}, which has a weight "
+                    "too, and must stay a call_module node."
+                )
     parameters, buffers = dict(gm.named_parameters()), dict(gm.named_buffers())
     for node in get_attrs:
         if "." in node.target:
-            return (f"get_attr[target={node.target}] reads through the Linear, which then stays "
-                    "on gm: register the parameter on gm as state_name(node.target, 'weight') "
-                    "(or 'bias') and get_attr that name.")
+            return (
+                f"get_attr[target={node.target}] reads through the Linear, which then stays "
+                "on gm: register the parameter on gm as state_name(node.target, 'weight') "
+                "(or 'bias') and get_attr that name."
+            )
         if node.target not in want_targets:
             linear = kinds.get(node.target.rsplit("_", 1)[0].replace("_", "."))
             no_bias = isinstance(linear, nn.Linear) and linear.bias is None
             if node.target.endswith("_bias") and no_bias:
-                return (f"a Linear without bias gets no bias get_attr (%{node.name}): pass None as "
-                        "F.linear's bias, as nn.Linear.forward does.")
-            return (f"get_attr[target={node.target}]: name the parameters state_name(node.target, "
-                    f"'weight') and state_name(node.target, 'bias'): {sorted(want_targets)}.")
+                return (
+                    f"a Linear without bias gets no bias get_attr (%{node.name}): pass None as "
+                    "F.linear's bias, as nn.Linear.forward does."
+                )
+            return (
+                f"get_attr[target={node.target}]: name the parameters state_name(node.target, "
+                f"'weight') and state_name(node.target, 'bias'): {sorted(want_targets)}."
+            )
         if node.target in buffers:
-            return (f"{node.target} is a buffer of gm: use gm.register_parameter, not "
-                    "register_buffer, so that it stays a parameter that trains.")
+            return (
+                f"{node.target} is a buffer of gm: use gm.register_parameter, not "
+                "register_buffer, so that it stays a parameter that trains."
+            )
         if node.target not in parameters:
-            return (f"{node.target} is not a parameter of gm: register it with "
-                    "gm.register_parameter before inserting the get_attr that reads it.")
+            return (
+                f"{node.target} is not a parameter of gm: register it with "
+                "gm.register_parameter before inserting the get_attr that reads it."
+            )
     for node in nodes:
         if node.op != "call_function" or node.target is not F.linear:
             continue
         args = node.args
         if node.kwargs:
-            return (f"%{node.name} passes {sorted(node.kwargs)} as kwargs: pass (input, weight, "
-                    "bias) as args, with no kwargs.")
+            return (
+                f"%{node.name} passes {sorted(node.kwargs)} as kwargs: pass (input, weight, "
+                "bias) as args, with no kwargs."
+            )
         if len(args) == 2:
-            return (f"%{node.name} has 2 args: pass None as F.linear's bias for a Linear without "
-                    "one, args (input, weight, None), as nn.Linear.forward does.")
-        if len(args) == 3 and (getattr(args[0], "op", None) == "get_attr"
-                               or getattr(args[1], "op", None) != "get_attr"):
-            return (f"%{node.name}'s args are {tuple(map(_name, args))}: F.linear's args are "
-                    "(input, weight, bias), input being the module's input, node.args[0].")
+            return (
+                f"%{node.name} has 2 args: pass None as F.linear's bias for a Linear without "
+                "one, args (input, weight, None), as nn.Linear.forward does."
+            )
+        if len(args) == 3 and (
+            getattr(args[0], "op", None) == "get_attr" or getattr(args[1], "op", None) != "get_attr"
+        ):
+            return (
+                f"%{node.name}'s args are {tuple(map(_name, args))}: F.linear's args are "
+                "(input, weight, bias), input being the module's input, node.args[0]."
+            )
         if len(args) == 3 and getattr(args[2], "op", None) == "get_attr":
             order = [n for n in nodes if n in (args[1], args[2], node)]
             if order != [args[1], args[2], node]:
-                return (f"insert the weight's get_attr first, then the bias's, then F.linear "
-                        f"(%{node.name}): the order of the graph is the order of the code.")
+                return (
+                    f"insert the weight's get_attr first, then the bias's, then F.linear "
+                    f"(%{node.name}): the order of the graph is the order of the code."
+                )
     return None
 
 
@@ -231,8 +266,10 @@ def _error_hint(error: BaseException, model: nn.Module, gm, case: str) -> str:
     if isinstance(error, NotImplementedError):
         return "write lower_linear: the stub still raises NotImplementedError."
     if "cannot erase" in str(error) or "still had" in str(error):  # minifx's, torch.fx's
-        return ("point the node's users at the new F.linear node "
-                "(node.replace_all_uses_with(call)) before erasing the node.")
+        return (
+            "point the node's users at the new F.linear node "
+            "(node.replace_all_uses_with(call)) before erasing the node."
+        )
     return _diagnosis(model, gm, case) or "your code raised at the line shown."
 
 
@@ -242,8 +279,10 @@ def _stale(gm) -> bool:
     return lowered and "linear(" not in gm.code
 
 
-RECOMPILE = ("call gm.recompile() after editing the graph: gm.code and forward are still the "
-             "code generated before the edit.")
+RECOMPILE = (
+    "call gm.recompile() after editing the graph: gm.code and forward are still the "
+    "code generated before the edit."
+)
 
 
 def _lowered(ex, case: str, model: nn.Module | None = None):
@@ -260,11 +299,25 @@ def _lowered(ex, case: str, model: nn.Module | None = None):
         else:
             error = None
     if error is not None:
-        pytest.fail(explain(f"lower_linear(gm) runs ({case})", describe_error(error),
-                            _error_hint(error, model, gm, case), SEE), pytrace=False)
+        pytest.fail(
+            explain(
+                f"lower_linear(gm) runs ({case})",
+                describe_error(error),
+                _error_hint(error, model, gm, case),
+                SEE,
+            ),
+            pytrace=False,
+        )
     if returned is not gm:
-        pytest.fail(explain("lower_linear(gm) returns gm itself, edited in place",
-                            repr(type(returned)), "end with `return gm`.", SEE), pytrace=False)
+        pytest.fail(
+            explain(
+                "lower_linear(gm) returns gm itself, edited in place",
+                repr(type(returned)),
+                "end with `return gm`.",
+                SEE,
+            ),
+            pytrace=False,
+        )
     return model, gm, [str(w.message) for w in caught]
 
 
@@ -286,18 +339,30 @@ def test_the_net_calls_f_linear(ex):
 
 @pytest.mark.parametrize("case", ["mlp", "twice"])
 def test_graph(ex, case):
-    _check_graph(ex, case, f"the graph after lower_linear ({case}: "
-                           + ("a Linear without bias" if case == "mlp" else "a Linear called twice")
-                           + ")")
+    _check_graph(
+        ex,
+        case,
+        f"the graph after lower_linear ({case}: "
+        + ("a Linear without bias" if case == "mlp" else "a Linear called twice")
+        + ")",
+    )
 
 
 def test_generated_code_calls_f_linear(ex):
     _, gm = _check_graph(ex, "net", "both Linears of Net lowered")
     got = "\n".join(line.rstrip() for line in gm.code.strip("\n").splitlines()).rstrip()
     if got != GOLDEN_NET_CODE:
-        pytest.fail(explain_texts("gm.code, generated again after the edit", GOLDEN_NET_CODE, got,
-                                  RECOMPILE if _stale(gm) else "compare the code line by line.",
-                                  SEE, kind="code"), pytrace=False)
+        pytest.fail(
+            explain_texts(
+                "gm.code, generated again after the edit",
+                GOLDEN_NET_CODE,
+                got,
+                RECOMPILE if _stale(gm) else "compare the code line by line.",
+                SEE,
+                kind="code",
+            ),
+            pytrace=False,
+        )
 
 
 @pytest.mark.parametrize("case", list(MODELS))
@@ -308,9 +373,18 @@ def test_linear_submodules_are_deleted(ex, case):
     if got != want:
         hint = _diagnosis(model, gm, case) or (
             "after the graph edit, gm.delete_all_unused_submodules() removes the modules no "
-            "node uses any more: the Linears.")
-        pytest.fail(explain(f"gm's submodules ({case}), named: {want} (the root is ''); no "
-                            "Linear, every other stays", repr(got), hint, SEE), pytrace=False)
+            "node uses any more: the Linears."
+        )
+        pytest.fail(
+            explain(
+                f"gm's submodules ({case}), named: {want} (the root is ''); no "
+                "Linear, every other stays",
+                repr(got),
+                hint,
+                SEE,
+            ),
+            pytrace=False,
+        )
 
 
 @pytest.mark.parametrize("case", ["net", "mlp"])
@@ -322,27 +396,44 @@ def test_parameters_are_the_models_own(ex, case):
     if sorted(got) != sorted(want):
         hint = _diagnosis(model, gm, case) or (
             "gm.register_parameter(state_name(node.target, 'weight'), linear.weight), and the "
-            "same for the bias; then delete_all_unused_submodules() drops the Linears' own names.")
-        pytest.fail(explain(f"gm's parameters named {sorted(want)}", repr(sorted(got)), hint, SEE),
-                    pytrace=False)
+            "same for the bias; then delete_all_unused_submodules() drops the Linears' own names."
+        )
+        pytest.fail(
+            explain(f"gm's parameters named {sorted(want)}", repr(sorted(got)), hint, SEE),
+            pytrace=False,
+        )
     copied = [name for name, path in want.items() if got[name] is not own[path]]
     if copied:
-        pytest.fail(explain(
-            "each parameter of gm is the model's own nn.Parameter object (so training gm trains "
-            "the model)", f"copies or new tensors under {copied}",
-            "register linear.weight itself: no .clone(), .data, .detach() or nn.Parameter(...).",
-            SEE), pytrace=False)
+        pytest.fail(
+            explain(
+                "each parameter of gm is the model's own nn.Parameter object (so training gm trains "
+                "the model)",
+                f"copies or new tensors under {copied}",
+                "register linear.weight itself: no .clone(), .data, .detach() or nn.Parameter(...).",
+                SEE,
+            ),
+            pytrace=False,
+        )
 
 
 def test_parameters_are_registered_before_they_are_read(ex):
     _, _, caught = _lowered(ex, "net")
-    late = [message for message in caught
-            if message.startswith("Attempted to insert a get_attr Node with no underlying reference")]
+    late = [
+        message
+        for message in caught
+        if message.startswith("Attempted to insert a get_attr Node with no underlying reference")
+    ]
     if late:
-        pytest.fail(explain(
-            "no warning from graph.get_attr: each parameter is on gm when its get_attr is "
-            "inserted", late[0], "register the parameters on gm before inserting the get_attr "
-            "nodes that read them.", SEE), pytrace=False)
+        pytest.fail(
+            explain(
+                "no warning from graph.get_attr: each parameter is on gm when its get_attr is "
+                "inserted",
+                late[0],
+                "register the parameters on gm before inserting the get_attr nodes that read them.",
+                SEE,
+            ),
+            pytrace=False,
+        )
 
 
 @pytest.mark.parametrize("case", list(MODELS))
@@ -353,9 +444,17 @@ def test_graph_still_lints(ex, case):
     except RuntimeError as error:
         hint = _diagnosis(model, gm, case) or (
             "edit through the graph's methods (get_attr, call_function, replace_all_uses_with, "
-            "erase_node), with the parameters registered on gm before the get_attr nodes.")
-        pytest.fail(explain(f"gm.graph.lint() passes after lower_linear ({case})",
-                            str(error).splitlines()[0], hint, SEE), pytrace=False)
+            "erase_node), with the parameters registered on gm before the get_attr nodes."
+        )
+        pytest.fail(
+            explain(
+                f"gm.graph.lint() passes after lower_linear ({case})",
+                str(error).splitlines()[0],
+                hint,
+                SEE,
+            ),
+            pytrace=False,
+        )
 
 
 @pytest.mark.parametrize("case", list(MODELS))
@@ -372,10 +471,15 @@ def test_outputs_are_the_eager_model_s(ex, case, device):
         raised = summarize_error(error)
     if got is None or not torch.allclose(got, want, atol=1e-6):
         hint = RECOMPILE if _stale(gm) else _diagnosis(model, gm, case)
-        pytest.fail(explain(f"gm(x) equals the eager model's output ({case}): {want}",
-                            raised if got is None else repr(got),
-                            hint or "compare gm.graph with the golden graph.", SEE),
-                    pytrace=False)
+        pytest.fail(
+            explain(
+                f"gm(x) equals the eager model's output ({case}): {want}",
+                raised if got is None else repr(got),
+                hint or "compare gm.graph with the golden graph.",
+                SEE,
+            ),
+            pytrace=False,
+        )
 
 
 def test_the_pass_runs_on_torch_fx_graph_modules(ex):
@@ -390,27 +494,46 @@ def test_the_pass_runs_on_torch_fx_graph_modules(ex):
     if raised is not None:
         hint = _error_hint(raised, model, gm, "net")
         if hint == "your code raised at the line shown.":
-            hint = ("use only the API minifx shares with torch.fx (gm.get_submodule, "
-                    "gm.register_parameter, graph.inserting_before, graph.get_attr, "
-                    "graph.call_function, ...).")
-        pytest.fail(explain("lower_linear runs on torch.fx's GraphModule of Net", describe_error(raised),
-                            hint, SEE), pytrace=False)
-    got = [(n.name, n.op, getattr(n.target, "__name__", n.target), tuple(map(_name, n.args)))
-           for n in gm.graph.nodes]
-    want = [("x", "placeholder", "x", ()),
-            ("layer1_fc_weight", "get_attr", "layer1_fc_weight", ()),
-            ("layer1_fc_bias", "get_attr", "layer1_fc_bias", ()),
-            ("linear", "call_function", "linear", ("%x", "%layer1_fc_weight", "%layer1_fc_bias")),
-            ("layer1_norm", "call_module", "layer1.norm", ("%linear",)),
-            ("relu", "call_method", "relu", ("%layer1_norm",)),
-            ("add", "call_function", "add", ("%relu", "%x")),
-            ("head_weight", "get_attr", "head_weight", ()),
-            ("head_bias", "get_attr", "head_bias", ()),
-            ("linear_1", "call_function", "linear", ("%add", "%head_weight", "%head_bias")),
-            ("output", "output", "output", ("%linear_1",))]
+            hint = (
+                "use only the API minifx shares with torch.fx (gm.get_submodule, "
+                "gm.register_parameter, graph.inserting_before, graph.get_attr, "
+                "graph.call_function, ...)."
+            )
+        pytest.fail(
+            explain(
+                "lower_linear runs on torch.fx's GraphModule of Net",
+                describe_error(raised),
+                hint,
+                SEE,
+            ),
+            pytrace=False,
+        )
+    got = [
+        (n.name, n.op, getattr(n.target, "__name__", n.target), tuple(map(_name, n.args)))
+        for n in gm.graph.nodes
+    ]
+    want = [
+        ("x", "placeholder", "x", ()),
+        ("layer1_fc_weight", "get_attr", "layer1_fc_weight", ()),
+        ("layer1_fc_bias", "get_attr", "layer1_fc_bias", ()),
+        ("linear", "call_function", "linear", ("%x", "%layer1_fc_weight", "%layer1_fc_bias")),
+        ("layer1_norm", "call_module", "layer1.norm", ("%linear",)),
+        ("relu", "call_method", "relu", ("%layer1_norm",)),
+        ("add", "call_function", "add", ("%relu", "%x")),
+        ("head_weight", "get_attr", "head_weight", ()),
+        ("head_bias", "get_attr", "head_bias", ()),
+        ("linear_1", "call_function", "linear", ("%add", "%head_weight", "%head_bias")),
+        ("output", "output", "output", ("%linear_1",)),
+    ]
     if got != want:
         wrong = next((g, w) for g, w in zip([*got, None, None], [*want, None, None]) if g != w)
-        pytest.fail(explain(f"on torch.fx's GraphModule of Net, the same graph; the first node "
-                            f"that differs: {wrong[1]}", repr(wrong[0]),
-                            _diagnosis(model, gm, "net") or "compare with the golden graph of Net.",
-                            SEE), pytrace=False)
+        pytest.fail(
+            explain(
+                f"on torch.fx's GraphModule of Net, the same graph; the first node "
+                f"that differs: {wrong[1]}",
+                repr(wrong[0]),
+                _diagnosis(model, gm, "net") or "compare with the golden graph of Net.",
+                SEE,
+            ),
+            pytrace=False,
+        )

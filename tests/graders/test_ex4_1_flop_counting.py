@@ -34,9 +34,19 @@ SEE = "chapters/04-interpreter.md#exercise-41-flop-counting"
 
 
 # torch's FLOP counting: the class, its module, its registry, and its formulas.
-ORACLE = ("FlopCounterMode", "_FlopCounterMode", "flop_counter", "flop_registry",
-          "register_flop_formula", "mm_flop", "bmm_flop", "addmm_flop", "baddbmm_flop",
-          "conv_flop", "conv_flop_count")
+ORACLE = (
+    "FlopCounterMode",
+    "_FlopCounterMode",
+    "flop_counter",
+    "flop_registry",
+    "register_flop_formula",
+    "mm_flop",
+    "bmm_flop",
+    "addmm_flop",
+    "baddbmm_flop",
+    "conv_flop",
+    "conv_flop_count",
+)
 FORMULAS = ("mm_flop", "bmm_flop", "addmm_flop", "baddbmm_flop", "conv_flop", "conv_flop_count")
 
 
@@ -54,34 +64,48 @@ def ex(impl, monkeypatch):
 
 HALF = "2 FLOPs per multiply-add: count 2 * output.numel() * K, not output.numel() * K."
 BIAS = "the bias add is not counted (FlopCounterMode's rule): 2 * output.numel() * K, no more."
-OUT_FEATURES = ("K is in_features, weight.shape[1] (the weight is out_features × in_features); "
-                "weight.shape[0] is out_features.")
-LEADING = ("output.numel() counts every leading dimension of the input, not only the first: "
-           "count the output's elements.")
-GROUPS = ("a grouped conv's filters each see in_channels / groups channels: use "
-          "conv2d_flops(output, weight), which counts weight[0].numel().")
-STRIDE = ("count the output's elements, output.numel(): stride changes how many there are, "
-          "so the input's spatial size is not the output's.")
-K_COLUMNS = ("K is a.shape[-1], the length of each dot product; b.shape[-1] is the number of "
-             "columns of the result.")
-K_BATCH = ("K is a.shape[-1]: for a batched b, b.shape[0] is a batch dimension, not the length "
-           "of the dot product.")
-BATCH = ("output.numel() counts the batch dimensions too, broadcast ones included: a batched "
-         "matmul computes one dot product per output element.")
+OUT_FEATURES = (
+    "K is in_features, weight.shape[1] (the weight is out_features × in_features); "
+    "weight.shape[0] is out_features."
+)
+LEADING = (
+    "output.numel() counts every leading dimension of the input, not only the first: "
+    "count the output's elements."
+)
+GROUPS = (
+    "a grouped conv's filters each see in_channels / groups channels: use "
+    "conv2d_flops(output, weight), which counts weight[0].numel()."
+)
+STRIDE = (
+    "count the output's elements, output.numel(): stride changes how many there are, "
+    "so the input's spatial size is not the output's."
+)
+K_COLUMNS = (
+    "K is a.shape[-1], the length of each dot product; b.shape[-1] is the number of "
+    "columns of the result."
+)
+K_BATCH = (
+    "K is a.shape[-1]: for a batched b, b.shape[0] is a batch dimension, not the length "
+    "of the dot product."
+)
+BATCH = (
+    "output.numel() counts the batch dimensions too, broadcast ones included: a batched "
+    "matmul computes one dot product per output element."
+)
 MISSED = {
     "module": "a call_module node of an nn.Linear or nn.Conv2d counts too: its weight is the "
-              "submodule's, self.fetch_attr(n.target).weight.",
+    "submodule's, self.fetch_attr(n.target).weight.",
     "@": "`x @ w` is a call_function node whose target is operator.matmul (in MATMUL_FUNCTIONS).",
     "method": "`x.mm(w)` and `x.matmul(w)` are call_method nodes: their target is a string in "
-              "MATMUL_METHODS.",
+    "MATMUL_METHODS.",
     "function": "torch.mm, torch.bmm and torch.matmul are call_function nodes whose target is in "
-                "MATMUL_FUNCTIONS.",
+    "MATMUL_FUNCTIONS.",
     "F.linear": "F.linear is a call_function node (target F.linear): K = weight.shape[1], the "
-                "weight being args[1].",
+    "weight being args[1].",
     "F.conv2d": "F.conv2d is a call_function node (target F.conv2d): conv2d_flops(output, "
-                "weight), the weight being args[1].",
+    "weight), the weight being args[1].",
     "keyword": "the weight may be passed by keyword, as in F.linear(x, weight=w): take "
-               "kwargs['weight'] when args has no second item.",
+    "kwargs['weight'] when args has no second item.",
 }
 
 
@@ -98,8 +122,12 @@ def _linear(numel: int, k: int, n: int, kind: str, rows: int | None = None) -> C
     """A linear of output numel `numel`, in_features k, out_features n; `rows`: the input's
     first dimension, where other leading dimensions make numel more than rows * n."""
     right = 2 * numel * k
-    wrong = [(numel * k, HALF), (2 * numel * n, OUT_FEATURES), (right + numel, BIAS),
-             (right + 2 * numel, BIAS)]
+    wrong = [
+        (numel * k, HALF),
+        (2 * numel * n, OUT_FEATURES),
+        (right + numel, BIAS),
+        (right + 2 * numel, BIAS),
+    ]
     wrong += [(2 * rows * n * k, LEADING)] if rows else []
     return Count(right, MISSED[kind], tuple((w, h) for w, h in wrong if w != right))
 
@@ -108,8 +136,13 @@ def _conv(numel: int, k: int, groups: int, shrink: int, kind: str) -> Count:
     """A conv of output numel `numel` and filter numel k; `shrink`: input pixels per output
     pixel (stride 2: 4)."""
     right = 2 * numel * k
-    wrong = [(numel * k, HALF), (right * groups, GROUPS), (right * shrink, STRIDE),
-             (right + numel, BIAS), (right + 2 * numel, BIAS)]
+    wrong = [
+        (numel * k, HALF),
+        (right * groups, GROUPS),
+        (right * shrink, STRIDE),
+        (right + numel, BIAS),
+        (right + 2 * numel, BIAS),
+    ]
     return Count(right, MISSED[kind], tuple((w, h) for w, h in wrong if w != right))
 
 
@@ -117,8 +150,12 @@ def _matmul(numel: int, k: int, n: int, b0: int, batch: int, kind: str) -> Count
     """a @ b with output numel `numel`, K = k, b.shape[-1] = n, b.shape[0] = b0, and `batch`
     output matrices."""
     right = 2 * numel * k
-    wrong = [(numel * k, HALF), (2 * numel * n, K_COLUMNS), (2 * numel * b0, K_BATCH),
-             (right // batch, BATCH)]
+    wrong = [
+        (numel * k, HALF),
+        (2 * numel * n, K_COLUMNS),
+        (2 * numel * b0, K_BATCH),
+        (right // batch, BATCH),
+    ]
     return Count(right, MISSED[kind], tuple((w, h) for w, h in wrong if w != right))
 
 
@@ -174,9 +211,9 @@ class SmallCNN(nn.Module):
 
     def __init__(self):
         super().__init__()
-        self.stem = nn.Conv2d(3, 8, 3, stride=2, padding=1)                 # 16x16 -> 8x8
+        self.stem = nn.Conv2d(3, 8, 3, stride=2, padding=1)  # 16x16 -> 8x8
         self.grouped = nn.Conv2d(8, 8, 3, padding=2, dilation=2, groups=4, bias=False)  # 8x8
-        self.weight = nn.Parameter(torch.randn(4, 8, 1, 1) / 3)             # 8x8 -> 4x4
+        self.weight = nn.Parameter(torch.randn(4, 8, 1, 1) / 3)  # 8x8 -> 4x4
         self.head = nn.Linear(4 * 4 * 4, 10)
 
     def forward(self, x):
@@ -196,12 +233,12 @@ class Matmuls(nn.Module):
         self.proj = nn.Parameter(torch.randn(7, 8) / 3)
         self.bias = nn.Parameter(torch.randn(7))
 
-    def forward(self, x, y):                        # x: (3, 4, 8), y: (2, 1, 8, 4)
-        a = x @ self.w                              # (3, 4, 5)
-        b = torch.bmm(x.transpose(1, 2), x)         # (3, 8, 8)
-        c = y.matmul(x)                             # (2, 3, 8, 8): batch dims broadcast
+    def forward(self, x, y):  # x: (3, 4, 8), y: (2, 1, 8, 4)
+        a = x @ self.w  # (3, 4, 5)
+        b = torch.bmm(x.transpose(1, 2), x)  # (3, 8, 8)
+        c = y.matmul(x)  # (2, 3, 8, 8): batch dims broadcast
         d = x[0].mm(self.w) + torch.mm(x[1], self.w)  # (4, 5)
-        e = torch.matmul(a.transpose(1, 2), x)      # (3, 5, 8)
+        e = torch.matmul(a.transpose(1, 2), x)  # (3, 5, 8)
         f = F.linear(e, self.proj, bias=self.bias)  # (3, 5, 7)
         return b.sum() + c.sum() + d.sum() + f.sum()
 
@@ -226,19 +263,23 @@ class Keywords(nn.Module):
         self.w = nn.Parameter(torch.randn(3, 2, 3, 3) / 3)
         self.proj = nn.Parameter(torch.randn(5, 48) / 3)
 
-    def forward(self, x):                                   # (2, 2, 4, 4)
-        y = F.conv2d(x, weight=self.w, padding=1)           # (2, 3, 4, 4)
-        return F.linear(y.flatten(1), weight=self.proj)     # (2, 5)
+    def forward(self, x):  # (2, 2, 4, 4)
+        y = F.conv2d(x, weight=self.w, padding=1)  # (2, 3, 4, 4)
+        return F.linear(y.flatten(1), weight=self.proj)  # (2, 5)
 
 
-MODELS = {"mlp": MLP, "cnn": SmallCNN, "matmuls": Matmuls, "no counted op": NoCountedOp,
-          "keywords": Keywords}
+MODELS = {
+    "mlp": MLP,
+    "cnn": SmallCNN,
+    "matmuls": Matmuls,
+    "no counted op": NoCountedOp,
+    "keywords": Keywords,
+}
 
 
 def _inputs(case: str, device: str = "cpu") -> tuple:
     generator = torch.Generator().manual_seed(0)
-    return tuple(torch.randn(shape, generator=generator).to(device)
-                 for shape in EXPECTED[case][0])
+    return tuple(torch.randn(shape, generator=generator).to(device) for shape in EXPECTED[case][0])
 
 
 # --- running the student's counter ----------------------------------------------------
@@ -249,12 +290,16 @@ def _no_oracle(ex) -> None:
     uses = oracle_uses(ex, ORACLE)
     if uses:
         line, name = uses[0].split(": ")
-        pytest.fail(explain(
-            "a FlopCounter that counts the FLOPs itself, from the sizes of the tensors",
-            f"{Path(ex.__file__).parent.name}/{Path(ex.__file__).name} uses "
-            f"{', '.join(uses)}",
-            f"the exercise asks you to count FLOPs yourself; your code uses {name} at {line}. "
-            "Read the sizes off the argument and output tensors instead.", SEE), pytrace=False)
+        pytest.fail(
+            explain(
+                "a FlopCounter that counts the FLOPs itself, from the sizes of the tensors",
+                f"{Path(ex.__file__).parent.name}/{Path(ex.__file__).name} uses {', '.join(uses)}",
+                f"the exercise asks you to count FLOPs yourself; your code uses {name} at {line}. "
+                "Read the sizes off the argument and output tensors instead.",
+                SEE,
+            ),
+            pytrace=False,
+        )
 
 
 def _not_values(counter, kind: bool = False) -> str:
@@ -284,28 +329,37 @@ def _run(ex, case: str, inputs: tuple | None = None, device: str = "cpu", model=
     if isinstance(error, Delegated):
         where = error_line(error)
         line = where.split(":")[1] if where.count(":") >= 2 else "?"
-        pytest.fail(explain(
-            "a FlopCounter that counts the FLOPs itself, from the sizes of the tensors",
-            f"{error} called at {where}",
-            f"the exercise asks you to count FLOPs yourself; your code uses {error} at line "
-            f"{line}. Read the sizes off the argument and output tensors instead.", SEE),
-            pytrace=False)
+        pytest.fail(
+            explain(
+                "a FlopCounter that counts the FLOPs itself, from the sizes of the tensors",
+                f"{error} called at {where}",
+                f"the exercise asks you to count FLOPs yourself; your code uses {error} at line "
+                f"{line}. Read the sizes off the argument and output tensors instead.",
+                SEE,
+            ),
+            pytrace=False,
+        )
     if isinstance(error, NotImplementedError):
         hint = "write run_node and node_flops: the stub still raises NotImplementedError."
     elif case == "keywords" and isinstance(error, (IndexError, KeyError)):
         hint = MISSED["keyword"]
     elif _not_values(counter):
-        hint = ("run_node must return the node's value, the output of the opcode method: it "
-                f"returned {_not_values(counter, kind=True)} for {_not_values(counter)}, and the "
-                "next node ran on that.")
+        hint = (
+            "run_node must return the node's value, the output of the opcode method: it "
+            f"returned {_not_values(counter, kind=True)} for {_not_values(counter)}, and the "
+            "next node ran on that."
+        )
     else:
         hint = "your code raised at the line shown."
-    pytest.fail(explain(f"FlopCounter(gm).run(*inputs) runs ({case})", describe_error(error), hint, SEE),
-                pytrace=False)
+    pytest.fail(
+        explain(f"FlopCounter(gm).run(*inputs) runs ({case})", describe_error(error), hint, SEE),
+        pytrace=False,
+    )
 
 
-def _check_counts(ex, case: str, counted: dict | None = None, inputs=None, what: str = "",
-                  model=None):
+def _check_counts(
+    ex, case: str, counted: dict | None = None, inputs=None, what: str = "", model=None
+):
     """Run the counter; fail, with the hint for the first wrong count, unless every node of
     the graph has its FLOPs in flops_by_node."""
     model, counter, _ = _run(ex, case, inputs, model=model)
@@ -317,45 +371,68 @@ def _check_counts(ex, case: str, counted: dict | None = None, inputs=None, what:
     if got == want:
         return counter
     if not isinstance(got, dict):
-        pytest.fail(explain("flops_by_node: a dict, node name -> FLOPs", repr(got)[:300],
-                            "keep the given flops_by_node dict and set an entry per node.", SEE),
-                    pytrace=False)
-    wrong = [f"%{name}: {got.get(name, 'missing')} (expected {flops})"
-             for name, flops in want.items() if got.get(name) != flops]
+        pytest.fail(
+            explain(
+                "flops_by_node: a dict, node name -> FLOPs",
+                repr(got)[:300],
+                "keep the given flops_by_node dict and set an entry per node.",
+                SEE,
+            ),
+            pytrace=False,
+        )
+    wrong = [
+        f"%{name}: {got.get(name, 'missing')} (expected {flops})"
+        for name, flops in want.items()
+        if got.get(name) != flops
+    ]
     wrong += [f"{name!r} is no node's name" for name in got if name not in want]
-    pytest.fail(explain(f"flops_by_node of the {case} model{what}: an entry for every node, "
-                        f"{ {name: c.flops for name, c in counted.items()} or 'all 0'}",
-                        "; ".join(wrong[:4]) + ("; ..." if len(wrong) > 4 else ""),
-                        _hint(got, want, counted, nodes), SEE), pytrace=False)
+    pytest.fail(
+        explain(
+            f"flops_by_node of the {case} model{what}: an entry for every node, "
+            f"{ {name: c.flops for name, c in counted.items()} or 'all 0' }",
+            "; ".join(wrong[:4]) + ("; ..." if len(wrong) > 4 else ""),
+            _hint(got, want, counted, nodes),
+            SEE,
+        ),
+        pytrace=False,
+    )
 
 
 def _hint(got: dict, want: dict, counted: dict, nodes: dict) -> str:
     """The hint for the first node whose count is wrong."""
     strangers = [name for name in got if name not in want]
     if strangers:
-        return (f"key flops_by_node by the node's name, n.name (a str), not {strangers[0]!r}.")
+        return f"key flops_by_node by the node's name, n.name (a str), not {strangers[0]!r}."
     missing = [name for name in want if name not in got]
     if missing:
-        return (f"every node gets an entry, 0 for most (%{missing[0]} has none): set "
-                "self.flops_by_node[n.name] in run_node for every node.")
+        return (
+            f"every node gets an entry, 0 for most (%{missing[0]} has none): set "
+            "self.flops_by_node[n.name] in run_node for every node."
+        )
     for name, flops in want.items():
         if got[name] == flops:
             continue
         if name not in counted:
             node = nodes[name]
             if node.op == "call_module":
-                return (f"only nn.Linear and nn.Conv2d submodules count: %{name} is a "
-                        f"call_module node of another module, and counts 0.")
-            return (f"%{name} ({node.op} {getattr(node.target, '__name__', node.target)}) is no "
-                    "matmul, linear or conv: it counts 0.")
+                return (
+                    f"only nn.Linear and nn.Conv2d submodules count: %{name} is a "
+                    f"call_module node of another module, and counts 0."
+                )
+            return (
+                f"%{name} ({node.op} {getattr(node.target, '__name__', node.target)}) is no "
+                "matmul, linear or conv: it counts 0."
+            )
         count = counted[name]
         if got[name] == 0:
             return count.missed
         for value, hint in count.wrong:
             if got[name] == value:
                 return hint
-        return (f"%{name} counts {got[name]}, not {flops}: each counted op costs 2 * "
-                "output.numel() * K FLOPs, K being the length of one dot product.")
+        return (
+            f"%{name} counts {got[name]}, not {flops}: each counted op costs 2 * "
+            "output.numel() * K FLOPs, K being the length of one dot product."
+        )
     return "compare the counts node by node."
 
 
@@ -389,8 +466,10 @@ def test_weight_passed_by_keyword(ex):
 
 def test_linear_without_bias_on_extra_leading_dims(ex):
     x = torch.randn(2, 3, 5, 16)  # 30 rows of 16
-    counted = {"fc1": _linear(30 * 32, 16, 32, "module", rows=2),
-               "fc2": _linear(30 * 8, 32, 8, "module", rows=2)}
+    counted = {
+        "fc1": _linear(30 * 32, 16, 32, "module", rows=2),
+        "fc2": _linear(30 * 8, 32, 8, "module", rows=2),
+    }
     _check_counts(ex, "mlp", counted, (x,), " on an input of shape (2, 3, 5, 16)")
 
 
@@ -400,9 +479,15 @@ def test_total(ex, case):
     got = sum(counter.flops_by_node.values())  # the given total_flops, computed here
     if got != TOTALS[case]:
         _check_counts(ex, case)  # fails with the hint for the first wrong node
-        pytest.fail(explain(f"the FLOPs of the {case} model, summed over flops_by_node: "
-                            f"{TOTALS[case]}", repr(got), "compare the counts node by node.",
-                            SEE), pytrace=False)
+        pytest.fail(
+            explain(
+                f"the FLOPs of the {case} model, summed over flops_by_node: {TOTALS[case]}",
+                repr(got),
+                "compare the counts node by node.",
+                SEE,
+            ),
+            pytrace=False,
+        )
 
 
 def test_counts_follow_the_input_shapes(ex):
@@ -414,21 +499,47 @@ def test_counts_follow_the_input_shapes(ex):
     if counts == want:
         return
     if len(set(counts)) == 1 and counts[0] in want:
-        pytest.fail(explain(f"one GraphModule, run on batches of 1, 4 and 10 rows: {want}",
-                            repr(counts), "the count did not follow the batch: read the sizes "
-                            "off the values of this run (the arguments and the output), not off "
-                            "what an earlier run left behind.", SEE), pytrace=False)
+        pytest.fail(
+            explain(
+                f"one GraphModule, run on batches of 1, 4 and 10 rows: {want}",
+                repr(counts),
+                "the count did not follow the batch: read the sizes "
+                "off the values of this run (the arguments and the output), not off "
+                "what an earlier run left behind.",
+                SEE,
+            ),
+            pytrace=False,
+        )
     for batch, x in zip(batches, inputs):  # fails with the hint for the first wrong node
-        _check_counts(ex, "mlp", {"fc1": _linear(batch * 32, 16, 32, "module"),
-                                  "fc2": _linear(batch * 8, 32, 8, "module")}, x,
-                      f" on a batch of {batch}", model=gm)
-    pytest.fail(explain(f"one GraphModule, run on batches of 1, 4 and 10 rows: {want}",
-                        repr(counts), "compare the counts node by node.", SEE), pytrace=False)
+        _check_counts(
+            ex,
+            "mlp",
+            {
+                "fc1": _linear(batch * 32, 16, 32, "module"),
+                "fc2": _linear(batch * 8, 32, 8, "module"),
+            },
+            x,
+            f" on a batch of {batch}",
+            model=gm,
+        )
+    pytest.fail(
+        explain(
+            f"one GraphModule, run on batches of 1, 4 and 10 rows: {want}",
+            repr(counts),
+            "compare the counts node by node.",
+            SEE,
+        ),
+        pytrace=False,
+    )
 
 
 def _same(got, want) -> bool:
-    return (isinstance(got, torch.Tensor) and got.shape == want.shape and got.device == want.device
-            and torch.allclose(got, want, atol=1e-5))
+    return (
+        isinstance(got, torch.Tensor)
+        and got.shape == want.shape
+        and got.device == want.device
+        and torch.allclose(got, want, atol=1e-5)
+    )
 
 
 def _difference(got, want: torch.Tensor) -> str:
@@ -444,22 +555,39 @@ def test_outputs_are_unchanged(ex, case):
     model, _, got = _run(ex, case)
     want = model(*_inputs(case))
     if not _same(got, want):
-        pytest.fail(explain(f"FlopCounter(gm).run(*inputs) returns exactly what the model "
-                            f"returns ({case})", _difference(got, want),
-                            "run_node must return the node's value, the output of the opcode "
-                            "method, after recording its FLOPs.", SEE), pytrace=False)
+        pytest.fail(
+            explain(
+                f"FlopCounter(gm).run(*inputs) returns exactly what the model returns ({case})",
+                _difference(got, want),
+                "run_node must return the node's value, the output of the opcode "
+                "method, after recording its FLOPs.",
+                SEE,
+            ),
+            pytrace=False,
+        )
 
 
 def test_counts_and_outputs_on_device(ex, device):
     model, counter, got = _run(ex, "cnn", device=device)
     if sum(counter.flops_by_node.values()) != TOTALS["cnn"]:
         _check_counts(ex, "cnn")  # the hint for the first wrong node, where it is wrong on CPU
-        pytest.fail(explain(f"the same FLOPs on {device} as on cpu: {TOTALS['cnn']}",
-                            repr(sum(counter.flops_by_node.values())),
-                            "count from shapes, which do not depend on the device.", SEE),
-                    pytrace=False)
+        pytest.fail(
+            explain(
+                f"the same FLOPs on {device} as on cpu: {TOTALS['cnn']}",
+                repr(sum(counter.flops_by_node.values())),
+                "count from shapes, which do not depend on the device.",
+                SEE,
+            ),
+            pytrace=False,
+        )
     want = model(*_inputs("cnn", device))
     if not _same(got, want):
-        pytest.fail(explain(f"the eager model's output, on {device}", _difference(got, want),
-                            "run_node must return the node's value, the output of the opcode "
-                            "method.", SEE), pytrace=False)
+        pytest.fail(
+            explain(
+                f"the eager model's output, on {device}",
+                _difference(got, want),
+                "run_node must return the node's value, the output of the opcode method.",
+                SEE,
+            ),
+            pytrace=False,
+        )

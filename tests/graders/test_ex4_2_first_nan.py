@@ -30,22 +30,36 @@ def ex(impl):
 
 # --- hints ----------------------------------------------------------------------------
 
-INPUTS = ("check the value the node produced (super().run_node(n)), not the values it read: "
-          "the node to report is the one whose own value is not finite.")
+INPUTS = (
+    "check the value the node produced (super().run_node(n)), not the values it read: "
+    "the node to report is the one whose own value is not finite."
+)
 INFINITY = "an infinity is not finite either: test with torch.isfinite, not only torch.isnan."
-ANY = ("one NaN among finite values is enough: torch.isfinite(t).all(), not .any(), which is "
-       "True when a single element is finite.")
-TUPLE = ("look inside tuples and lists (torch.std_mean returns a tuple): the value is finite "
-         "only if each item is.")
-DICT = ("look inside dicts, at their values, and nest: call is_finite on each item, so that a "
-        "tuple in a dict is looked into too.")
+ANY = (
+    "one NaN among finite values is enough: torch.isfinite(t).all(), not .any(), which is "
+    "True when a single element is finite."
+)
+TUPLE = (
+    "look inside tuples and lists (torch.std_mean returns a tuple): the value is finite "
+    "only if each item is."
+)
+DICT = (
+    "look inside dicts, at their values, and nest: call is_finite on each item, so that a "
+    "tuple in a dict is looked into too."
+)
 NESTED = "nest: call is_finite on each item, so that a tuple in a list in a dict is looked into."
-FLOAT = ("a Python float can be NaN or infinite too (`s * 1e308` overflows to inf): check it with "
-         "math.isfinite.")
-ENTRY = ("check every node, placeholder and get_attr nodes too: a NaN in an input or a "
-         "parameter is reported where it enters the graph.")
-OTHER = ("anything other than a tensor, a float, or a tuple, list or dict counts as finite: an "
-         "int, None, a string, a torch.dtype, ...")
+FLOAT = (
+    "a Python float can be NaN or infinite too (`s * 1e308` overflows to inf): check it with "
+    "math.isfinite."
+)
+ENTRY = (
+    "check every node, placeholder and get_attr nodes too: a NaN in an input or a "
+    "parameter is reported where it enters the graph."
+)
+OTHER = (
+    "anything other than a tensor, a float, or a tuple, list or dict counts as finite: an "
+    "int, None, a string, a torch.dtype, ..."
+)
 INTEGRAL = "a bool or an int tensor holds no NaN: torch.isfinite says so; it is finite."
 
 
@@ -55,19 +69,19 @@ INTEGRAL = "a bool or an int tensor holds no NaN: torch.isfinite says so; it is 
 class LogOfNegative(nn.Module):
     def forward(self, x):
         y = x * 2
-        return torch.log(y - 3).exp() + y           # %log: log of a negative number
+        return torch.log(y - 3).exp() + y  # %log: log of a negative number
 
 
 class ZeroOverZero(nn.Module):
     def forward(self, x):
         d = x - x
-        return (d / d).sum() + x                    # %truediv: 0 / 0
+        return (d / d).sum() + x  # %truediv: 0 / 0
 
 
 class InfPlusOne(nn.Module):
     def forward(self, x):
-        big = torch.exp(x * 1000) + 1               # %exp: inf, still inf after + 1
-        return big - big                            # NaN only here
+        big = torch.exp(x * 1000) + 1  # %exp: inf, still inf after + 1
+        return big - big  # NaN only here
 
 
 class Stats(nn.Module):
@@ -99,19 +113,19 @@ class BadBatchNorm(nn.Module):
         self.eval()
 
     def forward(self, x):
-        return self.bn(self.fc(x)).relu()           # %bn
+        return self.bn(self.fc(x)).relu()  # %bn
 
 
 class TwoInputs(nn.Module):
     def forward(self, x, y):
-        return x.sigmoid() * y                      # %y, when y holds a NaN
+        return x.sigmoid() * y  # %y, when y holds a NaN
 
 
 class SingleSampleStd(nn.Module):
     """torch.std_mean returns a tuple; the std of one sample is NaN."""
 
     def forward(self, x):
-        std, mean = torch.std_mean(x, dim=0)        # %std_mean, a tuple
+        std, mean = torch.std_mean(x, dim=0)  # %std_mean, a tuple
         return (x - mean) / std
 
 
@@ -210,12 +224,19 @@ def _fail_raised(what: str, error: BaseException, hint: str | None = None):
         if isinstance(error, NotImplementedError):
             hint = "write is_finite and NonFiniteChecker.run_node: the stub still raises."
         elif isinstance(error, AttributeError) and "'str' object has no attribute" in str(error):
-            hint = ("raise NonFiniteError(n), with the node itself: the given error reads its "
-                    "name, op, target and inputs off the node.")
+            hint = (
+                "raise NonFiniteError(n), with the node itself: the given error reads its "
+                "name, op, target and inputs off the node."
+            )
         elif isinstance(error, TypeError) and ours and ours[-1].name == "is_finite":
             hint = OTHER
-        elif last is not None and ours and last is ours[-1] and last.name == "run_node" \
-                and (last.line or "").strip().startswith("raise"):
+        elif (
+            last is not None
+            and ours
+            and last is ours[-1]
+            and last.name == "run_node"
+            and (last.line or "").strip().startswith("raise")
+        ):
             hint = "raise NonFiniteError(n), the given error, which first_nonfinite catches."
         else:
             hint = "your code raised at the line shown."
@@ -248,12 +269,16 @@ def _hint(ex, case: str, got: str | None) -> str:
         return wrong[got]
     if got is None:
         if probe is None:
-            return ("raise NonFiniteError(n) in run_node when is_finite(value) is False: nothing "
-                    "was raised.")
+            return (
+                "raise NonFiniteError(n) in run_node when is_finite(value) is False: nothing "
+                "was raised."
+            )
         return f"%{want}'s value is not finite, and nothing was reported."
     if got in names and names.index(got) < names.index(want):
-        return (f"%{got}'s value is finite, so is_finite must say True for it: count only NaN "
-                "and infinities as not finite.")
+        return (
+            f"%{got}'s value is finite, so is_finite must say True for it: count only NaN "
+            "and infinities as not finite."
+        )
     return f"the first node whose own value is not finite is %{want}; check each node's value."
 
 
@@ -263,20 +288,32 @@ def test_first_nonfinite_node(ex, case):
     torch.manual_seed(0)
     got = _first_nonfinite(ex, model_class(), inputs(), f"first_nonfinite runs ({case})")
     if got != want:
-        pytest.fail(explain(f"first_nonfinite names %{want}, the first node whose value is not "
-                            f"finite ({case})", repr(got), _hint(ex, case, got), SEE),
-                    pytrace=False)
+        pytest.fail(
+            explain(
+                f"first_nonfinite names %{want}, the first node whose value is not finite ({case})",
+                repr(got),
+                _hint(ex, case, got),
+                SEE,
+            ),
+            pytrace=False,
+        )
 
 
 def test_all_finite_returns_none(ex):
     x = _uniform(3, 4, low=-1.0)
     got = _first_nonfinite(ex, AllFinite(), (x,), "first_nonfinite runs on finite values")
     if got is not None:
-        pytest.fail(explain("None: every value is finite (tensors, ints, a torch.Size, a "
-                            "torch.dtype, a bool tensor, a tuple)", repr(got),
-                            f"%{got}'s value is finite: count only NaN and infinities as not "
-                            "finite; an int, a torch.Size, a dtype or a bool tensor is finite.",
-                            SEE), pytrace=False)
+        pytest.fail(
+            explain(
+                "None: every value is finite (tensors, ints, a torch.Size, a "
+                "torch.dtype, a bool tensor, a tuple)",
+                repr(got),
+                f"%{got}'s value is finite: count only NaN and infinities as not "
+                "finite; an int, a torch.Size, a dtype or a bool tensor is finite.",
+                SEE,
+            ),
+            pytrace=False,
+        )
 
 
 # (what, value, is_finite(value), the hint when the answer is wrong)
@@ -284,8 +321,12 @@ TENSORS = [
     ("a tensor with one NaN among finite values", torch.tensor([1.0, NAN, 2.0]), False, ANY),
     ("a tensor with an infinity", torch.tensor([[1.0], [-INF]]), False, INFINITY),
     ("a tensor of NaN", torch.full((2, 2), NAN), False, "a tensor with a NaN is not finite."),
-    ("a finite tensor", torch.tensor([[1.0, -2.0], [0.0, 3.5]]), True,
-     "a tensor without NaN or infinity is finite."),
+    (
+        "a finite tensor",
+        torch.tensor([[1.0, -2.0], [0.0, 3.5]]),
+        True,
+        "a tensor without NaN or infinity is finite.",
+    ),
     ("a bool tensor", torch.tensor([True, False]), True, INTEGRAL),
     ("an int tensor", torch.arange(3), True, INTEGRAL),
 ]
@@ -303,11 +344,19 @@ CONTAINERS = [
     ("a tuple holding a NaN tensor", (torch.ones(2), torch.tensor([NAN])), False, TUPLE),
     ("a list holding a NaN tensor", [torch.ones(1), torch.tensor([NAN])], False, TUPLE),
     ("a dict whose value is a NaN tensor", {"mean": torch.tensor([NAN])}, False, DICT),
-    ("a dict holding a list holding a tuple with a NaN tensor",
-     {"x": [1, (2.0, torch.tensor([NAN]))]}, False, NESTED),
+    (
+        "a dict holding a list holding a tuple with a NaN tensor",
+        {"x": [1, (2.0, torch.tensor([NAN]))]},
+        False,
+        NESTED,
+    ),
     ("an empty tuple", (), True, "an empty tuple holds nothing that is not finite."),
-    ("a finite dict holding a tuple and a list", {"a": (torch.ones(2), [3, 4.5])}, True,
-     "a container of finite values is finite."),
+    (
+        "a finite dict holding a tuple and a list",
+        {"a": (torch.ones(2), [3, 4.5])},
+        True,
+        "a container of finite values is finite.",
+    ),
 ]
 
 
@@ -321,10 +370,14 @@ def _check_is_finite(ex, table) -> None:
         else:
             if answer is want:
                 continue
-            pytest.fail(explain(f"is_finite({what}) is {want}", repr(got), hint, SEE),
-                        pytrace=False)
-        _fail_raised(f"is_finite({what}) returns {want}", raised,
-                     None if isinstance(raised, NotImplementedError) else hint)
+            pytest.fail(
+                explain(f"is_finite({what}) is {want}", repr(got), hint, SEE), pytrace=False
+            )
+        _fail_raised(
+            f"is_finite({what}) returns {want}",
+            raised,
+            None if isinstance(raised, NotImplementedError) else hint,
+        )
 
 
 def test_is_finite_on_tensors(ex):
@@ -360,9 +413,15 @@ def test_outputs_are_unchanged(ex, case):
     if raised is not None:
         _fail_raised(f"NonFiniteChecker(gm).run(x) runs ({case})", raised)
     if not _same(got, want):
-        pytest.fail(explain(f"NonFiniteChecker(gm).run(x) returns what the model returns "
-                            f"({case}): {want!r}", repr(got)[:300],
-                            "check the value, then return it unchanged.", SEE), pytrace=False)
+        pytest.fail(
+            explain(
+                f"NonFiniteChecker(gm).run(x) returns what the model returns ({case}): {want!r}",
+                repr(got)[:300],
+                "check the value, then return it unchanged.",
+                SEE,
+            ),
+            pytrace=False,
+        )
 
 
 def test_error_names_the_node_its_op_target_and_inputs(ex):
@@ -372,18 +431,31 @@ def test_error_names_the_node_its_op_target_and_inputs(ex):
     except Exception as raised:  # student code: any error becomes a message
         error = raised
     if error is None:
-        pytest.fail(explain("NonFiniteError for %log", "nothing raised",
-                            "raise NonFiniteError(n) when the value of n is not finite.", SEE),
-                    pytrace=False)
+        pytest.fail(
+            explain(
+                "NonFiniteError for %log",
+                "nothing raised",
+                "raise NonFiniteError(n) when the value of n is not finite.",
+                SEE,
+            ),
+            pytrace=False,
+        )
     if not isinstance(error, ex.NonFiniteError):
         _fail_raised("NonFiniteChecker(gm).run(x) raises NonFiniteError", error)
     want = ("log", "call_function", torch.log, ["sub"])
     got = (error.node, error.op, error.target, error.inputs)
     if got != want:
-        pytest.fail(explain(f"NonFiniteError for %log: (node, op, target, inputs) == {want}",
-                            repr(got), INPUTS if got[0] == "exp" else
-                            "raise NonFiniteError(n) with the node being run, n.", SEE),
-                    pytrace=False)
+        pytest.fail(
+            explain(
+                f"NonFiniteError for %log: (node, op, target, inputs) == {want}",
+                repr(got),
+                INPUTS
+                if got[0] == "exp"
+                else "raise NonFiniteError(n) with the node being run, n.",
+                SEE,
+            ),
+            pytrace=False,
+        )
 
 
 def test_stops_at_the_first_non_finite_node(ex):
@@ -398,25 +470,46 @@ def test_stops_at_the_first_non_finite_node(ex):
     want = ["x", "mul", "sub"]
     got = [node.name for node in checker.env]
     if got != want:
-        hint = ("raise as soon as a value is not finite, in run_node, before it reaches env and "
-                "before later nodes run.")
+        hint = (
+            "raise as soon as a value is not finite, in run_node, before it reaches env and "
+            "before later nodes run."
+        )
         if getattr(error, "node", None) == "exp":
             hint = INPUTS
-        pytest.fail(explain(f"the run stops at %log: env holds only the nodes before it, {want}",
-                            repr(got), hint, SEE), pytrace=False)
+        pytest.fail(
+            explain(
+                f"the run stops at %log: env holds only the nodes before it, {want}",
+                repr(got),
+                hint,
+                SEE,
+            ),
+            pytrace=False,
+        )
 
 
 def test_on_device(ex, device):
     model = BadBatchNorm().to(device)
     got = _first_nonfinite(ex, model, (_uniform(2, 4).to(device),), f"first_nonfinite on {device}")
     if got != "bn":
-        pytest.fail(explain(f"%bn on {device}", repr(got),
-                            _hint(ex, "NaN inside a submodule (call_module)", got), SEE),
-                    pytrace=False)
+        pytest.fail(
+            explain(
+                f"%bn on {device}",
+                repr(got),
+                _hint(ex, "NaN inside a submodule (call_module)", got),
+                SEE,
+            ),
+            pytrace=False,
+        )
     finite = LogOfNegative().to(device)
     x = _uniform(3, 4, low=2.0, high=3.0).to(device)
     got = _first_nonfinite(ex, finite, (x,), f"first_nonfinite on {device}")
     if got is not None:
-        pytest.fail(explain(f"None on {device}: log(2x - 3) with x >= 2 is finite", repr(got),
-                            f"%{got}'s value is finite: count only NaN and infinities.", SEE),
-                    pytrace=False)
+        pytest.fail(
+            explain(
+                f"None on {device}: log(2x - 3) with x >= 2 is finite",
+                repr(got),
+                f"%{got}'s value is finite: count only NaN and infinities.",
+                SEE,
+            ),
+            pytrace=False,
+        )

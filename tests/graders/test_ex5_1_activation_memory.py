@@ -37,13 +37,17 @@ def ex(impl):
     module = impl.load("ch5_activation_memory")
     used = oracle_uses(module, ORACLES)
     if used:
-        pytest.fail(explain(
-            "sizes and peaks worked out from node.meta by your own code",
-            f"{Path(module.__file__).parent.name}/{Path(module.__file__).name} uses "
-            f"torch.fx's size helpers: {', '.join(used)}",
-            "work the sizes out yourself: numel × meta.dtype.itemsize, from tensor_meta; "
-            "torch.fx.passes.graph_manipulation is the tool this exercise rebuilds.", SEE),
-            pytrace=False)
+        pytest.fail(
+            explain(
+                "sizes and peaks worked out from node.meta by your own code",
+                f"{Path(module.__file__).parent.name}/{Path(module.__file__).name} uses "
+                f"torch.fx's size helpers: {', '.join(used)}",
+                "work the sizes out yourself: numel × meta.dtype.itemsize, from tensor_meta; "
+                "torch.fx.passes.graph_manipulation is the tool this exercise rebuilds.",
+                SEE,
+            ),
+            pytrace=False,
+        )
     return module
 
 
@@ -66,9 +70,20 @@ def meta(shape: tuple, dtype: torch.dtype) -> TensorMetadata:
 
 
 # dtype -> bytes per element, written out (not asked of torch).
-ELEMENT_SIZES = {torch.float32: 4, torch.float64: 8, torch.float16: 2, torch.bfloat16: 2,
-                 torch.int8: 1, torch.uint8: 1, torch.bool: 1, torch.int32: 4, torch.int64: 8,
-                 torch.complex64: 8, torch.quint8: 1, torch.qint32: 4}
+ELEMENT_SIZES = {
+    torch.float32: 4,
+    torch.float64: 8,
+    torch.float16: 2,
+    torch.bfloat16: 2,
+    torch.int8: 1,
+    torch.uint8: 1,
+    torch.bool: 1,
+    torch.int32: 4,
+    torch.int64: 8,
+    torch.complex64: 8,
+    torch.quint8: 1,
+    torch.qint32: 4,
+}
 SHAPES = {(3, 4): 12, (): 1, (0, 5): 0, (2, 3, 4, 5): 120}  # shape -> numel
 
 
@@ -76,31 +91,49 @@ SHAPES = {(3, 4): 12, (): 1, (0, 5): 0, (2, 3, 4, 5): 120}  # shape -> numel
 def test_tensor_bytes_per_dtype(ex, dtype):
     size = ELEMENT_SIZES[dtype]
     want = {shape: numel * size for shape, numel in SHAPES.items()}
-    got = {shape: _run(f"tensor_bytes of a {dtype} tensor of shape {shape}: {want[shape]}",
-                       ex.tensor_bytes, meta(shape, dtype)) for shape in SHAPES}
+    got = {
+        shape: _run(
+            f"tensor_bytes of a {dtype} tensor of shape {shape}: {want[shape]}",
+            ex.tensor_bytes,
+            meta(shape, dtype),
+        )
+        for shape in SHAPES
+    }
     if got == want:
         return
     if all(got[s] == n * 4 for s, n in SHAPES.items()):
-        hint = f"not every element takes 4 bytes: a {dtype} one takes {size}; ask meta.dtype.itemsize."
+        hint = (
+            f"not every element takes 4 bytes: a {dtype} one takes {size}; ask meta.dtype.itemsize."
+        )
     elif all(got[s] == n for s, n in SHAPES.items()):
         hint = "that is numel: multiply it by the element size, meta.dtype.itemsize."
     elif got[()] != want[()]:
-        hint = "a 0-d tensor (shape ()) has one element: the product of no numbers is 1 (math.prod)."
+        hint = (
+            "a 0-d tensor (shape ()) has one element: the product of no numbers is 1 (math.prod)."
+        )
     else:
         hint = "numel is the product of the shape, times the element size meta.dtype.itemsize."
-    pytest.fail(explain(f"bytes of {dtype} tensors by shape: {want}", repr(got), hint, SEE),
-                pytrace=False)
+    pytest.fail(
+        explain(f"bytes of {dtype} tensors by shape: {want}", repr(got), hint, SEE), pytrace=False
+    )
 
 
 _A, _B = meta((3, 5), torch.float32), meta((2,), torch.int64)  # 60 and 16 bytes
 NESTED = {  # name -> metadata, bytes, the hint if it comes out wrong
-    "a TensorMetadata": (_A, 60, "a TensorMetadata is a NamedTuple, so a tuple too: test it "
-                                 "before the tuple case and count it with tensor_bytes."),
+    "a TensorMetadata": (
+        _A,
+        60,
+        "a TensorMetadata is a NamedTuple, so a tuple too: test it "
+        "before the tuple case and count it with tensor_bytes.",
+    ),
     "a tuple": ((_A, _B), 76, "a tuple counts each of its items."),
     "a list": ([_A, _A, _B], 136, "a list counts each of its items, like a tuple."),
     "a dict": ({"out": _A, "aux": _B}, 76, "a dict counts its values."),
-    "nested, with ints and None": ((_A, [_B, {"rows": 6, "mask": _B}], None), 92,
-                                   "recurse into tuples, lists and dict values; ints and None count 0."),
+    "nested, with ints and None": (
+        (_A, [_B, {"rows": 6, "mask": _B}], None),
+        92,
+        "recurse into tuples, lists and dict values; ints and None count 0.",
+    ),
     "an int": (7, 0, "a leaf that is not a TensorMetadata (an int, None) counts 0."),
 }
 
@@ -112,8 +145,10 @@ def test_nested_bytes(ex, case):
     if got != want:
         sizes = [call_graded(ex.tensor_bytes, m)[0] for m in (_A, _B)]
         if sizes != [60, 16]:
-            hint = (f"fix tensor_bytes first: it gives {sizes} for float32 (3, 5) and int64 (2,), "
-                    "not [60, 16].")
+            hint = (
+                f"fix tensor_bytes first: it gives {sizes} for float32 (3, 5) and int64 (2,), "
+                "not [60, 16]."
+            )
         elif case != "a TensorMetadata" and call_graded(ex.nested_bytes, _A)[0] != 60:
             hint = NESTED["a TensorMetadata"][2]
     if got != want:
@@ -149,7 +184,7 @@ class Nested(nn.Module):
 
     def forward(self, x):
         a, b = x.chunk(2)
-        x.double()                                   # unused: dropped as soon as it runs
+        x.double()  # unused: dropped as soon as it runs
         return a, [b, {"rows": x.size(0)}]
 
 
@@ -186,36 +221,84 @@ NODE_BYTES = {
     # (4, 16) in, (4, 32) hidden, (4, 8) out
     "chain": (Chain, (4, 16), {"x": 256, "fc1": 512, "relu": 512, "fc2": 128, "output": 0}),
     # (2, 3, 8, 8) in = 1536 bytes; every other value (2, 8, 8, 8) = 4096 bytes
-    "branches": (Branches, (2, 3, 8, 8), {"x": 1536, "conv": 4096, "sigmoid": 4096, "tanh": 4096,
-                                          "mul": 4096, "add": 4096, "output": 0}),
+    "branches": (
+        Branches,
+        (2, 3, 8, 8),
+        {
+            "x": 1536,
+            "conv": 4096,
+            "sigmoid": 4096,
+            "tanh": 4096,
+            "mul": 4096,
+            "add": 4096,
+            "output": 0,
+        },
+    ),
     # (6, 5) = 120 bytes; chunk: two (3, 5) halves; double: float64; size: an int
-    "nested": (Nested, (6, 5), {"x": 120, "chunk": 120, "getitem": 60, "getitem_1": 60,
-                                "double": 240, "size": 0, "output": 0}),
+    "nested": (
+        Nested,
+        (6, 5),
+        {
+            "x": 120,
+            "chunk": 120,
+            "getitem": 60,
+            "getitem_1": 60,
+            "double": 240,
+            "size": 0,
+            "output": 0,
+        },
+    ),
     # (3, 5) = 60 bytes each
     "ties": (Ties, (3, 5), {"x": 60, "relu": 60, "add": 60, "mul": 60, "output": 0}),
     # (3, 5) in, (12, 5) out
     "grows": (Grows, (3, 5), {"x": 60, "repeat": 240, "output": 0}),
     # (8, 8) = 256 bytes, its transpose and flat view too, its first row 32; sums 0-d: 4
-    "views": (Views, (8, 8), {"x": 256, "t": 256, "view": 256, "getitem": 32, "sum_1": 4,
-                              "sum_2": 4, "add": 4, "sum_3": 4, "add_1": 4, "output": 0}),
+    "views": (
+        Views,
+        (8, 8),
+        {
+            "x": 256,
+            "t": 256,
+            "view": 256,
+            "getitem": 32,
+            "sum_1": 4,
+            "sum_2": 4,
+            "add": 4,
+            "sum_3": 4,
+            "add_1": 4,
+            "output": 0,
+        },
+    ),
 }
+
+
 def _parameter_bytes(gm) -> dict[str, int]:
     """call_module node -> the bytes of its module's parameters (not activations)."""
-    return {n.name: sum(p.numel() * p.element_size() for p in gm.get_submodule(n.target).parameters())
-            for n in gm.graph.nodes if n.op == "call_module"}
+    return {
+        n.name: sum(p.numel() * p.element_size() for p in gm.get_submodule(n.target).parameters())
+        for n in gm.graph.nodes
+        if n.op == "call_module"
+    }
 
 
 def _node_bytes_hint(got: dict, want: dict, parameters: dict[str, int]) -> str:
     wrong = {name for name in want if got.get(name) != want[name]}
-    if wrong and wrong <= set(parameters) \
-            and all(got.get(name) == want[name] + parameters[name] for name in wrong):
-        return ("parameters are not activations: count the node's value (its tensor_meta), not "
-                "the weights of the module it calls.")
+    if (
+        wrong
+        and wrong <= set(parameters)
+        and all(got.get(name) == want[name] + parameters[name] for name in wrong)
+    ):
+        return (
+            "parameters are not activations: count the node's value (its tensor_meta), not "
+            "the weights of the module it calls."
+        )
     if got.get("output") != 0:
         return "the output node counts 0: it returns values that other nodes made and were counted."
     if all(got.get(name) == 0 for name in want):
-        return ("a TensorMetadata is a NamedTuple, so a tuple too: test it before the tuple case "
-                "(or nothing counts).")
+        return (
+            "a TensorMetadata is a NamedTuple, so a tuple too: test it before the tuple case "
+            "(or nothing counts)."
+        )
     if "x" in wrong and got.get("x") == 0:
         return "count the inputs too: a placeholder's value is a tensor that takes memory."
     if "chunk" in wrong:
@@ -227,45 +310,74 @@ def _node_bytes_hint(got: dict, want: dict, parameters: dict[str, int]) -> str:
 
 def _student_node_bytes(ex, graph) -> dict:
     """What the student's node_bytes gives each node (an exception where it raised)."""
-    return {node.name: (lambda r: r[0] if r[1] is None else r[1])(call_graded(ex.node_bytes, node))
-            for node in graph.nodes}
+    return {
+        node.name: (lambda r: r[0] if r[1] is None else r[1])(call_graded(ex.node_bytes, node))
+        for node in graph.nodes
+    }
 
 
 @pytest.mark.parametrize("case", NODE_BYTES)
 def test_node_bytes(ex, case):
     model, shape, want = NODE_BYTES[case]
     gm = propagated(model(), torch.randn(shape))
-    got = {node.name: _run(f"node_bytes(%{node.name}) of the {case} model: {want[node.name]}",
-                           ex.node_bytes, node) for node in gm.graph.nodes}
+    got = {
+        node.name: _run(
+            f"node_bytes(%{node.name}) of the {case} model: {want[node.name]}", ex.node_bytes, node
+        )
+        for node in gm.graph.nodes
+    }
     if got != want:
-        pytest.fail(explain(f"node_bytes of each node of the {case} model: {want}", repr(got),
-                            _node_bytes_hint(got, want, _parameter_bytes(gm)), SEE), pytrace=False)
+        pytest.fail(
+            explain(
+                f"node_bytes of each node of the {case} model: {want}",
+                repr(got),
+                _node_bytes_hint(got, want, _parameter_bytes(gm)),
+                SEE,
+            ),
+            pytrace=False,
+        )
 
 
 # --- peak_memory, by hand ----------------------------------------------------------
 
 
-_NO_FREE = ("drop the values in freed_after(graph)[node] once the node has run: a value is "
-            "alive only until its last use.")
-_AFTER = ("take the total right after the node runs and before the drops: its inputs are "
-          "still alive while it computes.")
+_NO_FREE = (
+    "drop the values in freed_after(graph)[node] once the node has run: a value is "
+    "alive only until its last use."
+)
+_AFTER = (
+    "take the total right after the node runs and before the drops: its inputs are "
+    "still alive while it computes."
+)
 _LAST = "keep the first node whose run reaches the largest total (compare with >, not >=)."
 _INPUTS = "count the inputs too: a placeholder's value is alive until its last use."
 
 # name -> (peak bytes, node), and what the usual mistakes give instead -> the hint for each
 # (with node_bytes right: a wrong node_bytes gets its own hint first).
 PEAKS = {
-    "chain": ((512 + 512, "relu"),                 # fc1 and relu alive together
-              {(1408, "fc2"): _NO_FREE, (512, "fc1"): _AFTER}),
-    "branches": ((4 * 4096, "mul"),                # conv, sigmoid, tanh, mul
-                 {(22016, "add"): _NO_FREE, (12288, "tanh"): _AFTER}),
-    "nested": ((120 + 120 + 240, "double"),        # x, chunk and the dead double
-               {(600, "double"): _NO_FREE, (300, "getitem"): _AFTER, (360, "double"): _INPUTS}),
-    "ties": ((60 + 60, "relu"),                    # x and relu; again at add and mul
-             {(120, "mul"): _LAST, (120, "add"): _INPUTS, (240, "mul"): _NO_FREE, (60, "x"): _AFTER}),
-    "grows": ((60 + 240, "repeat"),                # x and its four copies
-              {(240, "repeat"): "too few bytes: count the inputs too, and take the total before "
-                                "the drops: x is still alive while repeat computes."}),
+    "chain": (
+        (512 + 512, "relu"),  # fc1 and relu alive together
+        {(1408, "fc2"): _NO_FREE, (512, "fc1"): _AFTER},
+    ),
+    "branches": (
+        (4 * 4096, "mul"),  # conv, sigmoid, tanh, mul
+        {(22016, "add"): _NO_FREE, (12288, "tanh"): _AFTER},
+    ),
+    "nested": (
+        (120 + 120 + 240, "double"),  # x, chunk and the dead double
+        {(600, "double"): _NO_FREE, (300, "getitem"): _AFTER, (360, "double"): _INPUTS},
+    ),
+    "ties": (
+        (60 + 60, "relu"),  # x and relu; again at add and mul
+        {(120, "mul"): _LAST, (120, "add"): _INPUTS, (240, "mul"): _NO_FREE, (60, "x"): _AFTER},
+    ),
+    "grows": (
+        (60 + 240, "repeat"),  # x and its four copies
+        {
+            (240, "repeat"): "too few bytes: count the inputs too, and take the total before "
+            "the drops: x is still alive while repeat computes."
+        },
+    ),
 }
 
 
@@ -275,8 +387,10 @@ def _peak_hint(ex, gm, got, want, node_bytes: dict, known: dict[tuple, str]) -> 
     if counted != node_bytes:
         name = next(name for name in node_bytes if counted.get(name) != node_bytes[name])
         why = _node_bytes_hint(counted, node_bytes, _parameter_bytes(gm))
-        return (f"fix node_bytes first: node_bytes(%{name}) is {counted.get(name)!r}, its value "
-                f"takes {node_bytes[name]} bytes. {why}")
+        return (
+            f"fix node_bytes first: node_bytes(%{name}) is {counted.get(name)!r}, its value "
+            f"takes {node_bytes[name]} bytes. {why}"
+        )
     if got in known:
         return known[got]
     if not (isinstance(got, tuple) and len(got) == 2):
@@ -285,8 +399,10 @@ def _peak_hint(ex, gm, got, want, node_bytes: dict, known: dict[tuple, str]) -> 
         return _LAST if isinstance(got[1], str) else "the second item is the node's name, a str."
     if got[0] > want[0]:
         return f"too many bytes: {_NO_FREE}"
-    return ("too few bytes: count every value, inputs included, from its node until freed_after "
-            "drops it, and take the total before the drops.")
+    return (
+        "too few bytes: count every value, inputs included, from its node until freed_after "
+        "drops it, and take the total before the drops."
+    )
 
 
 @pytest.mark.parametrize("case", PEAKS)
@@ -297,8 +413,10 @@ def test_peak_memory_by_hand(ex, case):
     what = f"peak_memory of the {case} model: (bytes, node) = {want}"
     got = _run(what, ex.peak_memory, gm.graph)
     if got != want:
-        pytest.fail(explain(what, repr(got), _peak_hint(ex, gm, got, want, node_bytes, known),
-                            SEE), pytrace=False)
+        pytest.fail(
+            explain(what, repr(got), _peak_hint(ex, gm, got, want, node_bytes, known), SEE),
+            pytrace=False,
+        )
 
 
 def test_views_make_the_estimate_an_upper_bound(ex):
@@ -307,17 +425,27 @@ def test_views_make_the_estimate_an_upper_bound(ex):
     gm = propagated(model(), x)
     want = (3 * 256 + 32, "getitem")  # x, its transpose, its flat view, its first row
     measured, _ = measured_peak(gm, x)
-    what = (f"{want}: each view counted as a new tensor, above the {measured} bytes a measurement "
-            "finds (views share their base's memory, which tensor_meta cannot show)")
+    what = (
+        f"{want}: each view counted as a new tensor, above the {measured} bytes a measurement "
+        "finds (views share their base's memory, which tensor_meta cannot show)"
+    )
     got = _run(what, ex.peak_memory, gm.graph)
     if got == want:
         return
     if isinstance(got, tuple) and got and got[0] == measured:
-        hint = ("that is what a measurement finds: estimate from node.meta instead, each node's "
-                "tensor_meta counted as its own tensor, views included.")
+        hint = (
+            "that is what a measurement finds: estimate from node.meta instead, each node's "
+            "tensor_meta counted as its own tensor, views included."
+        )
     else:
-        hint = _peak_hint(ex, gm, got, want, node_bytes,
-                          {(820, "add_1"): _NO_FREE, (768, "view"): _AFTER, (548, "sum_1"): _INPUTS})
+        hint = _peak_hint(
+            ex,
+            gm,
+            got,
+            want,
+            node_bytes,
+            {(820, "add_1"): _NO_FREE, (768, "view"): _AFTER, (548, "sum_1"): _INPUTS},
+        )
     pytest.fail(explain(what, repr(got), hint, SEE), pytrace=False)
 
 
@@ -344,13 +472,17 @@ class LiveBytes(Interpreter):
 
     @staticmethod
     def _storages(*values) -> dict[int, int]:
-        return {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()
-                for t in pytree.tree_leaves(list(values)) if isinstance(t, torch.Tensor)}
+        return {
+            t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()
+            for t in pytree.tree_leaves(list(values))
+            if isinstance(t, torch.Tensor)
+        }
 
     def run_node(self, n):
         if self.samples:  # the previous node's drops are done: env is what stays alive
-            self.after_drops.append((sum(self._storages(list(self.env.values())).values()),
-                                     self.samples[-1][1]))
+            self.after_drops.append(
+                (sum(self._storages(list(self.env.values())).values()), self.samples[-1][1])
+            )
         value = super().run_node(n)
         storages = self._storages(list(self.env.values()), value)
         own = self._storages(value)
@@ -359,7 +491,9 @@ class LiveBytes(Interpreter):
             self.inputs |= set(own)
         self.ever.update(storages)
         self.samples.append((sum(storages.values()), n.name))
-        self.without_inputs.append((sum(b for p, b in storages.items() if p not in self.inputs), n.name))
+        self.without_inputs.append(
+            (sum(b for p, b in storages.items() if p not in self.inputs), n.name)
+        )
         self.never_dropped.append((sum(self.ever.values()), n.name))
         return value
 
@@ -430,11 +564,16 @@ def test_peak_agrees_with_measurement(ex, case, device):
     got = _run(what, ex.peak_memory, gm.graph)
     if got == want:
         return
-    known = {_first_max(live.never_dropped): _NO_FREE, _first_max(live.after_drops): _AFTER,
-             _first_max(live.without_inputs): _INPUTS}
+    known = {
+        _first_max(live.never_dropped): _NO_FREE,
+        _first_max(live.after_drops): _AFTER,
+        _first_max(live.without_inputs): _INPUTS,
+    }
     known.pop(want, None)
-    pytest.fail(explain(what, repr(got), _peak_hint(ex, gm, got, want, live.value_bytes, known),
-                        SEE), pytrace=False)
+    pytest.fail(
+        explain(what, repr(got), _peak_hint(ex, gm, got, want, live.value_bytes, known), SEE),
+        pytrace=False,
+    )
 
 
 def test_peak_follows_the_example_inputs(ex):
@@ -442,8 +581,14 @@ def test_peak_follows_the_example_inputs(ex):
     peaks = []
     for batch in (1, 4, 10):
         ShapeProp(gm).propagate(torch.randn(batch, 16))
-        peaks.append(_run(f"peak_memory of Chain after ShapeProp with a batch of {batch}: "
-                          f"{(batch * 2 * 32 * 4, 'relu')}", ex.peak_memory, gm.graph))
+        peaks.append(
+            _run(
+                f"peak_memory of Chain after ShapeProp with a batch of {batch}: "
+                f"{(batch * 2 * 32 * 4, 'relu')}",
+                ex.peak_memory,
+                gm.graph,
+            )
+        )
     want = [(batch * 2 * 32 * 4, "relu") for batch in (1, 4, 10)]
     if peaks == want:
         return
@@ -451,17 +596,32 @@ def test_peak_follows_the_example_inputs(ex):
         hint = "read the sizes from node.meta at each call: the last ShapeProp run rewrote them."
     else:  # the batch of 10 of the last run: x 640 bytes, fc1 and relu 1280, fc2 320
         node_bytes = {"x": 640, "fc1": 1280, "relu": 1280, "fc2": 320, "output": 0}
-        hint = _peak_hint(ex, gm, peaks[-1], want[-1], node_bytes,
-                          {(3520, "fc2"): _NO_FREE, (1280, "fc1"): _AFTER})
-    pytest.fail(explain(f"one GraphModule propagated with batches of 1, 4 and 10 rows: {want}",
-                        repr(peaks), hint, SEE), pytrace=False)
+        hint = _peak_hint(
+            ex,
+            gm,
+            peaks[-1],
+            want[-1],
+            node_bytes,
+            {(3520, "fc2"): _NO_FREE, (1280, "fc1"): _AFTER},
+        )
+    pytest.fail(
+        explain(
+            f"one GraphModule propagated with batches of 1, 4 and 10 rows: {want}",
+            repr(peaks),
+            hint,
+            SEE,
+        ),
+        pytrace=False,
+    )
 
 
 # --- no metadata -------------------------------------------------------------------
 
 
-MESSAGE = ("node %x has no shape metadata (node.meta['type'] is missing): run "
-           "ShapeProp(gm).propagate(*example_inputs) on the GraphModule before measuring it.")
+MESSAGE = (
+    "node %x has no shape metadata (node.meta['type'] is missing): run "
+    "ShapeProp(gm).propagate(*example_inputs) on the GraphModule before measuring it."
+)
 
 
 @pytest.mark.parametrize("function", ["node_bytes", "peak_memory"])
@@ -471,17 +631,34 @@ def test_missing_metadata_is_a_clear_error(ex, function):
     got, raised = call_graded(getattr(ex, function), arg)
     what = f"{function} of a graph ShapeProp never ran on raises ValueError({MESSAGE!r})"
     if raised is None:
-        pytest.fail(explain(what, f"it returned {got!r}",
-                            "raise missing_metadata(node) when 'type' is not in node.meta: "
-                            "a size of 0 would hide that ShapeProp never ran.", SEE), pytrace=False)
+        pytest.fail(
+            explain(
+                what,
+                f"it returned {got!r}",
+                "raise missing_metadata(node) when 'type' is not in node.meta: "
+                "a size of 0 would hide that ShapeProp never ran.",
+                SEE,
+            ),
+            pytrace=False,
+        )
     if isinstance(raised, NotImplementedError) or not isinstance(raised, ValueError):
-        pytest.fail(explain(what, describe_error(raised),
-                            stub_hint(raised, otherwise="check 'type' in node.meta first, and "
-                                                        "raise missing_metadata(node)."),
-                            SEE), pytrace=False)
+        pytest.fail(
+            explain(
+                what,
+                describe_error(raised),
+                stub_hint(
+                    raised,
+                    otherwise="check 'type' in node.meta first, and raise missing_metadata(node).",
+                ),
+                SEE,
+            ),
+            pytrace=False,
+        )
     if str(raised).startswith("node %") and "has no shape metadata" in str(raised):
-        hint = ("check every node, the inputs (placeholders) included: %x is the first node "
-                "without metadata.")
+        hint = (
+            "check every node, the inputs (placeholders) included: %x is the first node "
+            "without metadata."
+        )
     else:
         hint = "raise missing_metadata(node), the given error, for the first node without metadata."
     if str(raised) != MESSAGE:

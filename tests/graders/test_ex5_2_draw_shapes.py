@@ -63,8 +63,10 @@ def _tensor_hint(got) -> str:
     if not isinstance(got, str):
         return "return a str, such as '[4, 32] float32'."
     if "contiguous_format" in got or ", False, " in got:
-        return ("a TensorMetadata is a NamedTuple, so a tuple too: test it before the tuple case "
-                "and describe it with describe_tensor.")
+        return (
+            "a TensorMetadata is a NamedTuple, so a tuple too: test it before the tuple case "
+            "and describe it with describe_tensor."
+        )
     if re.search(r"\btorch\.[a-z]+\d*$", got):
         return "write the dtype without its 'torch.' prefix: str(dtype).removeprefix('torch.')."
     if got.startswith(("(", "torch.Size")):
@@ -72,12 +74,15 @@ def _tensor_hint(got) -> str:
     return _FORMAT
 
 
-@pytest.mark.parametrize("shape, dtype, want", [
-    ((4, 32), torch.float32, "[4, 32] float32"),
-    ((), torch.float16, "[] float16"),
-    ((2, 0, 3), torch.bool, "[2, 0, 3] bool"),
-    ((1, 8, 4, 4), torch.quint8, "[1, 8, 4, 4] quint8"),
-])
+@pytest.mark.parametrize(
+    "shape, dtype, want",
+    [
+        ((4, 32), torch.float32, "[4, 32] float32"),
+        ((), torch.float16, "[] float16"),
+        ((2, 0, 3), torch.bool, "[2, 0, 3] bool"),
+        ((1, 8, 4, 4), torch.quint8, "[1, 8, 4, 4] quint8"),
+    ],
+)
 def test_describe_tensor(ex, shape, dtype, want):
     what = f"describe_tensor of a {dtype} tensor of shape {shape}: {want!r}"
     got = _run(what, ex.describe_tensor, meta(shape, dtype))
@@ -89,15 +94,26 @@ _A, _B = meta((3, 5), torch.float32), meta((2,), torch.int64)
 STRUCTURES = {  # name -> metadata, its description, the hint if it comes out wrong
     "a TensorMetadata": (_A, "[3, 5] float32", None),
     "a tuple": ((_A, _B), "([3, 5] float32, [2] int64)", "a tuple as (a, b), each item described."),
-    "a list": ([_A, _B], "[[3, 5] float32, [2] int64]",
-               "a list as [a, b] (a tuple as (a, b)): test list and tuple apart."),
-    "a dict": ({"rows": 6, "mask": _B}, "{'rows': 6, 'mask': [2] int64}",
-               "a dict as {'key': a}: its key by repr, then ': ', then the item described."),
-    "other leaves": ((_A, None, "mean", 2.5), "([3, 5] float32, None, 'mean', 2.5)",
-                     "any other leaf by its repr: None, 'mean' (with its quotes), 2.5."),
-    "nested": ([_A, {"rows": 6, "halves": (_B, _B)}],
-               "[[3, 5] float32, {'rows': 6, 'halves': ([2] int64, [2] int64)}]",
-               "describe each item the same way, all the way down: describe_meta calls itself."),
+    "a list": (
+        [_A, _B],
+        "[[3, 5] float32, [2] int64]",
+        "a list as [a, b] (a tuple as (a, b)): test list and tuple apart.",
+    ),
+    "a dict": (
+        {"rows": 6, "mask": _B},
+        "{'rows': 6, 'mask': [2] int64}",
+        "a dict as {'key': a}: its key by repr, then ': ', then the item described.",
+    ),
+    "other leaves": (
+        (_A, None, "mean", 2.5),
+        "([3, 5] float32, None, 'mean', 2.5)",
+        "any other leaf by its repr: None, 'mean' (with its quotes), 2.5.",
+    ),
+    "nested": (
+        [_A, {"rows": 6, "halves": (_B, _B)}],
+        "[[3, 5] float32, {'rows': 6, 'halves': ([2] int64, [2] int64)}]",
+        "describe each item the same way, all the way down: describe_meta calls itself.",
+    ),
 }
 
 
@@ -153,21 +169,28 @@ VALUES = {  # node -> describe_value of it, for Block on a (2, 3, 8, 8) input
 
 def test_describe_value(ex):
     gm = propagated(Block(), torch.randn(2, 3, 8, 8))
-    got = {n.name: _run(f"describe_value(%{n.name}): {VALUES[n.name]!r}", ex.describe_value, n)
-           for n in gm.graph.nodes}
+    got = {
+        n.name: _run(f"describe_value(%{n.name}): {VALUES[n.name]!r}", ex.describe_value, n)
+        for n in gm.graph.nodes
+    }
     wrong = [name for name in VALUES if got[name] != VALUES[name]]
     if not wrong:
         return
     name = wrong[0]
     if name == "size":
-        hint = ("a value without tensors (no 'tensor_meta') is drawn as the name of its type: "
-                "node.meta['type'].__name__, 'int'.")
+        hint = (
+            "a value without tensors (no 'tensor_meta') is drawn as the name of its type: "
+            "node.meta['type'].__name__, 'int'."
+        )
     elif name in ("chunk", "output") and not set(wrong) - {"chunk", "output"}:
         hint = "describe the tuple with describe_meta: '(a, b)', each item described."
     else:
         hint = _tensor_hint(got[name])
-    _fail(f"describe_value(%{name}) of the conv, chunk, mul block: {VALUES[name]!r}", repr(got[name]),
-          hint)
+    _fail(
+        f"describe_value(%{name}) of the conv, chunk, mul block: {VALUES[name]!r}",
+        repr(got[name]),
+        hint,
+    )
 
 
 GOLDEN_BLOCK = """\
@@ -235,26 +258,39 @@ def _value_lines(default: str, drawing: str) -> tuple[dict[str, str], str | None
         return {}, "return the Mermaid text, a str: to_mermaid(gm, node_label=...)."
     plain, got = _boxes(default), _boxes(drawing)
     arrows = [line for line in default.splitlines() if "-->" in line]
-    if got.keys() != plain.keys() or [line for line in drawing.splitlines() if "-->" in line] != arrows:
-        return {}, ("build the drawing with to_mermaid(gm, node_label=...): one box per node, "
-                    "the arrows as to_mermaid draws them.")
+    if (
+        got.keys() != plain.keys()
+        or [line for line in drawing.splitlines() if "-->" in line] != arrows
+    ):
+        return {}, (
+            "build the drawing with to_mermaid(gm, node_label=...): one box per node, "
+            "the arrows as to_mermaid draws them."
+        )
     values = {}
     for node_id, text in got.items():
         base = plain[node_id]
         if text.startswith(base + "<br/>"):  # the value's text, with Mermaid's #60; read back as <
-            values[node_id] = re.sub(r"#(\d+);", lambda m: chr(int(m[1])), text[len(base) + 5:])
+            values[node_id] = re.sub(r"#(\d+);", lambda m: chr(int(m[1])), text[len(base) + 5 :])
         elif text.endswith("<br/>" + base):
-            return {}, ("the value goes under the default label: describe_node(node), a new line, "
-                        "then describe_value(node).")
+            return {}, (
+                "the value goes under the default label: describe_node(node), a new line, "
+                "then describe_value(node)."
+            )
         elif text.startswith(base + " "):
-            return {}, ("put the value on a new line: f'{describe_node(node)}\\n{describe_value(node)}' "
-                        "(to_mermaid draws '\\n' as <br/>).")
+            return {}, (
+                "put the value on a new line: f'{describe_node(node)}\\n{describe_value(node)}' "
+                "(to_mermaid draws '\\n' as <br/>)."
+            )
         elif text == base:
-            return {}, ("add the value: the label is describe_node(node), a new line, then "
-                        "describe_value(node).")
+            return {}, (
+                "add the value: the label is describe_node(node), a new line, then "
+                "describe_value(node)."
+            )
         else:
-            return {}, ("keep the default label as it is, describe_node(node), and add a line "
-                        "with describe_value(node).")
+            return {}, (
+                "keep the default label as it is, describe_node(node), and add a line "
+                "with describe_value(node)."
+            )
     return values, None
 
 
@@ -270,8 +306,13 @@ def _drawing_hint(ex, default: str, want: str, got) -> str:
     if want_value.startswith("[") and want_value.endswith(("float32", "int64")):
         return _tensor_hint(got_value)
     if got_value.startswith("<class "):
-        return "a value without tensors is drawn as the name of its type: node.meta['type'].__name__."
-    return _structure_hint(ex) or f"box {node_id}'s value line reads {want_value!r}: describe_value(node)."
+        return (
+            "a value without tensors is drawn as the name of its type: node.meta['type'].__name__."
+        )
+    return (
+        _structure_hint(ex)
+        or f"box {node_id}'s value line reads {want_value!r}: describe_value(node)."
+    )
 
 
 def _structure_hint(ex) -> str | None:
@@ -281,8 +322,14 @@ def _structure_hint(ex) -> str | None:
         if got != want:
             if hint is None:  # one TensorMetadata
                 hint = _tensor_hint(got)
-                return hint if hint != _FORMAT else ("describe a TensorMetadata with describe_tensor "
-                                                     "(test it before the tuple case).")
+                return (
+                    hint
+                    if hint != _FORMAT
+                    else (
+                        "describe a TensorMetadata with describe_tensor "
+                        "(test it before the tuple case)."
+                    )
+                )
             return hint
     return None
 
@@ -293,9 +340,17 @@ def test_golden_drawing(ex, case):
     gm = propagated(model(), torch.randn(shape))
     got = _run(f"draw_shapes of {case}:\n{want}", ex.draw_shapes, gm)
     if got != want:
-        pytest.fail(explain_texts(f"draw_shapes of {case}", want, str(got),
-                                  _drawing_hint(ex, to_mermaid(gm), want, got), SEE, kind="drawing"),
-                    pytrace=False)
+        pytest.fail(
+            explain_texts(
+                f"draw_shapes of {case}",
+                want,
+                str(got),
+                _drawing_hint(ex, to_mermaid(gm), want, got),
+                SEE,
+                kind="drawing",
+            ),
+            pytrace=False,
+        )
 
 
 # --- real models: each box against the value the node computed -----------------------
@@ -348,22 +403,37 @@ def _describes(text: str, value, top: bool = True) -> bool:
         return text == type(value).__name__
     if isinstance(value, torch.Tensor):
         m = _TENSOR.fullmatch(text)
-        return bool(m) and [int(d) for d in (m[1] or "").split(", ") if d] == list(value.shape) \
-            and getattr(torch, m[2], None) is value.dtype and str(value.dtype) == f"torch.{m[2]}"
+        return (
+            bool(m)
+            and [int(d) for d in (m[1] or "").split(", ") if d] == list(value.shape)
+            and getattr(torch, m[2], None) is value.dtype
+            and str(value.dtype) == f"torch.{m[2]}"
+        )
     if isinstance(value, tuple):  # a torch.Size inside a structure too, as ShapeProp keeps it
         inner = text[1:-1] if text[:1] + text[-1:] == "()" else None
-        return inner is not None and len(_items(inner)) == len(value) \
+        return (
+            inner is not None
+            and len(_items(inner)) == len(value)
             and all(_describes(t, v, False) for t, v in zip(_items(inner), value))
+        )
     if isinstance(value, list):
         inner = text[1:-1] if text[:1] + text[-1:] == "[]" else None
-        return inner is not None and len(_items(inner)) == len(value) \
+        return (
+            inner is not None
+            and len(_items(inner)) == len(value)
             and all(_describes(t, v, False) for t, v in zip(_items(inner), value))
+        )
     if isinstance(value, dict):
         inner = text[1:-1] if text[:1] + text[-1:] == "{}" else None
         pairs = _items(inner) if inner is not None else []
-        return inner is not None and len(pairs) == len(value) and all(
-            pair.startswith(f"{key!r}: ") and _describes(pair[len(f"{key!r}: "):], v, False)
-            for pair, (key, v) in zip(pairs, value.items()))
+        return (
+            inner is not None
+            and len(pairs) == len(value)
+            and all(
+                pair.startswith(f"{key!r}: ") and _describes(pair[len(f"{key!r}: ") :], v, False)
+                for pair, (key, v) in zip(pairs, value.items())
+            )
+        )
     return text == repr(value)
 
 
@@ -393,35 +463,56 @@ def test_labels_on_real_models(ex, name, device):
     run = Values(gm)
     run.run(x)
     default = to_mermaid(gm)
-    got = _run(f"draw_shapes of {name}: to_mermaid's default boxes, each with a line for its value",
-               ex.draw_shapes, gm)
+    got = _run(
+        f"draw_shapes of {name}: to_mermaid's default boxes, each with a line for its value",
+        ex.draw_shapes,
+        gm,
+    )
     values, hint = _value_lines(default, got)
     if hint:
-        pytest.fail(explain_texts(f"draw_shapes of {name} on {device}: to_mermaid(gm)'s boxes, each "
-                                  "with one more line", default, str(got), hint, SEE, kind="drawing"),
-                    pytrace=False)
+        pytest.fail(
+            explain_texts(
+                f"draw_shapes of {name} on {device}: to_mermaid(gm)'s boxes, each "
+                "with one more line",
+                default,
+                str(got),
+                hint,
+                SEE,
+                kind="drawing",
+            ),
+            pytrace=False,
+        )
     for node_id, node in zip(values, gm.graph.nodes):
         value = run.values[node.name]
         if not _describes(values[node_id], value):
             text = values[node_id]
             if not _has_tensor(value):
-                hint = ("a value without tensors is drawn as the name of its type: "
-                        "node.meta['type'].__name__ ('int', 'Size').")
+                hint = (
+                    "a value without tensors is drawn as the name of its type: "
+                    "node.meta['type'].__name__ ('int', 'Size')."
+                )
             elif isinstance(value, torch.Tensor) and _TENSOR.fullmatch(text) is None:
                 hint = _tensor_hint(text)
             else:
                 hint = _structure_hint(ex) or (
                     "describe what ShapeProp recorded: shape and dtype of each tensor, the same "
-                    "structure for tuples/lists/dicts, the type's name for a value without tensors.")
-            _fail(f"the box of %{node.name} in the drawing of {name} on {device} describes its value, "
-                  f"{_what_it_is(value)}", f"its last line reads {text!r}", hint)
+                    "structure for tuples/lists/dicts, the type's name for a value without tensors."
+                )
+            _fail(
+                f"the box of %{node.name} in the drawing of {name} on {device} describes its value, "
+                f"{_what_it_is(value)}",
+                f"its last line reads {text!r}",
+                hint,
+            )
 
 
 # --- no metadata -------------------------------------------------------------------
 
 
-MESSAGE = ("draw_shapes: node %{} has no shape metadata (node.meta['type'] is missing): "
-           "run ShapeProp(gm).propagate(*example_inputs) before drawing.")
+MESSAGE = (
+    "draw_shapes: node %{} has no shape metadata (node.meta['type'] is missing): "
+    "run ShapeProp(gm).propagate(*example_inputs) before drawing."
+)
 
 
 def _missing_metadata(ex, gm, name: str, hint: str) -> None:
@@ -431,18 +522,31 @@ def _missing_metadata(ex, gm, name: str, hint: str) -> None:
     if raised is None:
         _fail(what, f"a drawing:\n{got}", hint)
     if isinstance(raised, NotImplementedError) or not isinstance(raised, ValueError):
-        _fail(what, describe_error(raised), stub_hint(
-            raised, otherwise="check 'type' in node.meta before reading the metadata; raise "
-                              "missing_metadata(node)."))
+        _fail(
+            what,
+            describe_error(raised),
+            stub_hint(
+                raised,
+                otherwise="check 'type' in node.meta before reading the metadata; raise "
+                "missing_metadata(node).",
+            ),
+        )
     if str(raised) != want:
-        _fail(what, repr(str(raised)), f"raise missing_metadata(node) for %{name}, the first node "
-              "without metadata.")
+        _fail(
+            what,
+            repr(str(raised)),
+            f"raise missing_metadata(node) for %{name}, the first node without metadata.",
+        )
 
 
 def test_drawing_without_shape_prop_is_a_clear_error(ex):
-    _missing_metadata(ex, symbolic_trace(Block()), "x",
-                      "raise missing_metadata(node) when 'type' is not in node.meta: an empty or "
-                      "made-up label would hide that ShapeProp never ran.")
+    _missing_metadata(
+        ex,
+        symbolic_trace(Block()),
+        "x",
+        "raise missing_metadata(node) when 'type' is not in node.meta: an empty or "
+        "made-up label would hide that ShapeProp never ran.",
+    )
 
 
 def test_a_node_added_after_shape_prop_is_named(ex):
@@ -451,5 +555,10 @@ def test_a_node_added_after_shape_prop_is_named(ex):
     with gm.graph.inserting_after(mul):
         doubled = gm.graph.call_function(operator.add, (mul, mul))
     mul.replace_all_uses_with(doubled, delete_user_cb=lambda user: user is not doubled)
-    _missing_metadata(ex, gm, "add", "check every node, not only the first one: %add was inserted "
-                      "after ShapeProp ran, so it has no node.meta['type'].")
+    _missing_metadata(
+        ex,
+        gm,
+        "add",
+        "check every node, not only the first one: %add was inserted "
+        "after ShapeProp ran, so it has no node.meta['type'].",
+    )

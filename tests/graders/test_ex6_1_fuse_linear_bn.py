@@ -47,17 +47,24 @@ SEE = "chapters/06-conv-bn-fusion.md#exercise-61-fuse-linear-and-batchnorm1d"
 # --- the oracles the exercise rebuilds: named or called, they fail the test ----------
 
 ORACLES = {  # module -> the functions that would do the exercise's work
-    torch.nn.utils.fusion: ("fuse_linear_bn_eval", "fuse_linear_bn_weights", "fuse_conv_bn_eval",
-                            "fuse_conv_bn_weights"),
+    torch.nn.utils.fusion: (
+        "fuse_linear_bn_eval",
+        "fuse_linear_bn_weights",
+        "fuse_conv_bn_eval",
+        "fuse_conv_bn_weights",
+    ),
     torch.fx.experimental.optimization: ("fuse",),
     minifx.passes.fuse_conv_bn: ("fuse_conv_bn", "fuse_conv_bn_eval", "fuse_conv_bn_weights"),
 }
 # Names that may not appear in the student's module ("fuse" alone is too common a word).
-ORACLE_NAMES = sorted({name for names in ORACLES.values() for name in names} - {"fuse"}
-                      | {"optimization"})
-_DELEGATED = ("implement the fusion yourself: the exercise asks for the algebra and the pass, "
-              "which {tool} does for you. Compute scale = bn.weight / sqrt(running_var + eps) and "
-              "the new weight and bias from the modules' tensors.")
+ORACLE_NAMES = sorted(
+    {name for names in ORACLES.values() for name in names} - {"fuse"} | {"optimization"}
+)
+_DELEGATED = (
+    "implement the fusion yourself: the exercise asks for the algebra and the pass, "
+    "which {tool} does for you. Compute scale = bn.weight / sqrt(running_var + eps) and "
+    "the new weight and bias from the modules' tensors."
+)
 
 
 class OracleUses:
@@ -73,7 +80,9 @@ class OracleUses:
         for owner, names in ORACLES.items():
             for name in names:
                 original = getattr(owner, name)
-                wrappers[id(original)] = wrapper = self._recording(original, f"{owner.__name__}.{name}")
+                wrappers[id(original)] = wrapper = self._recording(
+                    original, f"{owner.__name__}.{name}"
+                )
                 monkeypatch.setattr(owner, name, wrapper)
         for name, value in list(vars(module).items()):  # `from torch.nn.utils.fusion import ...`
             if id(value) in wrappers:
@@ -84,20 +93,31 @@ class OracleUses:
         def recorded(*args, **kwargs):
             self.calls.append((label, graded_line(traceback.extract_stack()[:-1])))
             return original(*args, **kwargs)
+
         return recorded
 
     def check(self, what: str) -> None:
         if self.calls:
             label, line = self.calls[0]
-            pytest.fail(explain(f"{what}, by your own code", f"a call of {label}, at {line}",
-                                _DELEGATED.format(tool=label), SEE), pytrace=False)
+            pytest.fail(
+                explain(
+                    f"{what}, by your own code",
+                    f"a call of {label}, at {line}",
+                    _DELEGATED.format(tool=label),
+                    SEE,
+                ),
+                pytrace=False,
+            )
 
 
 def _imports_from_oracles(module) -> list[str]:
     """`from <an oracle's module> import ...` (oracle_uses reads the names imported, not the module)."""
     modules = {owner.__name__ for owner in ORACLES}
-    return [f"line {node.lineno}: {node.module}" for node in ast.walk(ast.parse(inspect.getsource(module)))
-            if isinstance(node, ast.ImportFrom) and node.module in modules]
+    return [
+        f"line {node.lineno}: {node.module}"
+        for node in ast.walk(ast.parse(inspect.getsource(module)))
+        if isinstance(node, ast.ImportFrom) and node.module in modules
+    ]
 
 
 @pytest.fixture
@@ -106,10 +126,15 @@ def ex(impl, monkeypatch):
     used = oracle_uses(module, ORACLE_NAMES) + _imports_from_oracles(module)
     if used:
         path = Path(module.__file__)
-        pytest.fail(explain("a fusion written with your own code",
-                            f"{path.parent.name}/{path.name} names {', '.join(used)}",
-                            _DELEGATED.format(tool=" / ".join(sorted({u.split(": ")[1] for u in used}))),
-                            SEE), pytrace=False)
+        pytest.fail(
+            explain(
+                "a fusion written with your own code",
+                f"{path.parent.name}/{path.name} names {', '.join(used)}",
+                _DELEGATED.format(tool=" / ".join(sorted({u.split(": ")[1] for u in used}))),
+                SEE,
+            ),
+            pytrace=False,
+        )
     _RECORDER.start(monkeypatch, module)
     return module
 
@@ -124,8 +149,10 @@ def _raise_hint(error: BaseException) -> str:
     if isinstance(error, NotImplementedError):
         return "write it: the stub still raises NotImplementedError."
     if "must match the size of tensor" in str(error):
-        return ("a Linear's weight is (out_features, in_features) and scale has one number per "
-                "output feature: scale the rows, linear.weight * scale[:, None].")
+        return (
+            "a Linear's weight is (out_features, in_features) and scale has one number per "
+            "output feature: scale the rows, linear.weight * scale[:, None]."
+        )
     return "your code raised at the line shown."
 
 
@@ -232,25 +259,46 @@ def _seeded(factory):
     def make():
         torch.manual_seed(0)
         return with_statistics(factory())
+
     return make
 
 
 LEFT_ALONE = {  # name -> model, input shape, the BatchNorm nodes that must stay, the hint
-    "output used twice": (_seeded(OutputUsedTwice), (5, 6), ["bn"],
-                          "leave the pair alone when the Linear's output has another user "
-                          "(len(linear_node.users) == 1): that user needs it unnormalized."),
-    "Linear called twice": (_seeded(LinearCalledTwice), (5, 6), ["bn"],
-                            "leave the pair alone when the Linear module has another use "
-                            "(other_uses(linear_node)): that call needs the weights unchanged."),
-    "BatchNorm1d in training mode": (training_bn, (5, 6), ["bn1"],
-                                     "leave alone a BatchNorm in training mode (bn.training): it "
-                                     "normalizes with the batch's statistics, not running ones."),
-    "Linear in training mode": (training_linear, (5, 6), ["bn2"],
-                                "leave alone a Linear in training mode (linear.training): fuse only "
-                                "when both modules are in eval mode."),
-    "Conv1d + BatchNorm1d": (_seeded(ConvBN), (5, 6, 4), ["bn"],
-                             "fuse only exactly an nn.Linear (type(module) is nn.Linear) before the "
-                             "BatchNorm1d: a Conv1d's weight has another shape."),
+    "output used twice": (
+        _seeded(OutputUsedTwice),
+        (5, 6),
+        ["bn"],
+        "leave the pair alone when the Linear's output has another user "
+        "(len(linear_node.users) == 1): that user needs it unnormalized.",
+    ),
+    "Linear called twice": (
+        _seeded(LinearCalledTwice),
+        (5, 6),
+        ["bn"],
+        "leave the pair alone when the Linear module has another use "
+        "(other_uses(linear_node)): that call needs the weights unchanged.",
+    ),
+    "BatchNorm1d in training mode": (
+        training_bn,
+        (5, 6),
+        ["bn1"],
+        "leave alone a BatchNorm in training mode (bn.training): it "
+        "normalizes with the batch's statistics, not running ones.",
+    ),
+    "Linear in training mode": (
+        training_linear,
+        (5, 6),
+        ["bn2"],
+        "leave alone a Linear in training mode (linear.training): fuse only "
+        "when both modules are in eval mode.",
+    ),
+    "Conv1d + BatchNorm1d": (
+        _seeded(ConvBN),
+        (5, 6, 4),
+        ["bn"],
+        "fuse only exactly an nn.Linear (type(module) is nn.Linear) before the "
+        "BatchNorm1d: a Conv1d's weight has another shape.",
+    ),
 }
 
 
@@ -260,8 +308,11 @@ def _fuse(ex, model, what: str):
 
 
 def _batchnorm_nodes(gm) -> list[str]:
-    return [n.name for n in gm.graph.nodes
-            if n.op == "call_module" and isinstance(gm.get_submodule(n.target), nn.BatchNorm1d)]
+    return [
+        n.name
+        for n in gm.graph.nodes
+        if n.op == "call_module" and isinstance(gm.get_submodule(n.target), nn.BatchNorm1d)
+    ]
 
 
 def _outputs_differ(gm, model, shape, device="cpu") -> str | None:
@@ -269,8 +320,12 @@ def _outputs_differ(gm, model, shape, device="cpu") -> str | None:
     x = torch.randn(shape, generator=torch.Generator().manual_seed(0)).to(device)
     with torch.no_grad():
         want, got = model(x), gm(x)
-    if isinstance(got, torch.Tensor) and got.shape == want.shape and got.device == want.device \
-            and torch.allclose(got, want, rtol=1e-4, atol=1e-5):
+    if (
+        isinstance(got, torch.Tensor)
+        and got.shape == want.shape
+        and got.device == want.device
+        and torch.allclose(got, want, rtol=1e-4, atol=1e-5)
+    ):
         return None
     if not isinstance(got, torch.Tensor) or got.shape != want.shape:
         return f"an output of {type(got).__name__} {getattr(got, 'shape', '')}"
@@ -307,7 +362,9 @@ def _close(a, b) -> bool:
 
 def _fused_linear_hint(fused: nn.Linear, linear: nn.Linear, bn: nn.BatchNorm1d) -> str:
     """What `fused` got wrong, found by running it and eager variants of the pair."""
-    x = torch.randn(16, linear.in_features, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    x = torch.randn(
+        16, linear.in_features, generator=torch.Generator().manual_seed(2), dtype=torch.float64
+    )
     zero = torch.zeros(1, linear.in_features, dtype=torch.float64)
     with torch.no_grad():
         run = lambda x: copy.deepcopy(fused).double()(x)  # noqa: E731
@@ -322,23 +379,32 @@ def _fused_linear_hint(fused: nn.Linear, linear: nn.Linear, bn: nn.BatchNorm1d) 
                 no_bias = copy.deepcopy(linear)
                 no_bias.bias = None
                 if _close(got_bias, _eager(no_bias, bn)(zero)):
-                    return ("the bias misses the Linear's own bias: start from b = linear.bias (0 "
-                            "only when it is None), then (b - running_mean) * scale + bn.bias.")
+                    return (
+                        "the bias misses the Linear's own bias: start from b = linear.bias (0 "
+                        "only when it is None), then (b - running_mean) * scale + bn.bias."
+                    )
             no_mean = copy.deepcopy(bn)
             no_mean.running_mean.zero_()
             if _close(got_bias, _eager(linear, no_mean)(zero)):
                 return "subtract running_mean from the bias: (b - running_mean) * scale + bn.bias."
             return "the weight is right, the bias is not: (b - running_mean) * scale + bn.bias."
-        scale = _eager(bn)(torch.ones(1, bn.num_features)) - _eager(bn)(torch.zeros(1, bn.num_features))
+        scale = _eager(bn)(torch.ones(1, bn.num_features)) - _eager(bn)(
+            torch.zeros(1, bn.num_features)
+        )
         by_column = copy.deepcopy(linear).double()
-        if linear.in_features == linear.out_features \
-                and _close(run(x) - got_bias, by_column(x * scale) - by_column(zero)):
-            return ("row i of the weight is output feature i: scale the rows, "
-                    "linear.weight * scale[:, None], not the columns.")
+        if linear.in_features == linear.out_features and _close(
+            run(x) - got_bias, by_column(x * scale) - by_column(zero)
+        ):
+            return (
+                "row i of the weight is output feature i: scale the rows, "
+                "linear.weight * scale[:, None], not the columns."
+            )
         if _close(fused.weight.detach().double(), linear.weight.detach().double()):
             return "scale the weight too: row i times scale[i] (linear.weight * scale[:, None])."
-    return ("scale = bn.weight / sqrt(running_var + eps), one per output feature; weight rows "
-            "times scale (weight * scale[:, None]); bias (b - running_mean) * scale + bn.bias.")
+    return (
+        "scale = bn.weight / sqrt(running_var + eps), one per output feature; weight rows "
+        "times scale (weight * scale[:, None]); bias (b - running_mean) * scale + bn.bias."
+    )
 
 
 def _check_fused(ex, linear: nn.Linear, bn: nn.BatchNorm1d) -> tuple[str, str] | None:
@@ -349,20 +415,26 @@ def _check_fused(ex, linear: nn.Linear, bn: nn.BatchNorm1d) -> tuple[str, str] |
     if raised is not None:
         return describe_error(raised), _raise_hint(raised)
     if not isinstance(fused, nn.Linear) or fused.bias is None:
-        return repr(fused), ("return an nn.Linear with a bias (copy.deepcopy(linear), then new "
-                             "nn.Parameters), even when linear has none.")
+        return repr(fused), (
+            "return an nn.Linear with a bias (copy.deepcopy(linear), then new "
+            "nn.Parameters), even when linear has none."
+        )
     after = nn.Sequential(linear, bn).state_dict()
     changed = [k for k in before if not torch.equal(before[k], after[k])]
     if changed or fused is linear:
-        return (f"linear and bn changed: {changed or 'linear itself returned'}",
-                "copy.deepcopy(linear), then give the copy new nn.Parameters: the modules you are "
-                "given may be used elsewhere.")
+        return (
+            f"linear and bn changed: {changed or 'linear itself returned'}",
+            "copy.deepcopy(linear), then give the copy new nn.Parameters: the modules you are "
+            "given may be used elsewhere.",
+        )
     x = torch.randn(16, linear.in_features, generator=torch.Generator().manual_seed(2))
     with torch.no_grad():
         want, got = _eager(linear, bn)(x), copy.deepcopy(fused).double()(x.double())
     if not _close(got, want):
-        return (f"outputs off by up to {(got - want).abs().max().item():.3g}",
-                _fused_linear_hint(fused, linear, bn))
+        return (
+            f"outputs off by up to {(got - want).abs().max().item():.3g}",
+            _fused_linear_hint(fused, linear, bn),
+        )
     return None
 
 
@@ -370,8 +442,15 @@ def _check_fused(ex, linear: nn.Linear, bn: nn.BatchNorm1d) -> tuple[str, str] |
 def test_fused_linear(ex, case):
     problem = _check_fused(ex, *PAIRS[case]())
     if problem:
-        pytest.fail(explain(f"fused_linear for {case}: a new nn.Linear computing bn(linear(x)); "
-                            "linear and bn unchanged", *problem, SEE), pytrace=False)
+        pytest.fail(
+            explain(
+                f"fused_linear for {case}: a new nn.Linear computing bn(linear(x)); "
+                "linear and bn unchanged",
+                *problem,
+                SEE,
+            ),
+            pytrace=False,
+        )
 
 
 # --- the pass ----------------------------------------------------------------------
@@ -392,15 +471,28 @@ def test_the_graph_is_torch_fx_fused_graph(ex):
     if got == EXPECTED_MLP:
         return
     if _batchnorm_nodes(gm) == ["bn1", "bn2"]:
-        hint = ("nothing was fused: fold every eval-mode BatchNorm1d whose input is a call_module "
-                "node of an nn.Linear (modules = dict(gm.named_modules())).")
+        hint = (
+            "nothing was fused: fold every eval-mode BatchNorm1d whose input is a call_module "
+            "node of an nn.Linear (modules = dict(gm.named_modules()))."
+        )
     elif not any(n.name in ("fc1", "fc2") for n in gm.graph.nodes):
         hint = "keep the Linear node and its name; erase the BatchNorm node."
     else:
-        hint = ("point the BatchNorm node's users at the Linear node (replace_all_uses_with), then "
-                "erase the BatchNorm node; keep the Linear node and its name.")
-    pytest.fail(explain_graphs("the MLP's graph after fuse_linear_bn: no BatchNorm node, each "
-                               "Linear node where it was", EXPECTED_MLP, got, hint, SEE), pytrace=False)
+        hint = (
+            "point the BatchNorm node's users at the Linear node (replace_all_uses_with), then "
+            "erase the BatchNorm node; keep the Linear node and its name."
+        )
+    pytest.fail(
+        explain_graphs(
+            "the MLP's graph after fuse_linear_bn: no BatchNorm node, each "
+            "Linear node where it was",
+            EXPECTED_MLP,
+            got,
+            hint,
+            SEE,
+        ),
+        pytrace=False,
+    )
 
 
 def test_outputs_equal_the_unfused_model(ex):
@@ -410,9 +502,14 @@ def test_outputs_equal_the_unfused_model(ex):
     if differ:
         hint = _fused_linear_wrong(ex) or (
             "install the fused Linear under the Linear's name (gm.add_submodule(linear_node.target, "
-            "fused)) and recompile: the GraphModule runs the modules its nodes name.")
-        pytest.fail(explain("the fused GraphModule computes what the unfused model computes",
-                            differ, hint, SEE), pytrace=False)
+            "fused)) and recompile: the GraphModule runs the modules its nodes name."
+        )
+        pytest.fail(
+            explain(
+                "the fused GraphModule computes what the unfused model computes", differ, hint, SEE
+            ),
+            pytrace=False,
+        )
 
 
 def test_batchnorm_modules_are_gone(ex):
@@ -420,10 +517,20 @@ def test_batchnorm_modules_are_gone(ex):
     left = [name for name, m in gm.named_modules() if isinstance(m, nn.BatchNorm1d)]
     nodes = _batchnorm_nodes(gm)
     if left or nodes:
-        hint = ("erase the BatchNorm nodes (gm.graph.erase_node) once their users read the Linear."
-                if nodes else "after erasing the nodes, gm.delete_all_unused_submodules().")
-        pytest.fail(explain("no BatchNorm1d node and no BatchNorm1d submodule left",
-                            f"nodes {nodes}, submodules {left}", hint, SEE), pytrace=False)
+        hint = (
+            "erase the BatchNorm nodes (gm.graph.erase_node) once their users read the Linear."
+            if nodes
+            else "after erasing the nodes, gm.delete_all_unused_submodules()."
+        )
+        pytest.fail(
+            explain(
+                "no BatchNorm1d node and no BatchNorm1d submodule left",
+                f"nodes {nodes}, submodules {left}",
+                hint,
+                SEE,
+            ),
+            pytrace=False,
+        )
 
 
 @pytest.mark.parametrize("case", list(LEFT_ALONE))
@@ -433,12 +540,27 @@ def test_pairs_that_cannot_be_fused_are_left_alone(ex, case):
     want = str(symbolic_trace(model).graph)
     gm = _fuse(ex, model, f"fuse_linear_bn of the {case} model, which it leaves alone")
     if [name for name in _batchnorm_nodes(gm) if name in kept] != kept:
-        pytest.fail(explain_graphs(f"{case}: the BatchNorm node(s) {kept} left in the graph",
-                                   want, str(gm.graph), hint, SEE), pytrace=False)
+        pytest.fail(
+            explain_graphs(
+                f"{case}: the BatchNorm node(s) {kept} left in the graph",
+                want,
+                str(gm.graph),
+                hint,
+                SEE,
+            ),
+            pytrace=False,
+        )
     differ = _outputs_differ(gm, model, shape)
     if differ:
-        pytest.fail(explain(f"the {case} model computes what it did before the pass", differ,
-                            _fused_linear_wrong(ex) or hint, SEE), pytrace=False)
+        pytest.fail(
+            explain(
+                f"the {case} model computes what it did before the pass",
+                differ,
+                _fused_linear_wrong(ex) or hint,
+                SEE,
+            ),
+            pytrace=False,
+        )
 
 
 def test_on_device(ex, device):
@@ -446,11 +568,24 @@ def test_on_device(ex, device):
     gm = _fuse(ex, model, f"fuse_linear_bn of the MLP on {device}")
     fc1 = dict(gm.named_modules()).get("fc1")
     if not isinstance(fc1, nn.Linear) or fc1.weight.device.type != device:
-        pytest.fail(explain(f"the fused Linear fc1 on {device}", repr(getattr(fc1, "weight", fc1)),
-                            "compute from the modules' own tensors, which are on the device "
-                            "already; create nothing on the CPU.", SEE), pytrace=False)
+        pytest.fail(
+            explain(
+                f"the fused Linear fc1 on {device}",
+                repr(getattr(fc1, "weight", fc1)),
+                "compute from the modules' own tensors, which are on the device "
+                "already; create nothing on the CPU.",
+                SEE,
+            ),
+            pytrace=False,
+        )
     differ = _outputs_differ(gm, model, (5, 6), device)
     if differ:
-        pytest.fail(explain(f"the fused GraphModule computes what the model computes, on {device}",
-                            differ, _fused_linear_wrong(ex) or "compute from the modules' own tensors.",
-                            SEE), pytrace=False)
+        pytest.fail(
+            explain(
+                f"the fused GraphModule computes what the model computes, on {device}",
+                differ,
+                _fused_linear_wrong(ex) or "compute from the modules' own tensors.",
+                SEE,
+            ),
+            pytrace=False,
+        )

@@ -33,8 +33,10 @@ def ex(impl):
 # --- running student code --------------------------------------------------------
 
 
-_ORDER = ("the weight is second.weight @ first.weight, (out2 x mid) @ (mid x in1): first's "
-          "weight acts on x first, so it is on the right.")
+_ORDER = (
+    "the weight is second.weight @ first.weight, (out2 x mid) @ (mid x in1): first's "
+    "weight acts on x first, so it is on the right."
+)
 
 
 def _raise_hint(error: BaseException) -> str:
@@ -44,8 +46,10 @@ def _raise_hint(error: BaseException) -> str:
     if "cannot be multiplied" in text or "size mismatch" in text:
         return _ORDER
     if "must match the size of tensor" in text:
-        return ("the first bias has first's out_features entries: map it through the second "
-                "weight, second.weight @ b1, before adding b2.")
+        return (
+            "the first bias has first's out_features entries: map it through the second "
+            "weight, second.weight @ b1, before adding b2."
+        )
     if "dtype" in text or "Double" in text or "Float" in text:
         return "build the merged Linear with dtype=first.weight.dtype (float64 here)."
     return "your code raised at the line shown."
@@ -56,8 +60,10 @@ def _raise_hint(error: BaseException) -> str:
 
 def _pair(sizes=(6, 5, 3), bias1=True, bias2=True, dtype=torch.float32):
     torch.manual_seed(0)
-    return (nn.Linear(sizes[0], sizes[1], bias=bias1, dtype=dtype).eval(),
-            nn.Linear(sizes[1], sizes[2], bias=bias2, dtype=dtype).eval())
+    return (
+        nn.Linear(sizes[0], sizes[1], bias=bias1, dtype=dtype).eval(),
+        nn.Linear(sizes[1], sizes[2], bias=bias2, dtype=dtype).eval(),
+    )
 
 
 PAIRS = {  # name -> the two Linears, made fresh for each test
@@ -88,7 +94,9 @@ def _without_bias(linear: nn.Linear) -> nn.Linear:
 
 def _merged_hint(merged: nn.Linear, first: nn.Linear, second: nn.Linear) -> str:
     """What `merged` got wrong, found by running it and eager variants of the pair."""
-    x = torch.randn(16, first.in_features, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    x = torch.randn(
+        16, first.in_features, generator=torch.Generator().manual_seed(2), dtype=torch.float64
+    )
     zero = torch.zeros(1, first.in_features, dtype=torch.float64)
     with torch.no_grad():
         run = lambda x: copy.deepcopy(merged).double()(x)  # noqa: E731
@@ -96,18 +104,28 @@ def _merged_hint(merged: nn.Linear, first: nn.Linear, second: nn.Linear) -> str:
         if first.in_features == second.out_features and _close(run(x), _eager(second, first)(x)):
             return _ORDER
         if not _close(run(x) - run(zero), want(x) - want(zero)):
-            return _ORDER if first.in_features == second.out_features else \
-                "the weight is second.weight @ first.weight."
+            return (
+                _ORDER
+                if first.in_features == second.out_features
+                else "the weight is second.weight @ first.weight."
+            )
         if first.bias is not None and _close(run(x), _eager(_without_bias(first), second)(x)):
-            return ("the first bias goes through the second Linear too: the bias is "
-                    "second.weight @ b1 + b2.")
+            return (
+                "the first bias goes through the second Linear too: the bias is "
+                "second.weight @ b1 + b2."
+            )
         if second.bias is not None and _close(run(x), _eager(first, _without_bias(second))(x)):
             return "add the second bias: second.weight @ b1 + b2."
-        added = first.bias is not None and first.out_features == second.out_features \
-            and _close(run(zero), _eager(first)(zero) + _eager(second)(zero))  # b1 + b2
+        added = (
+            first.bias is not None
+            and first.out_features == second.out_features
+            and _close(run(zero), _eager(first)(zero) + _eager(second)(zero))
+        )  # b1 + b2
         if added:
-            return ("b1 + b2 is not the bias: b1 goes through the second weight, "
-                    "second.weight @ b1 + b2.")
+            return (
+                "b1 + b2 is not the bias: b1 goes through the second weight, "
+                "second.weight @ b1 + b2."
+            )
     return "the bias is second.weight @ b1 + b2, a missing bias counting as 0."
 
 
@@ -121,22 +139,31 @@ def _check_merged(ex, first: nn.Linear, second: nn.Linear) -> tuple[str, str] | 
     if not isinstance(merged, nn.Linear):
         return repr(merged), "return a new nn.Linear."
     if (merged.bias is not None) != has_bias:
-        return repr(merged), ("the merged Linear has a bias unless neither Linear has one: b1 and "
-                              "b2 both end up in it." if has_bias else
-                              "no bias when neither Linear has one (bias=False).")
+        return repr(merged), (
+            "the merged Linear has a bias unless neither Linear has one: b1 and "
+            "b2 both end up in it."
+            if has_bias
+            else "no bias when neither Linear has one (bias=False)."
+        )
     if merged.weight.dtype != first.weight.dtype:
-        return f"a {merged.weight.dtype} weight", ("build it in the weights' dtype: "
-                                                   "dtype=first.weight.dtype.")
+        return f"a {merged.weight.dtype} weight", (
+            "build it in the weights' dtype: dtype=first.weight.dtype."
+        )
     after = nn.Sequential(first, second).state_dict()
     changed = [k for k in before if not torch.equal(before[k], after[k])]
     if changed:
-        return f"first and second changed: {changed}", "build a new nn.Linear; write only its parameters."
+        return (
+            f"first and second changed: {changed}",
+            "build a new nn.Linear; write only its parameters.",
+        )
     x = torch.randn(16, first.in_features, generator=torch.Generator().manual_seed(2))
     with torch.no_grad():
         want, got = _eager(first, second)(x), copy.deepcopy(merged).double()(x.double())
     if not _close(got, want):
-        return (f"outputs off by up to {(got - want).abs().max().item():.3g}",
-                _merged_hint(merged, first, second))
+        return (
+            f"outputs off by up to {(got - want).abs().max().item():.3g}",
+            _merged_hint(merged, first, second),
+        )
     return None
 
 
@@ -144,9 +171,11 @@ def _check_merged(ex, first: nn.Linear, second: nn.Linear) -> tuple[str, str] | 
 def test_merged_linear(ex, case):
     first, second = PAIRS[case]()
     has_bias = first.bias is not None or second.bias is not None
-    what = (f"merged_linear ({case}): a new nn.Linear({first.in_features}, {second.out_features}, "
-            f"bias={has_bias}, dtype={first.weight.dtype}) computing second(first(x)); first and "
-            "second unchanged")
+    what = (
+        f"merged_linear ({case}): a new nn.Linear({first.in_features}, {second.out_features}, "
+        f"bias={has_bias}, dtype={first.weight.dtype}) computing second(first(x)); first and "
+        "second unchanged"
+    )
     problem = _check_merged(ex, first, second)
     if problem:
         pytest.fail(explain(what, *problem, SEE), pytrace=False)
@@ -169,7 +198,11 @@ class Chain(nn.Module):
 
     def __init__(self):
         super().__init__()
-        self.fc1, self.fc2, self.fc3 = nn.Linear(6, 16), nn.Linear(16, 8, bias=False), nn.Linear(8, 8)
+        self.fc1, self.fc2, self.fc3 = (
+            nn.Linear(6, 16),
+            nn.Linear(16, 8, bias=False),
+            nn.Linear(8, 8),
+        )
         self.head = nn.Linear(8, 3)
 
     def forward(self, x):
@@ -229,25 +262,36 @@ def _seeded(factory):
     def make():
         torch.manual_seed(0)
         return factory().eval()
+
     return make
 
 
 LEFT_ALONE = {  # name -> model, the hint if a Linear node goes; every Linear node must stay
-    "first output used twice": (_seeded(OutputUsedTwice),
-                                "leave the pair alone when the first Linear's output has another "
-                                "user (len(first_node.users) == 1): it needs that output as it is."),
-    "first Linear called twice": (_seeded(FirstCalledTwice),
-                                  "leave the pair alone when the first module has another use "
-                                  "(other_uses(first_node)): that call needs its weights unchanged."),
-    "relu in between": (_seeded(ReluBetween),
-                        "merge only when the second Linear's input is the first Linear's call "
-                        "node: a relu in between is not linear."),
-    "first Linear in training mode": (lambda: in_training("0"),
-                                      "leave the pair alone when the first Linear is in training "
-                                      "mode (first.training): merge only eval-mode Linears."),
-    "second Linear in training mode": (lambda: in_training("1"),
-                                       "leave the pair alone when the second Linear is in training "
-                                       "mode (second.training): merge only eval-mode Linears."),
+    "first output used twice": (
+        _seeded(OutputUsedTwice),
+        "leave the pair alone when the first Linear's output has another "
+        "user (len(first_node.users) == 1): it needs that output as it is.",
+    ),
+    "first Linear called twice": (
+        _seeded(FirstCalledTwice),
+        "leave the pair alone when the first module has another use "
+        "(other_uses(first_node)): that call needs its weights unchanged.",
+    ),
+    "relu in between": (
+        _seeded(ReluBetween),
+        "merge only when the second Linear's input is the first Linear's call "
+        "node: a relu in between is not linear.",
+    ),
+    "first Linear in training mode": (
+        lambda: in_training("0"),
+        "leave the pair alone when the first Linear is in training "
+        "mode (first.training): merge only eval-mode Linears.",
+    ),
+    "second Linear in training mode": (
+        lambda: in_training("1"),
+        "leave the pair alone when the second Linear is in training "
+        "mode (second.training): merge only eval-mode Linears.",
+    ),
 }
 
 
@@ -270,8 +314,12 @@ def _outputs_differ(gm, model, device="cpu") -> str | None:
         got, raised = call_graded(gm, x)
     if raised is not None:
         return f"running the merged GraphModule raised {describe_error(raised)}"
-    if isinstance(got, torch.Tensor) and got.shape == want.shape and got.device == want.device \
-            and torch.allclose(got, want, rtol=1e-4, atol=1e-5):
+    if (
+        isinstance(got, torch.Tensor)
+        and got.shape == want.shape
+        and got.device == want.device
+        and torch.allclose(got, want, rtol=1e-4, atol=1e-5)
+    ):
         return None
     if not isinstance(got, torch.Tensor) or got.shape != want.shape:
         return f"an output of {type(got).__name__} {getattr(got, 'shape', '')}"
@@ -280,8 +328,10 @@ def _outputs_differ(gm, model, device="cpu") -> str | None:
     return f"outputs that differ by up to {(got - want).abs().max().item():.3g}"
 
 
-_STALE = ("after each merge, modules[first_node.target] = merged: fc3 then merges into the "
-          "merged fc1, not into the fc1 you started with.")
+_STALE = (
+    "after each merge, modules[first_node.target] = merged: fc3 then merges into the "
+    "merged fc1, not into the fc1 you started with."
+)
 
 
 def test_a_chain_of_three_becomes_one(ex):
@@ -289,20 +339,38 @@ def test_a_chain_of_three_becomes_one(ex):
     got = str(gm.graph)
     if got != EXPECTED_CHAIN:
         if "%fc2" in got and "%fc3" in got:
-            hint = ("nothing was merged: merge each nn.Linear call whose only argument is another "
-                    "eval-mode nn.Linear call (modules = dict(gm.named_modules())).")
+            hint = (
+                "nothing was merged: merge each nn.Linear call whose only argument is another "
+                "eval-mode nn.Linear call (modules = dict(gm.named_modules()))."
+            )
         elif "%fc1" not in got:
             hint = "keep the first node (fc1) and erase the second; the merged Linear takes fc1's name."
         else:
-            hint = ("keep the first node, erase the second; walking in order, the merged fc1 is "
-                    "then the input of fc3, which merges into it again.")
-        pytest.fail(explain_graphs("the chain's graph after merge_linears: fc1 (merged) -> relu -> "
-                                   "head", EXPECTED_CHAIN, got, hint, SEE), pytrace=False)
+            hint = (
+                "keep the first node, erase the second; walking in order, the merged fc1 is "
+                "then the input of fc3, which merges into it again."
+            )
+        pytest.fail(
+            explain_graphs(
+                "the chain's graph after merge_linears: fc1 (merged) -> relu -> head",
+                EXPECTED_CHAIN,
+                got,
+                hint,
+                SEE,
+            ),
+            pytrace=False,
+        )
     modules = sorted(name for name, _ in gm.named_modules())
     if modules != ["", "fc1", "head"]:
-        pytest.fail(explain("the submodules '', 'fc1', 'head'", repr(modules),
-                            "remove the modules no node uses: gm.delete_all_unused_submodules().",
-                            SEE), pytrace=False)
+        pytest.fail(
+            explain(
+                "the submodules '', 'fc1', 'head'",
+                repr(modules),
+                "remove the modules no node uses: gm.delete_all_unused_submodules().",
+                SEE,
+            ),
+            pytrace=False,
+        )
 
 
 def test_outputs_equal_the_model(ex):
@@ -311,8 +379,10 @@ def test_outputs_equal_the_model(ex):
     differ = _outputs_differ(gm, model)
     if differ:
         hint = _merged_linear_wrong(ex) or _STALE
-        pytest.fail(explain("the merged GraphModule computes what the model computes", differ,
-                            hint, SEE), pytrace=False)
+        pytest.fail(
+            explain("the merged GraphModule computes what the model computes", differ, hint, SEE),
+            pytrace=False,
+        )
 
 
 @pytest.mark.parametrize("case", list(LEFT_ALONE))
@@ -322,12 +392,21 @@ def test_pairs_that_cannot_be_merged_are_left_alone(ex, case):
     want = str(symbolic_trace(model).graph)
     gm = _merge(ex, model, f"merge_linears of the {case} model, which it leaves alone")
     if str(gm.graph) != want:
-        pytest.fail(explain_graphs(f"{case}: the graph unchanged", want, str(gm.graph), hint, SEE),
-                    pytrace=False)
+        pytest.fail(
+            explain_graphs(f"{case}: the graph unchanged", want, str(gm.graph), hint, SEE),
+            pytrace=False,
+        )
     differ = _outputs_differ(gm, model)
     if differ:
-        pytest.fail(explain(f"the {case} model computes what it did before the pass", differ,
-                            _merged_linear_wrong(ex) or hint, SEE), pytrace=False)
+        pytest.fail(
+            explain(
+                f"the {case} model computes what it did before the pass",
+                differ,
+                _merged_linear_wrong(ex) or hint,
+                SEE,
+            ),
+            pytrace=False,
+        )
 
 
 def test_on_device(ex, device):
@@ -335,9 +414,23 @@ def test_on_device(ex, device):
     gm = _merge(ex, model, f"merge_linears of the chain on {device}")
     fc1 = dict(gm.named_modules()).get("fc1")
     if not isinstance(fc1, nn.Linear) or fc1.weight.device.type != device:
-        pytest.fail(explain(f"the merged Linear fc1 on {device}", repr(getattr(fc1, "weight", fc1)),
-                            "create it with device=first.weight.device.", SEE), pytrace=False)
+        pytest.fail(
+            explain(
+                f"the merged Linear fc1 on {device}",
+                repr(getattr(fc1, "weight", fc1)),
+                "create it with device=first.weight.device.",
+                SEE,
+            ),
+            pytrace=False,
+        )
     differ = _outputs_differ(gm, model, device)
     if differ:
-        pytest.fail(explain(f"the merged GraphModule computes what the model computes, on {device}",
-                            differ, _merged_linear_wrong(ex) or _STALE, SEE), pytrace=False)
+        pytest.fail(
+            explain(
+                f"the merged GraphModule computes what the model computes, on {device}",
+                differ,
+                _merged_linear_wrong(ex) or _STALE,
+                SEE,
+            ),
+            pytrace=False,
+        )

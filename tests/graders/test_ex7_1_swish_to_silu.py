@@ -6,7 +6,6 @@ pattern and the replacement are written out node by node, without names (a param
 have any name). The outputs are checked against the program before the rewrite.
 """
 
-
 import pytest
 import torch
 from torch import nn
@@ -28,7 +27,9 @@ from tests.graders.support import (
 pytestmark = pytest.mark.ch7
 
 SEE = "chapters/07-subgraph-rewriting.md#exercise-71-swish-to-silu"
-SEE_MATCH = "chapters/07-subgraph-rewriting.md#placeholders-are-wildcards-everything-else-must-be-equal"
+SEE_MATCH = (
+    "chapters/07-subgraph-rewriting.md#placeholders-are-wildcards-everything-else-must-be-equal"
+)
 SEE_REPLACE = "chapters/07-subgraph-rewriting.md#rewrites-written-as-python"
 
 
@@ -61,12 +62,12 @@ def swish_of_swish(x):
 
 
 def near_miss(x, y):
-    return x * torch.sigmoid(y)           # a gate, not a swish: two different inputs
+    return x * torch.sigmoid(y)  # a gate, not a swish: two different inputs
 
 
 def escaping_sigmoid(x):
     s = torch.sigmoid(x)
-    return x * s, s                        # the sigmoid is needed outside the product
+    return x * s, s  # the sigmoid is needed outside the product
 
 
 def reversed_factors(x):
@@ -138,8 +139,9 @@ return %1"""
 
 
 def _raised(what: str, error: BaseException, stub: str):
-    pytest.fail(explain(f"{what} runs", describe_error(error), stub_hint(error, stub), SEE),
-                pytrace=False)
+    pytest.fail(
+        explain(f"{what} runs", describe_error(error), stub_hint(error, stub), SEE), pytrace=False
+    )
 
 
 # --- the pattern and the replacement, traced -----------------------------------------
@@ -180,26 +182,38 @@ def _traced_shape(fn, what: str, stub: str) -> str:
 def _pattern_hint(shape: str) -> str:
     """The hint for a pattern whose graph is `shape`, not PATTERN."""
     if "silu" in shape:
-        return ("your swish (the pattern) calls F.silu: the pattern is the swish as the models "
-                "compute it by hand (the stub's docstring); F.silu belongs in the replacement.")
+        return (
+            "your swish (the pattern) calls F.silu: the pattern is the swish as the models "
+            "compute it by hand (the stub's docstring); F.silu belongs in the replacement."
+        )
     if "operator.mul(%1, %0)" in shape or "operator.mul(%2, %0)" in shape:
-        return ("your pattern multiplies with the sigmoid first: matching compares argument "
-                "positions, so write the product's factors in the models' order, x first.")
+        return (
+            "your pattern multiplies with the sigmoid first: matching compares argument "
+            "positions, so write the product's factors in the models' order, x first."
+        )
     if "call_method sigmoid" in shape:
-        return ("x.sigmoid() (or F.sigmoid) records a call_method node; the models call "
-                "torch.sigmoid, a call_function, and matching compares opcodes and targets.")
+        return (
+            "x.sigmoid() (or F.sigmoid) records a call_method node; the models call "
+            "torch.sigmoid, a call_function, and matching compares opcodes and targets."
+        )
     if "torch.mul(" in shape:
-        return ("torch.mul records call_function torch.mul, while `*` records operator.mul: the "
-                "models use `*`, and matching compares targets.")
-    return ("the pattern must record exactly what the models record for a swish: one "
-            "torch.sigmoid, one `*`, and one parameter that both read.")
+        return (
+            "torch.mul records call_function torch.mul, while `*` records operator.mul: the "
+            "models use `*`, and matching compares targets."
+        )
+    return (
+        "the pattern must record exactly what the models record for a swish: one "
+        "torch.sigmoid, one `*`, and one parameter that both read."
+    )
 
 
 def _replacement_hint(shape: str) -> str:
     """The hint for a replacement whose graph is `shape`, not REPLACEMENT."""
     if "silu" not in shape and "sigmoid" in shape:
-        return ("your silu (the replacement) computes the swish again: it must compute the same "
-                "value with one call of F.silu.")
+        return (
+            "your silu (the replacement) computes the swish again: it must compute the same "
+            "value with one call of F.silu."
+        )
     if "inplace=True" in shape:
         return "call F.silu without inplace=True: the replacement must not overwrite its input."
     return "the replacement is one call of F.silu on its one parameter, and nothing else."
@@ -207,8 +221,10 @@ def _replacement_hint(shape: str) -> str:
 
 def _problem(ex) -> str | None:
     """The hint for what is wrong with the student's pattern or replacement, if anything."""
-    for fn, want, hint in ((getattr(ex, "swish", None), PATTERN, _pattern_hint),
-                           (getattr(ex, "silu", None), REPLACEMENT, _replacement_hint)):
+    for fn, want, hint in (
+        (getattr(ex, "swish", None), PATTERN, _pattern_hint),
+        (getattr(ex, "silu", None), REPLACEMENT, _replacement_hint),
+    ):
         try:
             shape = _shape(symbolic_trace(fn).graph)
         except Exception:  # student code: reported by its own test
@@ -248,23 +264,31 @@ def _rewrite(ex, name: str, monkeypatch, device: str = "cpu"):
 def _count_hint(ex, name: str, got, calls) -> str:
     """The hint for a wrong number of rewrites (or a wrong graph after them)."""
     if isinstance(got, list):
-        return ("swish_to_silu returns how many swishes it rewrote, an int, not the list of "
-                "matches that replace_pattern returns.")
-    swapped = [c for c in calls if c[0] is getattr(ex, "silu", None)
-               and c[1] is getattr(ex, "swish", None)]
+        return (
+            "swish_to_silu returns how many swishes it rewrote, an int, not the list of "
+            "matches that replace_pattern returns."
+        )
+    swapped = [
+        c for c in calls if c[0] is getattr(ex, "silu", None) and c[1] is getattr(ex, "swish", None)
+    ]
     if swapped:
-        return (f"pattern and replacement are swapped at {swapped[0][2]}: replace_pattern(gm, "
-                "pattern, replacement) takes what to find first.")
+        return (
+            f"pattern and replacement are swapped at {swapped[0][2]}: replace_pattern(gm, "
+            "pattern, replacement) takes what to find first."
+        )
     problem = _problem(ex)
     if problem:
         return problem
     if len(calls) > 1:
-        return ("rewrite x * torch.sigmoid(x) only, with one pattern only: near misses such as "
-                f"torch.sigmoid(x) * x must stay (you call replace_pattern {len(calls)} times).")
+        return (
+            "rewrite x * torch.sigmoid(x) only, with one pattern only: near misses such as "
+            f"torch.sigmoid(x) * x must stay (you call replace_pattern {len(calls)} times)."
+        )
     if not calls:
         return "swish_to_silu must rewrite gm with replace_pattern(gm, pattern, replacement)."
-    return ("swish_to_silu returns how many swishes replace_pattern rewrote: one per Match it "
-            "returns.")
+    return (
+        "swish_to_silu returns how many swishes replace_pattern rewrote: one per Match it returns."
+    )
 
 
 # --- the tests --------------------------------------------------------------------------
@@ -272,14 +296,21 @@ def _count_hint(ex, name: str, got, calls) -> str:
 
 def test_the_pattern_is_the_swish_as_the_models_write_it(ex):
     got = _traced_shape(ex.swish, "symbolic_trace(swish)", "swish")
-    assert got == PATTERN, explain_texts("the graph of your pattern swish", PATTERN, got,
-                                         _pattern_hint(got), SEE_MATCH, kind="graph")
+    assert got == PATTERN, explain_texts(
+        "the graph of your pattern swish", PATTERN, got, _pattern_hint(got), SEE_MATCH, kind="graph"
+    )
 
 
 def test_the_replacement_computes_silu_in_one_call(ex):
     got = _traced_shape(ex.silu, "symbolic_trace(silu)", "silu")
-    assert got == REPLACEMENT, explain_texts("the graph of your replacement silu", REPLACEMENT, got,
-                                             _replacement_hint(got), SEE_REPLACE, kind="graph")
+    assert got == REPLACEMENT, explain_texts(
+        "the graph of your replacement silu",
+        REPLACEMENT,
+        got,
+        _replacement_hint(got),
+        SEE_REPLACE,
+        kind="graph",
+    )
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -287,7 +318,8 @@ def test_the_number_of_rewrites(ex, name, monkeypatch):
     _, got, calls, _ = _rewrite(ex, name, monkeypatch)
     want = CASES[name][2]
     assert type(got) is int and got == want, explain(
-        f"{want} rewrites of {name}", repr(got), _count_hint(ex, name, got, calls), SEE)
+        f"{want} rewrites of {name}", repr(got), _count_hint(ex, name, got, calls), SEE
+    )
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -295,9 +327,13 @@ def test_the_graph_after_the_rewrite(ex, name, monkeypatch):
     gm, got, calls, _ = _rewrite(ex, name, monkeypatch)
     want = AFTER[name]
     assert str(gm.graph) == want, explain_graphs(
-        f"the graph of {name} after swish_to_silu", want, str(gm.graph),
+        f"the graph of {name} after swish_to_silu",
+        want,
+        str(gm.graph),
         _count_hint(ex, name, got, calls) + " Near misses (x * sigmoid(y), a sigmoid used "
-        "elsewhere, torch.sigmoid(x) * x) must stay.", SEE)
+        "elsewhere, torch.sigmoid(x) * x) must stay.",
+        SEE,
+    )
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -310,21 +346,33 @@ def test_outputs_are_unchanged(ex, name, device, monkeypatch):
     try:
         after = gm(*args)
     except Exception as error:  # generated from the student's graph
-        pytest.fail(explain(f"the rewritten {name} runs", f"{type(error).__name__}: {error}",
-                            _problem(ex) or "the replacement must take the pattern's input.", SEE),
-                    pytrace=False)
+        pytest.fail(
+            explain(
+                f"the rewritten {name} runs",
+                f"{type(error).__name__}: {error}",
+                _problem(ex) or "the replacement must take the pattern's input.",
+                SEE,
+            ),
+            pytrace=False,
+        )
     assert _close(after, before), explain(
-        f"{name} computes the same values after the rewrite", "different values",
-        _problem(ex) or "F.silu(x) is x * torch.sigmoid(x); the replacement must take the "
-        "pattern's input.", SEE)
+        f"{name} computes the same values after the rewrite",
+        "different values",
+        _problem(ex)
+        or "F.silu(x) is x * torch.sigmoid(x); the replacement must take the pattern's input.",
+        SEE,
+    )
 
 
 def _close(a, b) -> bool:
     """Whether two outputs (tensors, or tuples of them) hold the same values, up to rounding."""
     if isinstance(b, tuple):
         return isinstance(a, tuple) and len(a) == len(b) and all(map(_close, a, b))
-    return (isinstance(a, torch.Tensor) and a.shape == b.shape
-            and torch.allclose(a, b, rtol=1e-5, atol=1e-6))
+    return (
+        isinstance(a, torch.Tensor)
+        and a.shape == b.shape
+        and torch.allclose(a, b, rtol=1e-5, atol=1e-6)
+    )
 
 
 def test_a_second_run_finds_nothing(ex, monkeypatch):
@@ -334,7 +382,13 @@ def test_a_second_run_finds_nothing(ex, monkeypatch):
     except Exception as error:  # student code: any error becomes a message
         _raised("swish_to_silu(gm) a second time", error, "swish_to_silu")
     assert type(again) is int and again == 0, explain(
-        "0 rewrites on a graph that has no swish left", repr(again),
-        _problem(ex) or ("swish_to_silu returns an int, not the list of matches."
-                         if isinstance(again, list) else
-                         "F.silu must not match the pattern: rewrite the swish only."), SEE)
+        "0 rewrites on a graph that has no swish left",
+        repr(again),
+        _problem(ex)
+        or (
+            "swish_to_silu returns an int, not the list of matches."
+            if isinstance(again, list)
+            else "F.silu must not match the pattern: rewrite the swish only."
+        ),
+        SEE,
+    )

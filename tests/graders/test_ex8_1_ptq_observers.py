@@ -9,7 +9,6 @@ that a broken observer (one that reads itself, say) is named, with the line that
 The exercise says write the pass: handing the work to minifx's own quantization helpers fails.
 """
 
-
 import pytest
 import torch
 import torch.fx
@@ -63,7 +62,12 @@ class Spellings(nn.Module):
 
     def __init__(self):
         super().__init__()
-        self.fc1, self.act, self.fc2, self.six = nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 16), nn.ReLU6()
+        self.fc1, self.act, self.fc2, self.six = (
+            nn.Linear(8, 16),
+            nn.ReLU(),
+            nn.Linear(16, 16),
+            nn.ReLU6(),
+        )
 
     def forward(self, x):
         a = torch.relu(self.fc1(x))
@@ -98,9 +102,16 @@ class LookAlikes(nn.Module):
         return torch.sigmoid(a) * F.relu6(self.leaky(x))
 
 
-MODELS = {"spellings": (Spellings, (4, 8)), "relu output": (ReluOut, (2, 3, 6, 6)),
-          "look-alikes": (LookAlikes, (5,))}
-RELUS = {"spellings": ["relu", "relu_1", "act", "relu_2"], "relu output": ["relu"], "look-alikes": []}
+MODELS = {
+    "spellings": (Spellings, (4, 8)),
+    "relu output": (ReluOut, (2, 3, 6, 6)),
+    "look-alikes": (LookAlikes, (5,)),
+}
+RELUS = {
+    "spellings": ["relu", "relu_1", "act", "relu_2"],
+    "relu output": ["relu"],
+    "look-alikes": [],
+}
 
 SPELLINGS_AFTER = """\
 graph():
@@ -151,7 +162,10 @@ def _true_ranges(model: nn.Module, batches: list[torch.Tensor], relus: list[str]
     with torch.no_grad():
         for batch in batches:
             recorder.run(batch)
-    return {name: (min(v.min().item() for v in vs), max(v.max().item() for v in vs)) for name, vs in values.items()}
+    return {
+        name: (min(v.min().item() for v in vs), max(v.max().item() for v in vs))
+        for name, vs in values.items()
+    }
 
 
 # --- where student code went wrong ----------------------------------------------------
@@ -163,12 +177,17 @@ HELPERS = ("_fused_relu", "_observe", "prepare")
 
 
 def _yourself(uses: str):
-    pytest.fail(explain("is_relu and insert_relu_observers written in the exercise itself",
-                        f"your code uses {uses}",
-                        "write it yourself, as the exercise asks: minifx.passes.quantize's private "
-                        "helpers (the relu check of its fusion, its observer insertion, prepare) "
-                        "are what you reimplement; only MinMaxObserver is given.", SEE),
-                pytrace=False)
+    pytest.fail(
+        explain(
+            "is_relu and insert_relu_observers written in the exercise itself",
+            f"your code uses {uses}",
+            "write it yourself, as the exercise asks: minifx.passes.quantize's private "
+            "helpers (the relu check of its fusion, its observer insertion, prepare) "
+            "are what you reimplement; only MinMaxObserver is given.",
+            SEE,
+        ),
+        pytrace=False,
+    )
 
 
 def _guard(ex, monkeypatch) -> None:
@@ -188,7 +207,9 @@ def _call(fn, *args, what: str, stub: str):
         _yourself(f"minifx's {error} at {error_line(error)}")
     except Exception as raised:  # student code: any error becomes a message
         error = raised
-    pytest.fail(explain(f"{what} runs", describe_error(error), stub_hint(error, stub), SEE), pytrace=False)
+    pytest.fail(
+        explain(f"{what} runs", describe_error(error), stub_hint(error, stub), SEE), pytrace=False
+    )
 
 
 # --- is_relu --------------------------------------------------------------------------
@@ -199,23 +220,36 @@ def _relu_hint(gm, node: Node, said: bool) -> str:
     module = gm.get_submodule(node.target) if node.op == "call_module" else None
     if not said:  # a relu that was missed
         if node.op == "call_method":
-            return ("x.relu() records a call_method node whose target is the string 'relu' "
-                    f"(%{node.name}).")
+            return (
+                "x.relu() records a call_method node whose target is the string 'relu' "
+                f"(%{node.name})."
+            )
         if node.op == "call_module":
-            return (f"%{node.name} calls the submodule {node.target!r}, an nn.ReLU: a call_module "
-                    "node's target is the submodule's name; check the submodule's type, "
-                    "gm.get_submodule(node.target).")
+            return (
+                f"%{node.name} calls the submodule {node.target!r}, an nn.ReLU: a call_module "
+                "node's target is the submodule's name; check the submodule's type, "
+                "gm.get_submodule(node.target)."
+            )
         if node.target is F.relu:
-            return (f"%{node.name} calls F.relu: F.relu is another function than torch.relu, and "
-                    "both are relus.")
+            return (
+                f"%{node.name} calls F.relu: F.relu is another function than torch.relu, and "
+                "both are relus."
+            )
         return f"%{node.name} is a call_function of torch.relu."
     if node.op == "call_module":
-        return (f"%{node.name} calls the submodule {node.target!r}, a {type(module).__name__}: "
-                "check the submodule's type (isinstance nn.ReLU), not its name.")
-    if isinstance(node.target, str) and node.target.endswith("_") or \
-            getattr(node.target, "__name__", "").endswith("_"):
-        return (f"%{node.name} ({node.target if isinstance(node.target, str) else node.target.__name__}) "
-                "works in place: it is not one of the four spellings of a relu.")
+        return (
+            f"%{node.name} calls the submodule {node.target!r}, a {type(module).__name__}: "
+            "check the submodule's type (isinstance nn.ReLU), not its name."
+        )
+    if (
+        isinstance(node.target, str)
+        and node.target.endswith("_")
+        or getattr(node.target, "__name__", "").endswith("_")
+    ):
+        return (
+            f"%{node.name} ({node.target if isinstance(node.target, str) else node.target.__name__}) "
+            "works in place: it is not one of the four spellings of a relu."
+        )
     return f"%{node.name} ({node.op}) is not a relu: only the four spellings of a relu are."
 
 
@@ -235,8 +269,9 @@ def _insert(ex, model, monkeypatch) -> tuple:
             loops[node.name] = running_line()
 
     monkeypatch.setattr(Node, "_set_args_kwargs", recording)
-    names = _call(ex.insert_relu_observers, gm, what="insert_relu_observers(gm)",
-                  stub="insert_relu_observers")
+    names = _call(
+        ex.insert_relu_observers, gm, what="insert_relu_observers(gm)", stub="insert_relu_observers"
+    )
     monkeypatch.setattr(Node, "_set_args_kwargs", original)
     problem = _observer_problem(gm, names, loops, RELUS[_case_of(model)])
     if problem:
@@ -252,21 +287,29 @@ def _case_of(model) -> str:
 def _observer_problem(gm, names, loops: dict, relus: list[str]) -> tuple | None:
     """(expected, got, hint) for the first observer that is wrong, or None."""
     nodes = {node.name: node for node in gm.graph.nodes}
-    observers = [n for n in gm.graph.nodes if n.op == "call_module"
-                 and isinstance(getattr(gm, str(n.target), None), MinMaxObserver)]
+    observers = [
+        n
+        for n in gm.graph.nodes
+        if n.op == "call_module" and isinstance(getattr(gm, str(n.target), None), MinMaxObserver)
+    ]
     for node in gm.graph.nodes:  # first: an observer that reads itself
         if node in node.all_input_nodes:
             line = loops.get(node.name, "(a line of your code)")
-            return (f"%{node.name} reads the relu it observes",
-                    f"%{node.name} reads itself: {node.format_node()}",
-                    f"%{node.name} reads itself, so its value is needed before it is computed; "
-                    f"your line {line} made it so. When you move the relu's users onto the "
-                    "observer, leave the observer itself out (replace_all_uses_with's "
-                    "delete_user_cb).")
+            return (
+                f"%{node.name} reads the relu it observes",
+                f"%{node.name} reads itself: {node.format_node()}",
+                f"%{node.name} reads itself, so its value is needed before it is computed; "
+                f"your line {line} made it so. When you move the relu's users onto the "
+                "observer, leave the observer itself out (replace_all_uses_with's "
+                "delete_user_cb).",
+            )
     want = [f"{relu}_observer" for relu in relus]
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-        return (f"the observers' names {want}", repr(names),
-                "return the list of the observers' names (str), in graph order.")
+        return (
+            f"the observers' names {want}",
+            repr(names),
+            "return the list of the observers' names (str), in graph order.",
+        )
     for relu in relus:
         node = nodes[relu]
         watching = [o for o in observers if o.args[:1] == (node,)]
@@ -274,43 +317,68 @@ def _observer_problem(gm, names, loops: dict, relus: list[str]) -> tuple | None:
         if not watching:
             other = nodes.get(name)
             if other is not None and other.op == "call_module":
-                return (f"%{name} calls a MinMaxObserver on %{relu}",
-                        f"{other.format_node()}; submodule {type(getattr(gm, name, None)).__name__}",
-                        "register the observer (gm.add_submodule(name, MinMaxObserver())) and call "
-                        "it on the relu: gm.graph.call_module(name, (relu,)).")
-            return (f"a call_module node of a MinMaxObserver named {name} reading %{relu}",
-                    f"no observer reads %{relu}",
-                    f"every relu gets an observer: is %{relu} one of the four spellings your "
-                    "is_relu recognizes?")
+                return (
+                    f"%{name} calls a MinMaxObserver on %{relu}",
+                    f"{other.format_node()}; submodule {type(getattr(gm, name, None)).__name__}",
+                    "register the observer (gm.add_submodule(name, MinMaxObserver())) and call "
+                    "it on the relu: gm.graph.call_module(name, (relu,)).",
+                )
+            return (
+                f"a call_module node of a MinMaxObserver named {name} reading %{relu}",
+                f"no observer reads %{relu}",
+                f"every relu gets an observer: is %{relu} one of the four spellings your "
+                "is_relu recognizes?",
+            )
         observer = watching[0]
         if observer.target != name:
-            return (f"the observer of %{relu} named {name}", f"named {observer.target}",
-                    "name each observer f'{relu.name}_observer'.")
+            return (
+                f"the observer of %{relu} named {name}",
+                f"named {observer.target}",
+                "name each observer f'{relu.name}_observer'.",
+            )
         if observer.args != (node,) or observer.kwargs:
-            return (f"%{name} reads %{relu} only", observer.format_node(),
-                    "call the observer on the relu alone: gm.graph.call_module(name, (relu,)).")
+            return (
+                f"%{name} reads %{relu} only",
+                observer.format_node(),
+                "call the observer on the relu alone: gm.graph.call_module(name, (relu,)).",
+            )
         order = list(gm.graph.nodes)
         if order.index(observer) < order.index(node):
-            return (f"%{name} right after %{relu}", f"%{name} comes before %{relu}",
-                    "insert the observer right after the relu it observes "
-                    "(gm.graph.inserting_after(relu)): before it, the relu has no value yet.")
+            return (
+                f"%{name} right after %{relu}",
+                f"%{name} comes before %{relu}",
+                "insert the observer right after the relu it observes "
+                "(gm.graph.inserting_after(relu)): before it, the relu has no value yet.",
+            )
         others = [f"%{u.name}" for u in node.users if u is not observer]
         if others:
-            return (f"%{relu} read by %{name} only", f"{', '.join(others)} still reads the relu",
-                    f"{', '.join(others)} still reads the relu %{relu}: move every other user of "
-                    "the relu onto the observer (replace_all_uses_with, leaving the observer out).")
+            return (
+                f"%{relu} read by %{name} only",
+                f"{', '.join(others)} still reads the relu",
+                f"{', '.join(others)} still reads the relu %{relu}: move every other user of "
+                "the relu onto the observer (replace_all_uses_with, leaving the observer out).",
+            )
     extra = [o for o in observers if o.args[:1] and getattr(o.args[0], "name", None) not in relus]
     if extra:
         watched = extra[0].args[0]
-        return ("observers after the relus only", f"%{extra[0].name} observes %{watched.name}",
-                f"%{watched.name} ({watched.op} {getattr(watched.target, '__name__', watched.target)}) "
-                "is not a relu; check is_relu.")
+        return (
+            "observers after the relus only",
+            f"%{extra[0].name} observes %{watched.name}",
+            f"%{watched.name} ({watched.op} {getattr(watched.target, '__name__', watched.target)}) "
+            "is not a relu; check is_relu.",
+        )
     if names != want:
-        return (f"the observers' names {want}, in graph order", repr(names),
-                "return each observer's name, f'{relu.name}_observer', in graph order.")
+        return (
+            f"the observers' names {want}, in graph order",
+            repr(names),
+            "return each observer's name, f'{relu.name}_observer', in graph order.",
+        )
     if any(f"self.{name}(" not in gm.code for name in names):
-        return ("gm.code calls every observer", "gm.code is the code of the graph before the pass",
-                "call gm.recompile() after editing the graph: the forward still runs the old code.")
+        return (
+            "gm.code calls every observer",
+            "gm.code is the code of the graph before the pass",
+            "call gm.recompile() after editing the graph: the forward still runs the old code.",
+        )
     return None
 
 
@@ -320,10 +388,16 @@ def _run(run, what: str):
         with torch.no_grad():
             return run()
     except Exception as error:  # generated from the student's graph
-        pytest.fail(explain(f"{what} runs", summarize_error(error),
-                            "print(gm.graph) and gm.code: every node must read values computed "
-                            "before it, and every call_module target must be a submodule of gm.",
-                            SEE_PREPARE), pytrace=False)
+        pytest.fail(
+            explain(
+                f"{what} runs",
+                summarize_error(error),
+                "print(gm.graph) and gm.code: every node must read values computed "
+                "before it, and every call_module target must be a submodule of gm.",
+                SEE_PREPARE,
+            ),
+            pytrace=False,
+        )
 
 
 # --- the tests --------------------------------------------------------------------------
@@ -334,17 +408,22 @@ def test_is_relu_finds_the_relus_and_nothing_else(ex, case, monkeypatch):
     _guard(ex, monkeypatch)
     model, _ = _setup(case)
     gm = symbolic_trace(model)
-    said = {node.name: _call(ex.is_relu, gm, node, what=f"is_relu(gm, %{node.name})", stub="is_relu")
-            for node in gm.graph.nodes}
+    said = {
+        node.name: _call(ex.is_relu, gm, node, what=f"is_relu(gm, %{node.name})", stub="is_relu")
+        for node in gm.graph.nodes
+    }
     got = [name for name, yes in said.items() if yes is True]
-    wrong = [node for node in gm.graph.nodes if (node.name in RELUS[case]) != (said[node.name] is True)]
+    wrong = [
+        node for node in gm.graph.nodes if (node.name in RELUS[case]) != (said[node.name] is True)
+    ]
     if any(not isinstance(yes, bool) for yes in said.values()):
         name = next(name for name, yes in said.items() if not isinstance(yes, bool))
         hint = f"is_relu returns True or False, a bool: for %{name} it returned {said[name]!r}."
     else:
         hint = _relu_hint(gm, wrong[0], said[wrong[0].name]) if wrong else ""
     assert not wrong and got == RELUS[case], explain(
-        f"is_relu true for {RELUS[case]} of the {case} model", f"true for {got}", hint, SEE)
+        f"is_relu true for {RELUS[case]} of the {case} model", f"true for {got}", hint, SEE
+    )
 
 
 def test_observers_follow_every_relu_in_the_graph(ex, monkeypatch):
@@ -352,21 +431,33 @@ def test_observers_follow_every_relu_in_the_graph(ex, monkeypatch):
     gm, _ = _insert(ex, model, monkeypatch)
     gm.graph.lint()
     assert str(gm.graph) == SPELLINGS_AFTER, explain_graphs(
-        "the graph after insert_relu_observers", SPELLINGS_AFTER, str(gm.graph),
+        "the graph after insert_relu_observers",
+        SPELLINGS_AFTER,
+        str(gm.graph),
         "insert each observer right after its relu, and move every other user of the relu onto it.",
-        SEE_PREPARE)
+        SEE_PREPARE,
+    )
 
 
 @pytest.mark.parametrize("case", list(MODELS))
 def test_observers_are_registered_submodules(ex, case, monkeypatch):
     model, _ = _setup(case)
     gm, names = _insert(ex, model, monkeypatch)
-    called = [node.target for node in gm.graph.nodes if node.op == "call_module" and node.target in names]
-    modules = {name: type(gm.get_submodule(name)).__name__ if hasattr(gm, name) else "missing" for name in names}
-    assert called == names and all(isinstance(getattr(gm, n, None), MinMaxObserver) for n in names), explain(
+    called = [
+        node.target for node in gm.graph.nodes if node.op == "call_module" and node.target in names
+    ]
+    modules = {
+        name: type(gm.get_submodule(name)).__name__ if hasattr(gm, name) else "missing"
+        for name in names
+    }
+    assert called == names and all(
+        isinstance(getattr(gm, n, None), MinMaxObserver) for n in names
+    ), explain(
         f"a MinMaxObserver submodule and one call_module node for each of {names}",
         f"submodules {modules}, called {called}",
-        "gm.add_submodule(name, MinMaxObserver()), then gm.graph.call_module(name, (relu,)).", SEE)
+        "gm.add_submodule(name, MinMaxObserver()), then gm.graph.call_module(name, (relu,)).",
+        SEE,
+    )
 
 
 @pytest.mark.parametrize("case", list(MODELS))
@@ -377,9 +468,11 @@ def test_outputs_are_unchanged(ex, case, device, monkeypatch):
     with torch.no_grad():
         want = model(batches[0])
     assert torch.equal(got, want), explain(
-        "the same output as the model: an observer returns its input", "a different output",
+        "the same output as the model: an observer returns its input",
+        "a different output",
         "does every old user of the relu now read the observer, and the observer read the relu?",
-        SEE)
+        SEE,
+    )
 
 
 def _ranges(ex, gm) -> dict:
@@ -392,25 +485,34 @@ def _ranges_hint(got, want: dict, observed: dict[str, str]) -> str:
         return "observed_ranges returns a dict: observed node's name -> (min, max)."
     by_observer = [k for k in got if k in observed and k not in want]
     if by_observer:
-        return (f"key each range by the name of the observed node (the observer's argument, "
-                f"here {observed[by_observer[0]]!r}), not by the observer's name {by_observer[0]!r}.")
+        return (
+            f"key each range by the name of the observed node (the observer's argument, "
+            f"here {observed[by_observer[0]]!r}), not by the observer's name {by_observer[0]!r}."
+        )
     if set(got) != set(want):
-        return (f"one entry per MinMaxObserver node of the graph, keyed by the name of the node it "
-                f"observes: {sorted(want)}, not {sorted(got)}.")
+        return (
+            f"one entry per MinMaxObserver node of the graph, keyed by the name of the node it "
+            f"observes: {sorted(want)}, not {sorted(got)}."
+        )
     for key, value in got.items():
         if not (isinstance(value, tuple) and len(value) == 2):
             return f"each value is a pair (min, max); for {key!r} it is {value!r}."
         if not all(type(v) is float for v in value):
-            return (f"the values are floats: observer.min_val.item(), not the tensor itself "
-                    f"({key!r}: {value!r}).")
+            return (
+                f"the values are floats: observer.min_val.item(), not the tensor itself "
+                f"({key!r}: {value!r})."
+            )
         if value == want[key][::-1]:
             return f"each pair is (min, max), in that order ({key!r})."
     return "read each observer's min_val and max_val after calibration."
 
 
 def _check_ranges(got, want: dict, observed: dict[str, str], expected: str):
-    same = isinstance(got, dict) and got == want and all(
-        isinstance(v, tuple) and all(type(x) is float for x in v) for v in got.values())
+    same = (
+        isinstance(got, dict)
+        and got == want
+        and all(isinstance(v, tuple) and all(type(x) is float for x in v) for v in got.values())
+    )
     assert same, explain(expected, repr(got), _ranges_hint(got, want, observed), SEE)
 
 
@@ -420,8 +522,12 @@ def test_calibration_records_the_true_min_and_max(ex, case, device, monkeypatch)
     gm, names = _insert(ex, model, monkeypatch)
     _run(lambda: _calibrate(gm, batches), "calibrate(gm, batches)")
     want = _true_ranges(model, batches, RELUS[case])
-    _check_ranges(_ranges(ex, gm), want, {name: name.removesuffix("_observer") for name in names},
-                  f"the min and max of each relu's value over the 3 calibration batches: {want}")
+    _check_ranges(
+        _ranges(ex, gm),
+        want,
+        {name: name.removesuffix("_observer") for name in names},
+        f"the min and max of each relu's value over the 3 calibration batches: {want}",
+    )
 
 
 def _observed_by_hand():
@@ -434,8 +540,11 @@ def _observed_by_hand():
     observer = graph.call_module("relu_observer", (relu,))
     same = graph.call_module("identity_observer", (observer,))
     graph.output(same)
-    root = {"watch": MinMaxObserver(), "relu_observer": MinMaxObserver(),
-            "identity_observer": nn.Identity()}
+    root = {
+        "watch": MinMaxObserver(),
+        "relu_observer": MinMaxObserver(),
+        "identity_observer": nn.Identity(),
+    }
     return GraphModule(root, graph), {"watch": "x", "relu_observer": "relu"}
 
 
@@ -447,9 +556,13 @@ def test_observed_ranges_reads_every_observer(ex, monkeypatch):
     _calibrate(gm, batches)
     low, high = min(b.min().item() for b in batches), max(b.max().item() for b in batches)
     want = {"x": (low, high), "relu": (max(low, 0.0), max(high, 0.0))}
-    _check_ranges(_ranges(ex, gm), want, observed,
-                  f"{want}: `watch` observes %x and `relu_observer` %relu; the nn.Identity named "
-                  "identity_observer is no observer")
+    _check_ranges(
+        _ranges(ex, gm),
+        want,
+        observed,
+        f"{want}: `watch` observes %x and `relu_observer` %relu; the nn.Identity named "
+        "identity_observer is no observer",
+    )
 
 
 def test_ranges_grow_with_more_data(ex, monkeypatch):
@@ -460,10 +573,15 @@ def test_ranges_grow_with_more_data(ex, monkeypatch):
     _calibrate(gm, batches[1:])
     after = _ranges(ex, gm)
     want = _true_ranges(model, batches, ["relu"])
-    _check_ranges(after, want, {"relu_observer": "relu"},
-                  f"a running range: after three batches, the range over all of them, {want}")
+    _check_ranges(
+        after,
+        want,
+        {"relu_observer": "relu"},
+        f"a running range: after three batches, the range over all of them, {want}",
+    )
     assert first != after, explain(
         "a running range: after more (larger) batches, a wider range",
         f"{first} after one batch, {after} after three",
         "observed_ranges reads the observers' current min_val and max_val each time it is called.",
-        SEE)
+        SEE,
+    )

@@ -24,8 +24,17 @@ grading itself could not run (a broken manifest, a missing folder).
 from tests.grading.judge import Limits, Score, TestResult, grade
 from tests.grading.manifest import MANIFEST, Exercise, GradingError, load_manifest
 
-__all__ = ["MANIFEST", "Exercise", "GradingError", "Limits", "Score", "TestResult", "grade",
-           "load_manifest", "main"]
+__all__ = [
+    "MANIFEST",
+    "Exercise",
+    "GradingError",
+    "Limits",
+    "Score",
+    "TestResult",
+    "grade",
+    "load_manifest",
+    "main",
+]
 
 
 def main(argv: list[str] | None = None) -> int:

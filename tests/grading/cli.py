@@ -15,18 +15,37 @@ from tests.grading.manifest import MANIFEST, ROOT, GradingError, load_manifest
 def parser() -> argparse.ArgumentParser:
     import tests.grading
 
-    p = argparse.ArgumentParser(prog="python -m tests.grading", description=tests.grading.__doc__.splitlines()[0])
-    p.add_argument("--impl", choices=("exercises", "solutions"), default="exercises",
-                   help="grade this folder of the repository (default: exercises)")
-    p.add_argument("--submission", type=Path, help="grade the exercise modules found in this folder instead")
+    p = argparse.ArgumentParser(
+        prog="python -m tests.grading", description=tests.grading.__doc__.splitlines()[0]
+    )
+    p.add_argument(
+        "--impl",
+        choices=("exercises", "solutions"),
+        default="exercises",
+        help="grade this folder of the repository (default: exercises)",
+    )
+    p.add_argument(
+        "--submission", type=Path, help="grade the exercise modules found in this folder instead"
+    )
     p.add_argument("--chapter", type=int, help="grade only this chapter's exercises")
-    p.add_argument("--exercise", action="append", metavar="ID", help="grade only this exercise (repeatable)")
+    p.add_argument(
+        "--exercise", action="append", metavar="ID", help="grade only this exercise (repeatable)"
+    )
     p.add_argument("--results", type=Path, help="also write Gradescope's results.json here")
-    p.add_argument("--verdicts", type=Path, help="also write '<id> pass|fail' lines here (GitHub Classroom)")
-    p.add_argument("--timeout", type=float, default=judge.Limits.timeout, help="seconds per exercise (default 60)")
+    p.add_argument(
+        "--verdicts", type=Path, help="also write '<id> pass|fail' lines here (GitHub Classroom)"
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=judge.Limits.timeout,
+        help="seconds per exercise (default 60)",
+    )
     p.add_argument("--memory", type=float, default=4, help="GiB of memory per exercise (default 4)")
     p.add_argument("--jobs", type=int, default=judge.Limits.jobs, help="exercises graded at once")
-    p.add_argument("-v", "--verbose", action="store_true", help="show every failure message in full")
+    p.add_argument(
+        "-v", "--verbose", action="store_true", help="show every failure message in full"
+    )
     return p
 
 
@@ -36,8 +55,10 @@ def select(args: argparse.Namespace) -> list:
     if args.exercise:
         unknown = sorted(set(args.exercise) - {e.id for e in exercises})
         if unknown:
-            raise GradingError(f"no exercise {', '.join(unknown)} in {MANIFEST}; the ids are "
-                               + ", ".join(e.id for e in exercises))
+            raise GradingError(
+                f"no exercise {', '.join(unknown)} in {MANIFEST}; the ids are "
+                + ", ".join(e.id for e in exercises)
+            )
         exercises = [e for e in exercises if e.id in args.exercise]
     return [e for e in exercises if args.chapter in (None, e.chapter)]
 
@@ -49,7 +70,8 @@ def source_folder(args: argparse.Namespace) -> tuple[Path, str]:
         raise GradingError(
             f"{ROOT} holds solutions/, and a submission's code can read any file on this machine. "
             "Grade submissions where there are no solutions: with the Gradescope autograder "
-            "(make gradescope) or in a student release (make student-release)")
+            "(make gradescope) or in a student release (make student-release)"
+        )
     if not folder.is_dir():
         hint = " (a student release has no solutions/)" if args.impl == "solutions" else ""
         raise GradingError(f"{folder} is not a folder{hint}")
@@ -61,19 +83,30 @@ def main(argv: list[str] | None = None) -> int:
     try:
         exercises = select(args)
         folder, what = source_folder(args)
-        limits = judge.Limits(timeout=args.timeout, memory=int(args.memory * 1024**3), jobs=max(1, args.jobs))
+        limits = judge.Limits(
+            timeout=args.timeout, memory=int(args.memory * 1024**3), jobs=max(1, args.jobs)
+        )
         started = time.monotonic()
         scores = judge.grade(exercises, judge.submitted_modules(exercises, folder), limits)
         seconds = time.monotonic() - started
     except GradingError as exc:
         print(f"grading failed: {exc}", file=sys.stderr)
         return 2
-    scope = ("exercise " + ", ".join(args.exercise) if args.exercise
-             else "every chapter" if args.chapter is None else f"chapter {args.chapter}")
+    scope = (
+        "exercise " + ", ".join(args.exercise)
+        if args.exercise
+        else "every chapter"
+        if args.chapter is None
+        else f"chapter {args.chapter}"
+    )
     print(report.render(scores, what, scope, verbose=args.verbose))
-    print(f"\ngraded in {seconds:.1f} s, each exercise in its own process (limit {limits.timeout:g} s)")
-    for path, text in [(args.results, lambda: json.dumps(report.gradescope(scores), indent=2) + "\n"),
-                       (args.verdicts, lambda: report.verdicts(scores))]:
+    print(
+        f"\ngraded in {seconds:.1f} s, each exercise in its own process (limit {limits.timeout:g} s)"
+    )
+    for path, text in [
+        (args.results, lambda: json.dumps(report.gradescope(scores), indent=2) + "\n"),
+        (args.verdicts, lambda: report.verdicts(scores)),
+    ]:
         if path:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text(), encoding="utf-8")

@@ -34,8 +34,18 @@ from pathlib import Path
 
 MESSAGE = 64 * 1024
 # Imported once in the server, so that no worker pays for them.
-PRELOAD = ("torch", "torch.nn", "torch.fx", "torch.utils.flop_counter", "pytest", "_pytest.python",
-           "_pytest.runner", "_pytest.fixtures", "_pytest.terminal", "_pytest.monkeypatch")
+PRELOAD = (
+    "torch",
+    "torch.nn",
+    "torch.fx",
+    "torch.utils.flop_counter",
+    "pytest",
+    "_pytest.python",
+    "_pytest.runner",
+    "_pytest.fixtures",
+    "_pytest.terminal",
+    "_pytest.monkeypatch",
+)
 
 
 class ForkServerError(RuntimeError):
@@ -59,21 +69,38 @@ class ForkServer:
         self._replies: dict[int, dict] = {}
         self._next_id, self._closed = 0, False
         self.process = subprocess.Popen(
-            [sys.executable, "-I", str(root / "tests" / "grading" / "forkserver.py"), str(theirs.fileno())],
-            cwd=root, env=env, pass_fds=(theirs.fileno(),), start_new_session=True,
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [
+                sys.executable,
+                "-I",
+                str(root / "tests" / "grading" / "forkserver.py"),
+                str(theirs.fileno()),
+            ],
+            cwd=root,
+            env=env,
+            pass_fds=(theirs.fileno(),),
+            start_new_session=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         theirs.close()
         threading.Thread(target=self._read_replies, daemon=True).start()
         if self._reply(-1, "ready", timeout=120) is None:
             self.close()
-            raise ForkServerError("the fork server did not start (it could not import torch, pytest or minifx)")
+            raise ForkServerError(
+                "the fork server did not start (it could not import torch, pytest or minifx)"
+            )
 
-    def spawn(self, grader: str, graded: Path, key: bytes, report_fd: int, output_fd: int) -> tuple[int, int]:
+    def spawn(
+        self, grader: str, graded: Path, key: bytes, report_fd: int, output_fd: int
+    ) -> tuple[int, int]:
         """Fork a worker; its `(request id, pid)`."""
         with self._lock:
             request = self._next_id
             self._next_id += 1
-            message = json.dumps({"id": request, "grader": grader, "graded": str(graded), "key": key.hex()})
+            message = json.dumps(
+                {"id": request, "grader": grader, "graded": str(graded), "key": key.hex()}
+            )
             try:
                 socket.send_fds(self._socket, [message.encode()], [report_fd, output_fd])
             except OSError as exc:
@@ -104,7 +131,9 @@ class ForkServer:
 
     def _reply(self, request: int, key: str, timeout: float) -> dict | None:
         with self._changed:
-            self._changed.wait_for(lambda: key in self._replies.get(request, {}) or self._closed, timeout=timeout)
+            self._changed.wait_for(
+                lambda: key in self._replies.get(request, {}) or self._closed, timeout=timeout
+            )
             reply = self._replies.get(request, {})
             return reply if key in reply else None
 
@@ -159,7 +188,9 @@ def _report_exits(channel: socket.socket, children: dict[int, int]) -> None:
             return
         request = children.pop(pid, None)
         if request is not None:
-            channel.send(json.dumps({"id": request, "exit": os.waitstatus_to_exitcode(status)}).encode())
+            channel.send(
+                json.dumps({"id": request, "exit": os.waitstatus_to_exitcode(status)}).encode()
+            )
 
 
 def _become_worker(channel: socket.socket, request: dict, fds: list[int]) -> None:
@@ -172,7 +203,9 @@ def _become_worker(channel: socket.socket, request: dict, fds: list[int]) -> Non
         os.dup2(output_fd, 1)
         os.dup2(output_fd, 2)
         os.close(output_fd)
-        code = WORKER["run"](request["grader"], report_fd, bytes.fromhex(request["key"]), Path(request["graded"]))
+        code = WORKER["run"](
+            request["grader"], report_fd, bytes.fromhex(request["key"]), Path(request["graded"])
+        )
     finally:
         try:
             sys.stdout.flush()
@@ -195,6 +228,10 @@ def main() -> None:
 if __name__ == "__main__":
     # The worker's code, in a private namespace (see worker.py), shared by every child.
     _path = Path(__file__).resolve().parent / "worker.py"
-    WORKER = {"__name__": "grading_private_worker", "__file__": str(_path), "__builtins__": dict(vars(__builtins__))}
+    WORKER = {
+        "__name__": "grading_private_worker",
+        "__file__": str(_path),
+        "__builtins__": dict(vars(__builtins__)),
+    }
     exec(compile(_path.read_bytes(), str(_path), "exec", dont_inherit=True), WORKER)
     main()

@@ -25,7 +25,12 @@ from tests.grading.manifest import MANIFEST, ROOT, GradingError, load_manifest
 TORCH_SPEC = "torch==2.13.0"
 TORCH_INDEX_URL = "https://download.pytorch.org/whl/cpu"
 # What the graders import besides torch; pinned like pyproject.toml's dev extra.
-PACKAGES = ('"pytest>=8,<10"', '"hypothesis>=6.100,<7"', '"numpy>=1.24"', '"tomli>=2; python_version < \'3.11\'"')
+PACKAGES = (
+    '"pytest>=8,<10"',
+    '"hypothesis>=6.100,<7"',
+    '"numpy>=1.24"',
+    "\"tomli>=2; python_version < '3.11'\"",
+)
 
 SETUP = """#!/usr/bin/env bash
 # Gradescope runs this once, when the autograder image is built.
@@ -48,17 +53,24 @@ mkdir -p "$ROOT/results"
 """
 
 
-def build(out: Path, root: Path = ROOT, torch_spec: str = TORCH_SPEC, index_url: str = TORCH_INDEX_URL) -> Path:
+def build(
+    out: Path, root: Path = ROOT, torch_spec: str = TORCH_SPEC, index_url: str = TORCH_INDEX_URL
+) -> Path:
     """Write the autograder zip to `out`, from the trusted files of `root`."""
-    load_manifest(root / MANIFEST.relative_to(ROOT))  # a broken manifest stops here, not on Gradescope
+    load_manifest(
+        root / MANIFEST.relative_to(ROOT)
+    )  # a broken manifest stops here, not on Gradescope
     files = snapshot(root)
     stubs = sorted((root / "exercises").glob("*.py"))
     if not stubs:
         raise GradingError(f"{root / 'exercises'} has no stubs to ship")
     out.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
-        _add(archive, "setup.sh", SETUP.format(torch_spec=torch_spec, index_url=index_url,
-                                               packages=" ".join(PACKAGES)))
+        _add(
+            archive,
+            "setup.sh",
+            SETUP.format(torch_spec=torch_spec, index_url=index_url, packages=" ".join(PACKAGES)),
+        )
         _add(archive, "run_autograder", RUN)
         for relative, data in files.items():
             if not relative.startswith("tests/") or _needed(relative):
@@ -80,7 +92,9 @@ def _add(archive: zipfile.ZipFile, name: str, text: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.grading.gradescope", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.grading.gradescope", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("out", type=Path, help="the zip to write")
     parser.add_argument("--torch-spec", default=TORCH_SPEC)
     parser.add_argument("--torch-index-url", default=TORCH_INDEX_URL)
@@ -90,7 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     except GradingError as exc:
         print(f"cannot build the autograder: {exc}", file=sys.stderr)
         return 2
-    print(f"wrote {args.out}: upload it as the assignment's autograder (Gradescope: Configure Autograder, zip file)")
+    print(
+        f"wrote {args.out}: upload it as the assignment's autograder (Gradescope: Configure Autograder, zip file)"
+    )
     return 0
 
 

@@ -46,7 +46,11 @@ CODE_KINDS = (type, FunctionType, BuiltinFunctionType, ModuleType)
 DATA_KINDS = (list, tuple, dict, set, frozenset, str, bytes, int, float, bool)
 # How deep a grader's data is read, and where tensors come from (torch.Tensor, Parameter).
 MAX_DEPTH = 6
-TENSOR_KINDS = {("torch", "Tensor"), ("torch.nn.parameter", "Parameter"), ("torch.nn.parameter", "Buffer")}
+TENSOR_KINDS = {
+    ("torch", "Tensor"),
+    ("torch.nn.parameter", "Parameter"),
+    ("torch.nn.parameter", "Buffer"),
+}
 
 
 class Guard:
@@ -65,7 +69,11 @@ class Guard:
         self._classes: set[int] = set()
         self._data: dict[str, str] = {}
         self._hooks = (tuple(sys.meta_path), tuple(sys.path_hooks))
-        self._sys_modules, self._meta_path, self._path_hooks = sys.modules, sys.meta_path, sys.path_hooks
+        self._sys_modules, self._meta_path, self._path_hooks = (
+            sys.modules,
+            sys.meta_path,
+            sys.path_hooks,
+        )
         self._threads = self._thread_count()
         torch = sys.modules["torch"]._C
         self._mode_counts = (torch._len_torch_function_stack, torch._len_torch_dispatch_stack)
@@ -75,15 +83,27 @@ class Guard:
     def add_new_modules(self) -> None:
         """Take modules imported since the last snapshot into it (called after each check)."""
         for name, module in list(self._sys_modules.items()):
-            if name in self._modules or name.startswith(self._skip) or not isinstance(getattr(module, "__dict__", None), dict):
+            if (
+                name in self._modules
+                or name.startswith(self._skip)
+                or not isinstance(getattr(module, "__dict__", None), dict)
+            ):
                 continue
             self._modules[name] = module
             namespace = module.__dict__
             if (name, "*") not in VOLATILE:
-                self._remember(namespace, name, [(k, v) for k, v in namespace.items() if (name, k) not in VOLATILE],
-                               None)
+                self._remember(
+                    namespace,
+                    name,
+                    [(k, v) for k, v in namespace.items() if (name, k) not in VOLATILE],
+                    None,
+                )
             for value in list(namespace.values()):
-                if issubclass(type(value), type) and id(value) not in self._classes and vars(value).get("__module__") == name:
+                if (
+                    issubclass(type(value), type)
+                    and id(value) not in self._classes
+                    and vars(value).get("__module__") == name
+                ):
                     self._classes.add(id(value))
                     where = f"{name}.{value.__qualname__}"
                     # vars(cls) is a live view of the class's namespace: kept, it shows changes.
@@ -91,21 +111,31 @@ class Guard:
             if name.startswith(DATA_MODULES):
                 self._data[name] = self._fingerprint(namespace)
 
-    def _remember(self, namespace, where: str, items: list[tuple[str, object]], owner: type | None) -> None:
+    def _remember(
+        self, namespace, where: str, items: list[tuple[str, object]], owner: type | None
+    ) -> None:
         names, objects = zip(*items) if items else ((), ())
         self._namespaces.append((namespace, names, objects, where, owner))
 
     def changes(self) -> list[str]:
         """What differs from the snapshot: `module.name`, `Class.attribute`, or a hook."""
-        changed = [f"sys.modules[{name!r}]" for name, module in self._modules.items()
-                   if self._sys_modules.get(name, MISSING) is not module]
+        changed = [
+            f"sys.modules[{name!r}]"
+            for name, module in self._modules.items()
+            if self._sys_modules.get(name, MISSING) is not module
+        ]
         for namespace, names, objects, where, owner in self._namespaces:
             # One pass in C over the names; only a namespace that changed is looked at in Python.
             if not all(map(is_, map(namespace.get, names, repeat(MISSING)), objects)):
-                changed += [f"{where}.{name}" for name, value in zip(names, objects)
-                            if namespace.get(name, MISSING) is not value]
+                changed += [
+                    f"{where}.{name}"
+                    for name, value in zip(names, objects)
+                    if namespace.get(name, MISSING) is not value
+                ]
             if len(namespace) > len(names):
-                changed += [f"{where}.{name} (added)" for name in self._added(namespace, names, owner)]
+                changed += [
+                    f"{where}.{name} (added)" for name in self._added(namespace, names, owner)
+                ]
         if sys.meta_path is not self._meta_path or tuple(self._meta_path) != self._hooks[0]:
             changed.append("sys.meta_path (an import hook)")
         if sys.path_hooks is not self._path_hooks or tuple(self._path_hooks) != self._hooks[1]:
@@ -127,9 +157,15 @@ class Guard:
         added = [name for name in list(namespace) if name not in known]
         if owner is None:
             return [name for name in added if name in BUILTIN_NAMES]
-        return [name for name in added if name not in VOLATILE_CLASS_NAMES and (
-            (name.startswith("__") and name.endswith("__"))
-            or any(name in vars(base) for base in owner.__mro__[1:]))]
+        return [
+            name
+            for name in added
+            if name not in VOLATILE_CLASS_NAMES
+            and (
+                (name.startswith("__") and name.endswith("__"))
+                or any(name in vars(base) for base in owner.__mro__[1:])
+            )
+        ]
 
     def _modes(self) -> tuple[int, int]:
         return tuple(count() for count in self._mode_counts)
@@ -142,8 +178,11 @@ class Guard:
         fills up as a test runs, say) is the grader's to change, and rebinding it is
         seen with every other name.
         """
-        return tuple((key, cls._value(value, set())) for key, value in list(namespace.items())
-                     if not key.startswith("__") and type(value) in DATA_KINDS)
+        return tuple(
+            (key, cls._value(value, set()))
+            for key, value in list(namespace.items())
+            if not key.startswith("__") and type(value) in DATA_KINDS
+        )
 
     @classmethod
     def _value(cls, value, seen: set, depth: int = 0) -> object:
@@ -164,15 +203,23 @@ class Guard:
             items = [cls._value(item, seen, depth + 1) for item in value]
             return (kind, tuple(sorted(items, key=repr) if kind in (set, frozenset) else items))
         if kind is dict:
-            return (kind, tuple((cls._value(k, seen, depth + 1), cls._value(v, seen, depth + 1))
-                                for k, v in value.items()))
+            return (
+                kind,
+                tuple(
+                    (cls._value(k, seen, depth + 1), cls._value(v, seen, depth + 1))
+                    for k, v in value.items()
+                ),
+            )
         version = value._version if (kind.__module__, kind.__name__) in TENSOR_KINDS else None
         try:
             attributes = object.__getattribute__(value, "__dict__")
         except AttributeError:
             attributes = None
-        state = (tuple((key, cls._value(item, seen, depth + 1)) for key, item in attributes.items())
-                 if type(attributes) is dict else None)
+        state = (
+            tuple((key, cls._value(item, seen, depth + 1)) for key, item in attributes.items())
+            if type(attributes) is dict
+            else None
+        )
         return (kind, id(value), version, state)
 
     @staticmethod

@@ -47,8 +47,17 @@ WORKER = "tests/grading/worker.py"
 # Of that, what a worker's folder holds: minifx, the graders and what they import, and
 # the worker itself; not the judge, nor the project's other tests (graded code could call
 # whatever is there, and the sandbox trusts that code).
-STAGED = {"conftest.py", "pyproject.toml", "tests/__init__.py", "tests/conftest.py", "tests/models.py", WORKER,
-          "tests/grading/sandbox.py", "tests/grading/guard.py", "tests/grading/forkserver.py"}
+STAGED = {
+    "conftest.py",
+    "pyproject.toml",
+    "tests/__init__.py",
+    "tests/conftest.py",
+    "tests/models.py",
+    WORKER,
+    "tests/grading/sandbox.py",
+    "tests/grading/guard.py",
+    "tests/grading/forkserver.py",
+}
 STAGED_FOLDERS = ("minifx/", "tests/graders/")
 # What the judge reads of a worker: records of at most a megabyte, 64 MB in all, and the
 # end of its output.
@@ -161,7 +170,11 @@ def precheck(exercise: Exercise, modules: dict[str, bytes], trusted: dict[str, b
         return f"{path} is nested too deeply for Python to read: write it as ordinary code"
     if broken:
         more = f"\n... and {len(broken) - 5} more" if len(broken) > 5 else ""
-        return f"{path} is not run, because it does what graded code may not:\n" + "\n".join(broken[:5]) + more
+        return (
+            f"{path} is not run, because it does what graded code may not:\n"
+            + "\n".join(broken[:5])
+            + more
+        )
     return ""
 
 
@@ -172,7 +185,9 @@ def grader_tests(source: bytes) -> set[str]:
         SyntaxError: If the grader is not valid Python.
     """
     tree = ast.parse(source)
-    return {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")}
+    return {
+        n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")
+    }
 
 
 # --- one worker --------------------------------------------------------------------
@@ -216,19 +231,29 @@ def worker_environment(run_token: str, jobs: int) -> dict[str, str]:
     drop = ("PYTHON", "COV_CORE", "COVERAGE", "PYTEST", "GITHUB_", "RUNNER_", "ACTIONS_")
     env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
     threads = str(max(1, (os.cpu_count() or 1) // jobs))
-    env.update({MARKER: run_token, "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1",
-                "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads})
+    env.update(
+        {
+            MARKER: run_token,
+            "PYTHONHASHSEED": "0",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "OMP_NUM_THREADS": threads,
+            "MKL_NUM_THREADS": threads,
+        }
+    )
     return env
 
 
-def run_worker(folder: Path, grader: str, limits: Limits, env: dict[str, str],
-               server: ForkServer | None = None) -> Run:
+def run_worker(
+    folder: Path, grader: str, limits: Limits, env: dict[str, str], server: ForkServer | None = None
+) -> Run:
     """Run the worker on one grader and the `exercises/` in `folder`, forked by `server`
     (or started afresh, with the trusted files staged in `folder`); kill it at the time or
     memory limit."""
     key = secrets.token_bytes(32)
     read_end, write_end = os.pipe()
-    log = open(folder / "worker-output.txt", "w+b")  # not `with`: read and closed below, after the worker ends
+    log = open(
+        folder / "worker-output.txt", "w+b"
+    )  # not `with`: read and closed below, after the worker ends
     started = time.monotonic()
     try:
         group, returncode = _start(folder, grader, env, server, key, write_end, log)
@@ -252,16 +277,29 @@ def run_worker(folder: Path, grader: str, limits: Limits, env: dict[str, str],
     return run
 
 
-def _start(folder: Path, grader: str, env: dict[str, str], server: ForkServer | None, key: bytes,
-           write_end: int, log) -> tuple[int, Callable[[], int | None]]:
+def _start(
+    folder: Path,
+    grader: str,
+    env: dict[str, str],
+    server: ForkServer | None,
+    key: bytes,
+    write_end: int,
+    log,
+) -> tuple[int, Callable[[], int | None]]:
     """Start a worker: its process group, and a function that gives its returncode once it ended."""
     if server is not None:
         request, pid = server.spawn(grader, folder, key, write_end, log.fileno())
         return pid, lambda: server.returncode(request)
     process = subprocess.Popen(
         [sys.executable, "-I", str(folder / WORKER), grader, str(write_end)],
-        cwd=folder, env=env, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
-        pass_fds=(write_end,), start_new_session=True)
+        cwd=folder,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        pass_fds=(write_end,),
+        start_new_session=True,
+    )
     try:
         process.stdin.write(key.hex().encode() + b"\n")
         process.stdin.close()
@@ -353,12 +391,16 @@ def verify(lines: list[bytes], key: bytes) -> tuple[list[dict], str]:
 # --- from records to a score -------------------------------------------------------
 
 
-def judge(exercise: Exercise, run: Run, trusted: dict[str, bytes], limit: Limits, expected: set[str]) -> Score:
+def judge(
+    exercise: Exercise, run: Run, trusted: dict[str, bytes], limit: Limits, expected: set[str]
+) -> Score:
     """The exercise's score from what its worker reported and how it ended."""
     score = Score(exercise, seconds=run.seconds)
     if run.forged:
-        score.problem = (f"{run.forged}: graded code wrote into the grading report, so the "
-                         "exercise earns nothing")
+        score.problem = (
+            f"{run.forged}: graded code wrote into the grading report, so the "
+            "exercise earns nothing"
+        )
         return score
     collected = next((r for r in run.records if r["kind"] == "collected"), None)
     errors = [r["message"] for r in run.records if r["kind"] == "collect_error"]
@@ -381,7 +423,9 @@ def judge(exercise: Exercise, run: Run, trusted: dict[str, bytes], limit: Limits
     return score
 
 
-def _check_collection(exercise: Exercise, collected: dict, trusted: dict[str, bytes], expected: set[str]) -> str:
+def _check_collection(
+    exercise: Exercise, collected: dict, trusted: dict[str, bytes], expected: set[str]
+) -> str:
     source = trusted[exercise.grader]
     if collected.get("grader_sha256") != hashlib.sha256(source).hexdigest():
         return f"{exercise.grader} was changed before it ran: graded code may not edit the graders"
@@ -390,7 +434,9 @@ def _check_collection(exercise: Exercise, collected: dict, trusted: dict[str, by
     if missing:
         return f"tests of {exercise.grader} were not collected: {', '.join(missing)}"
     if not collected["tests"]:
-        return f"no tests collected from {exercise.grader}; a grader needs at least one test_ function"
+        return (
+            f"no tests collected from {exercise.grader}; a grader needs at least one test_ function"
+        )
     return ""
 
 
@@ -399,7 +445,11 @@ def _results(collected: dict, records: list[dict]) -> list[TestResult]:
     for record in records:
         if record["kind"] == "start":
             started.add(record["test"])
-        elif record["kind"] == "result" and record["test"] in started and record["test"] not in results:
+        elif (
+            record["kind"] == "result"
+            and record["test"] in started
+            and record["test"] not in results
+        ):
             results[record["test"]] = record
     tests = []
     for nodeid in collected["tests"]:
@@ -409,8 +459,13 @@ def _results(collected: dict, records: list[dict]) -> list[TestResult]:
         elif record["outcome"] == "skipped":
             tests.append(_skip(nodeid, record["message"], cuda=collected["cuda"]))
         else:
-            tests.append(TestResult(nodeid, record["outcome"] if record["outcome"] == "passed" else "failed",
-                                    str(record["message"])))
+            tests.append(
+                TestResult(
+                    nodeid,
+                    record["outcome"] if record["outcome"] == "passed" else "failed",
+                    str(record["message"]),
+                )
+            )
     return tests
 
 
@@ -419,8 +474,12 @@ def _skip(nodeid: str, reason: str, cuda: bool) -> TestResult:
     params = nodeid.partition("[")[2].rstrip("]").split("-")
     if "cuda" in params and not cuda and reason.startswith(CUDA_SKIP):
         return TestResult(nodeid, "skipped", reason)
-    return TestResult(nodeid, "failed", f"the test was skipped ({reason}); a skipped test earns nothing, "
-                                        "and graded code may not skip tests")
+    return TestResult(
+        nodeid,
+        "failed",
+        f"the test was skipped ({reason}); a skipped test earns nothing, "
+        "and graded code may not skip tests",
+    )
 
 
 def _running(records: list[dict]) -> str:
@@ -433,16 +492,26 @@ def _running(records: list[dict]) -> str:
 def _stopped(run: Run, running: str, limits: Limits) -> str:
     during = f" while running {running.split('::')[-1]}" if running else ""
     if run.ended == "timeout":
-        return (f"timed out after {limits.timeout:g} s{during}: look for a loop that never ends "
-                "(or code far slower than it should be)")
+        return (
+            f"timed out after {limits.timeout:g} s{during}: look for a loop that never ends "
+            "(or code far slower than it should be)"
+        )
     if run.ended == "memory":
         return f"used more than {limits.memory / 1024**3:g} GiB of memory{during}, and was stopped"
     if run.ended == "exit":
-        how = f"killed by signal {-run.returncode}" if run.returncode < 0 else f"exited with code {run.returncode}"
-        return (f"the grading process {how}{during}: graded code may not call os._exit or "
-                f"sys.exit, or crash Python\n{_tail(run.output)}")
-    return (f"the run stopped{during} (pytest.exit(), KeyboardInterrupt or an exit from graded code), "
-            f"so the remaining tests never ran\n{_tail(run.output)}")
+        how = (
+            f"killed by signal {-run.returncode}"
+            if run.returncode < 0
+            else f"exited with code {run.returncode}"
+        )
+        return (
+            f"the grading process {how}{during}: graded code may not call os._exit or "
+            f"sys.exit, or crash Python\n{_tail(run.output)}"
+        )
+    return (
+        f"the run stopped{during} (pytest.exit(), KeyboardInterrupt or an exit from graded code), "
+        f"so the remaining tests never ran\n{_tail(run.output)}"
+    )
 
 
 def _tail(text: str) -> str:
@@ -453,8 +522,12 @@ def _tail(text: str) -> str:
 # --- all exercises -----------------------------------------------------------------
 
 
-def grade(exercises: list[Exercise], modules: dict[str, bytes], limits: Limits = Limits(),
-          trusted: dict[str, bytes] | None = None) -> list[Score]:
+def grade(
+    exercises: list[Exercise],
+    modules: dict[str, bytes],
+    limits: Limits = Limits(),
+    trusted: dict[str, bytes] | None = None,
+) -> list[Score]:
     """Grade each exercise in its own worker, `limits.jobs` at a time; one `Score` each."""
     trusted = snapshot() if trusted is None else trusted
     run_token = secrets.token_hex(16)
@@ -468,8 +541,12 @@ def grade(exercises: list[Exercise], modules: dict[str, bytes], limits: Limits =
         if any(not problem for problem, _ in checks.values()):
             server = start_server(stage(base, trusted, None), env)
         with ThreadPoolExecutor(max_workers=limits.jobs) as pool:
-            futures = [pool.submit(_grade_one, e, *checks[e.id], modules, trusted, limits, env, base, server)
-                       for e in exercises]
+            futures = [
+                pool.submit(
+                    _grade_one, e, *checks[e.id], modules, trusted, limits, env, base, server
+                )
+                for e in exercises
+            ]
             scores = [f.result() for f in futures]
     finally:
         if server is not None:
@@ -490,7 +567,9 @@ def start_server(folder: Path, env: dict[str, str]) -> ForkServer | None:
         return None
 
 
-def _checks(exercise: Exercise, modules: dict[str, bytes], trusted: dict[str, bytes]) -> tuple[str, set[str]]:
+def _checks(
+    exercise: Exercise, modules: dict[str, bytes], trusted: dict[str, bytes]
+) -> tuple[str, set[str]]:
     """Why the exercise cannot be graded (or ''), and the tests its grader defines."""
     problem = precheck(exercise, modules, trusted)
     if problem:
@@ -501,9 +580,17 @@ def _checks(exercise: Exercise, modules: dict[str, bytes], trusted: dict[str, by
         return f"the grader {exercise.grader} is not valid Python: {exc}", set()
 
 
-def _grade_one(exercise: Exercise, problem: str, expected: set[str], modules: dict[str, bytes],
-               trusted: dict[str, bytes], limits: Limits, env: dict[str, str], base: Path,
-               server: ForkServer | None) -> Score:
+def _grade_one(
+    exercise: Exercise,
+    problem: str,
+    expected: set[str],
+    modules: dict[str, bytes],
+    trusted: dict[str, bytes],
+    limits: Limits,
+    env: dict[str, str],
+    base: Path,
+    server: ForkServer | None,
+) -> Score:
     if problem:
         return Score(exercise, problem=problem)
     try:
@@ -511,5 +598,8 @@ def _grade_one(exercise: Exercise, problem: str, expected: set[str], modules: di
         run = run_worker(folder, exercise.grader, limits, env, server)
         return judge(exercise, run, trusted, limits, expected)
     except Exception as exc:  # one exercise's trouble must not stop the report of the others
-        return Score(exercise, problem=f"grading this exercise failed ({type(exc).__name__}: {exc}); "
-                                       "the other exercises were graded")
+        return Score(
+            exercise,
+            problem=f"grading this exercise failed ({type(exc).__name__}: {exc}); "
+            "the other exercises were graded",
+        )

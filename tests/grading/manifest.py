@@ -69,9 +69,13 @@ def load_manifest(path: Path = MANIFEST) -> list[Exercise]:
         raise GradingError(f"cannot read the points manifest {path}: {exc}") from exc
     tables = data.get("exercises", {})
     if not isinstance(tables, dict) or not all(isinstance(t, dict) for t in tables.values()):
-        raise GradingError(f'{path}: write one table per exercise, [exercises."<chapter>.<n>"]; see the file\'s header')
+        raise GradingError(
+            f'{path}: write one table per exercise, [exercises."<chapter>.<n>"]; see the file\'s header'
+        )
     if not tables:
-        raise GradingError(f'{path} lists no exercise: add one [exercises."<chapter>.<n>"] table per exercise')
+        raise GradingError(
+            f'{path} lists no exercise: add one [exercises."<chapter>.<n>"] table per exercise'
+        )
     exercises = [_exercise(path, id_, entry) for id_, entry in tables.items()]
     return sorted(exercises, key=lambda e: tuple(int(p) for p in e.id.split(".")))
 
@@ -83,22 +87,32 @@ def _exercise(path: Path, id_: str, entry: dict) -> Exercise:
         raise GradingError(f'{where}: the id must be "<chapter>.<n>", like "1.2"')
     for key, kind in KEYS.items():
         if not isinstance(entry.get(key), kind) or isinstance(entry.get(key), bool):
-            raise GradingError(f"{where}: needs `{key}` ({_kind_name(kind)}); see the comment at the top of the file")
+            raise GradingError(
+                f"{where}: needs `{key}` ({_kind_name(kind)}); see the comment at the top of the file"
+            )
     if entry["chapter"] != int(parts[0]):
-        raise GradingError(f"{where}: chapter = {entry['chapter']} but the id says chapter {parts[0]}")
+        raise GradingError(
+            f"{where}: chapter = {entry['chapter']} but the id says chapter {parts[0]}"
+        )
     if entry["points"] < 0:
         raise GradingError(f"{where}: points = {entry['points']}; give it 0 or more")
     visibility = entry.get("visibility", "visible")
     tests = entry.get("test_visibility", {})
     if not isinstance(tests, dict):
-        raise GradingError(f"{where}: test_visibility must be a table, {{ test_name = \"hidden\" }}")
+        raise GradingError(f'{where}: test_visibility must be a table, {{ test_name = "hidden" }}')
     for value in [visibility, *tests.values()]:
         if value not in VISIBILITIES:
-            raise GradingError(f"{where}: visibility {value!r} is not one of Gradescope's: {', '.join(VISIBILITIES)}")
+            raise GradingError(
+                f"{where}: visibility {value!r} is not one of Gradescope's: {', '.join(VISIBILITIES)}"
+            )
     unknown = set(entry) - set(KEYS) - {"visibility", "test_visibility"}
     if unknown:
-        raise GradingError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; see the comment at the top of the file")
-    return Exercise(id_, **{key: entry[key] for key in KEYS}, visibility=visibility, test_visibility=dict(tests))
+        raise GradingError(
+            f"{where}: unknown key(s) {', '.join(sorted(unknown))}; see the comment at the top of the file"
+        )
+    return Exercise(
+        id_, **{key: entry[key] for key in KEYS}, visibility=visibility, test_visibility=dict(tests)
+    )
 
 
 def _kind_name(kind) -> str:

@@ -17,7 +17,9 @@ def render(scores: list[Score], what: str, scope: str, verbose: bool = False) ->
     lines.append(row.format("id", "title", "tests", "points"))
     for s in scores:
         tests = f"{s.passed}/{len(s.ran)}" if not s.problem else "-"
-        lines.append(row.format(s.exercise.id, s.exercise.title, tests, points(s.earned, s.exercise.points)))
+        lines.append(
+            row.format(s.exercise.id, s.exercise.title, tests, points(s.earned, s.exercise.points))
+        )
     earned, total = sum(s.earned for s in scores), sum(s.exercise.points for s in scores)
     passed, ran = sum(s.passed for s in scores), sum(len(s.ran) for s in scores)
     lines.append(row.format("total", "", f"{passed}/{ran}", points(earned, total)))
@@ -38,7 +40,11 @@ def _explain(score: Score, verbose: bool) -> list[str]:
         return ["", f"{title}: 0 points", _indent(score.problem)]
     if failed and all(STUB in t.message for t in failed):
         line = next(line for line in failed[0].message.splitlines() if STUB in line)
-        return ["", f"{title}: not started; the stub still raises", _indent(line[line.index(STUB):])]
+        return [
+            "",
+            f"{title}: not started; the stub still raises",
+            _indent(line[line.index(STUB) :]),
+        ]
     messages = {t.message for t in failed}
     if len(failed) > 1 and len(messages) == 1:
         return ["", f"{title}: all {len(failed)} failing tests say", _indent(failed[0].message)]
@@ -74,8 +80,15 @@ def gradescope(scores: list[Score]) -> dict:
             continue
         for t in s.ran:
             earned = s.per_test if t.outcome == "passed" else 0.0
-            tests.append(_entry(f"{name}: {_name(t)}", earned, s.per_test, t.message,
-                                s.exercise.visibility_of(t.nodeid)))
+            tests.append(
+                _entry(
+                    f"{name}: {_name(t)}",
+                    earned,
+                    s.per_test,
+                    t.message,
+                    s.exercise.visibility_of(t.nodeid),
+                )
+            )
     return {
         "score": round(sum(s.earned for s in scores), 4),
         "max_score": round(sum(s.exercise.points for s in scores), 4),
@@ -86,8 +99,14 @@ def gradescope(scores: list[Score]) -> dict:
 def _entry(name: str, score: float, max_score: float, output: str, visibility: str) -> dict:
     status = "passed" if score >= max_score else "failed"
     # Unrounded: 3 tests of 10/3 points must add up to 10 for Gradescope.
-    return {"name": name, "score": score, "max_score": max_score, "output": output,
-            "status": status, "visibility": visibility}
+    return {
+        "name": name,
+        "score": score,
+        "max_score": max_score,
+        "output": output,
+        "status": status,
+        "visibility": visibility,
+    }
 
 
 def verdicts(scores: list[Score]) -> str:

@@ -47,31 +47,103 @@ from threading import get_ident
 GRADED, OWN, INSTALLED, SEE_THROUGH = "graded", "own", "installed", "see-through"
 
 # Installed packages that graded code could use as a tool against the grading.
-SEE_THROUGH_PACKAGES = frozenset({"_pytest", "pytest", "pluggy", "unittest", "hypothesis",
-                                  "_hypothesis_pytestplugin"})
+SEE_THROUGH_PACKAGES = frozenset(
+    {"_pytest", "pytest", "pluggy", "unittest", "hypothesis", "_hypothesis_pytestplugin"}
+)
 # Standard-library modules that read frames for their own use and never hand them out.
 FRAME_USERS = ("warnings.py", "linecache.py")
 
 # The audit events the hook looks at, grouped by what they would let graded code do.
-INTROSPECTION = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._getframe",
-                           "sys._current_frames", "sys._current_exceptions", "sys._getframemodulename"})
+INTROSPECTION = frozenset(
+    {
+        "gc.get_objects",
+        "gc.get_referrers",
+        "gc.get_referents",
+        "sys._getframe",
+        "sys._current_frames",
+        "sys._current_exceptions",
+        "sys._getframemodulename",
+    }
+)
 FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"})
 # A function's defaults: a dict (or a tuple of objects) that can be changed in place.
 DEFAULTS = frozenset({"__defaults__", "__kwdefaults__"})
-TRACING = frozenset({"sys.settrace", "sys.setprofile", "sys.addaudithook", "sys.monitoring.register_callback",
-                     "sys.monitoring.use_tool_id", "cpython.remote_debugger_script"})
-PROCESSES = frozenset({"os.fork", "os.forkpty", "os.exec", "os.posix_spawn", "os.spawn", "os.system",
-                       "subprocess.Popen", "os.kill", "os.killpg", "signal.pthread_kill", "os.setsid",
-                       "os.setpgid", "resource.setrlimit", "resource.prlimit", "os.startfile", "pty.spawn"})
-FILE_CHANGES = frozenset({"os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.chmod", "os.chown", "os.link",
-                          "os.symlink", "os.truncate", "os.utime", "os.chflags", "os.lchflags", "os.setxattr",
-                          "os.removexattr", "shutil.rmtree", "shutil.move", "shutil.copyfile", "shutil.copytree",
-                          "shutil.copymode", "shutil.copystat", "shutil.chown", "os.putenv", "os.unsetenv",
-                          "sqlite3.connect", "mmap.__new__"})
+TRACING = frozenset(
+    {
+        "sys.settrace",
+        "sys.setprofile",
+        "sys.addaudithook",
+        "sys.monitoring.register_callback",
+        "sys.monitoring.use_tool_id",
+        "cpython.remote_debugger_script",
+    }
+)
+PROCESSES = frozenset(
+    {
+        "os.fork",
+        "os.forkpty",
+        "os.exec",
+        "os.posix_spawn",
+        "os.spawn",
+        "os.system",
+        "subprocess.Popen",
+        "os.kill",
+        "os.killpg",
+        "signal.pthread_kill",
+        "os.setsid",
+        "os.setpgid",
+        "resource.setrlimit",
+        "resource.prlimit",
+        "os.startfile",
+        "pty.spawn",
+    }
+)
+FILE_CHANGES = frozenset(
+    {
+        "os.remove",
+        "os.rename",
+        "os.rmdir",
+        "os.mkdir",
+        "os.chmod",
+        "os.chown",
+        "os.link",
+        "os.symlink",
+        "os.truncate",
+        "os.utime",
+        "os.chflags",
+        "os.lchflags",
+        "os.setxattr",
+        "os.removexattr",
+        "shutil.rmtree",
+        "shutil.move",
+        "shutil.copyfile",
+        "shutil.copytree",
+        "shutil.copymode",
+        "shutil.copystat",
+        "shutil.chown",
+        "os.putenv",
+        "os.unsetenv",
+        "sqlite3.connect",
+        "mmap.__new__",
+    }
+)
 CODE = frozenset({"compile", "code.__new__", "function.__new__", "exec"})
 PATCHES = frozenset({"object.__setattr__", "object.__delattr__"})
-OTHER = ("ctypes.", "socket.", "urllib.", "http.", "ftplib.", "smtplib.", "imaplib.", "nntplib.",
-         "poplib.", "telnetlib.", "webbrowser.", "_winapi.", "winreg.")
+OTHER = (
+    "ctypes.",
+    "socket.",
+    "urllib.",
+    "http.",
+    "ftplib.",
+    "smtplib.",
+    "imaplib.",
+    "nntplib.",
+    "poplib.",
+    "telnetlib.",
+    "webbrowser.",
+    "_winapi.",
+    "winreg.",
+)
 WATCHED = INTROSPECTION | TRACING | PROCESSES | FILE_CHANGES | CODE | PATCHES | {"open"}
 WRITE_FLAGS = O_WRONLY | O_RDWR | O_APPEND | O_CREAT | O_TRUNC
 
@@ -92,8 +164,12 @@ class Sandbox:
         self.graded = _folder(graded)
         self.own = (_folder(trusted, "minifx"), _folder(trusted, "tests"))  # minifx and the grading
         self.installed = tuple({_folder(paths["purelib"]), _folder(paths["platlib"])})
-        self.readable = (self.graded, self.own[0], *self.installed,
-                         *{_folder(paths["stdlib"]), _folder(paths["platstdlib"])})
+        self.readable = (
+            self.graded,
+            self.own[0],
+            *self.installed,
+            *{_folder(paths["stdlib"]), _folder(paths["platstdlib"])},
+        )
         self.violations: list[str] = []
         self._armed = False
         self._modules = _modules
@@ -132,7 +208,9 @@ class Sandbox:
         """What graded code tried to do, if the operation is refused; '' if it is allowed."""
         stack = self._stack()
         requester = next((kind for kind, _ in stack if kind != SEE_THROUGH), None)
-        if requester == OWN or (requester == INSTALLED and all(kind != GRADED for kind, _ in stack)):
+        if requester == OWN or (
+            requester == INSTALLED and all(kind != GRADED for kind, _ in stack)
+        ):
             return ""
         where = self._where(stack)
         if event in INTROSPECTION:
@@ -141,9 +219,13 @@ class Sandbox:
             return f"inspect the running interpreter ({event}){where}"
         if event == "defaults":
             owner = getattr(args[0], "__module__", None)
-            if requester == INSTALLED or (isinstance(owner, str) and owner.split(".")[0] == "exercises"):
+            if requester == INSTALLED or (
+                isinstance(owner, str) and owner.split(".")[0] == "exercises"
+            ):
                 return ""
-            return f"read the defaults of {getattr(args[0], '__qualname__', '?')} ({args[1]}){where}"
+            return (
+                f"read the defaults of {getattr(args[0], '__qualname__', '?')} ({args[1]}){where}"
+            )
         if event in TRACING:
             return f"install a tracing or audit hook ({event}){where}"
         if event in PROCESSES:
@@ -186,7 +268,11 @@ class Sandbox:
             return OWN
         for root in self.installed:
             if path.startswith(root):
-                return SEE_THROUGH if path[len(root):].split(sep, 1)[0] in SEE_THROUGH_PACKAGES else INSTALLED
+                return (
+                    SEE_THROUGH
+                    if path[len(root) :].split(sep, 1)[0] in SEE_THROUGH_PACKAGES
+                    else INSTALLED
+                )
         return SEE_THROUGH
 
     def _open_refusal(self, args: tuple, requester: str | None, where: str) -> str:
@@ -217,7 +303,11 @@ class Sandbox:
         found = self._modules.get(owner) if isinstance(owner, str) else None
         for part in getattr(target, "__qualname__", "<locals>").split("."):
             namespace = getattr(found, "__dict__", None)  # not getattr(found, part): no code runs
-            found = namespace.get(part) if isinstance(namespace, dict) or type(namespace).__name__ == "mappingproxy" else None
+            found = (
+                namespace.get(part)
+                if isinstance(namespace, dict) or type(namespace).__name__ == "mappingproxy"
+                else None
+            )
         return found is target
 
     def _code_refusal(self, event: str, args: tuple, stack: list, where: str) -> str:
@@ -245,7 +335,9 @@ def _importing(stack: list) -> bool:
     for kind, frame in stack:
         if kind != SEE_THROUGH:
             return False
-        if frame.f_code.co_name == "_load_unlocked" and frame.f_code.co_filename.startswith("<frozen importlib"):
+        if frame.f_code.co_name == "_load_unlocked" and frame.f_code.co_filename.startswith(
+            "<frozen importlib"
+        ):
             return True
     return False
 

@@ -16,16 +16,63 @@ from __future__ import annotations
 import ast
 
 # Modules that graded code may not import, by what they would be used for.
-INTERPRETER = {"gc", "ctypes", "_ctypes", "builtins", "importlib", "marshal", "runpy", "pkgutil",
-               "code", "codeop", "pdb", "bdb", "faulthandler", "tracemalloc", "weakref", "_weakref",
-               "atexit", "threading", "_thread", "concurrent", "multiprocessing", "subprocess",
-               "signal", "socket", "resource", "mmap"}
+INTERPRETER = {
+    "gc",
+    "ctypes",
+    "_ctypes",
+    "builtins",
+    "importlib",
+    "marshal",
+    "runpy",
+    "pkgutil",
+    "code",
+    "codeop",
+    "pdb",
+    "bdb",
+    "faulthandler",
+    "tracemalloc",
+    "weakref",
+    "_weakref",
+    "atexit",
+    "threading",
+    "_thread",
+    "concurrent",
+    "multiprocessing",
+    "subprocess",
+    "signal",
+    "socket",
+    "resource",
+    "mmap",
+}
 GRADING = {"pytest", "_pytest", "pluggy", "unittest", "tests"}
 # Attributes that reach the interpreter's internals: frames, code, globals, finalizers.
-ATTRIBUTES = {"__globals__", "__code__", "__closure__", "__builtins__", "__import__", "__subclasses__", "__bases__",
-              "__mro__", "__defaults__", "__kwdefaults__", "__del__", "tb_frame", "f_back", "f_locals",
-              "f_globals", "gi_frame", "cr_frame", "ag_frame", "_getframe", "_current_frames",
-              "settrace", "setprofile", "addaudithook", "meta_path", "path_hooks"}
+ATTRIBUTES = {
+    "__globals__",
+    "__code__",
+    "__closure__",
+    "__builtins__",
+    "__import__",
+    "__subclasses__",
+    "__bases__",
+    "__mro__",
+    "__defaults__",
+    "__kwdefaults__",
+    "__del__",
+    "tb_frame",
+    "f_back",
+    "f_locals",
+    "f_globals",
+    "gi_frame",
+    "cr_frame",
+    "ag_frame",
+    "_getframe",
+    "_current_frames",
+    "settrace",
+    "setprofile",
+    "addaudithook",
+    "meta_path",
+    "path_hooks",
+}
 CALLS = {"exec", "eval", "compile", "__import__", "globals", "breakpoint"}
 # The special methods a class of graded code may define. Any other would let an object
 # pass for what it is not: `__eq__` that is always True, a `__str__` that prints the
@@ -35,12 +82,12 @@ SPECIAL_METHODS = {"__init__", "__post_init__", "__call__"}
 READABLE = {"__name__", "__qualname__", "__doc__", "__module__"}
 WHY = {
     "interpreter": "it reaches into the running interpreter or the operating system, which graded "
-                   "code may not do",
+    "code may not do",
     "grading": "graded code may not use the test framework or the graders (skipping or stopping a "
-               "test earns nothing)",
+    "test earns nothing)",
     "patch": "graded code may not change the modules it imports (the graders rely on them)",
     "pretend": "an object of graded code may not choose how it compares, prints or converts, "
-               "so that it cannot pass for the expected answer",
+    "so that it cannot pass for the expected answer",
 }
 SEE = " (see the student guide, 'What graded code may not do')"
 
@@ -74,14 +121,22 @@ def _imported_names(tree: ast.Module) -> set[str]:
 
 def _check(node: ast.AST, imported: set[str]) -> list[str]:
     if isinstance(node, ast.Import):
-        return [_module_rule(alias.name, f"`import {alias.name}`") for alias in node.names
-                if _module_rule(alias.name, "")]
+        return [
+            _module_rule(alias.name, f"`import {alias.name}`")
+            for alias in node.names
+            if _module_rule(alias.name, "")
+        ]
     if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
         rule = _module_rule(node.module, f"`from {node.module} import ...`")
         return [rule] if rule else []
     if isinstance(node, ast.Attribute) and node.attr in ATTRIBUTES:
         return [f"`.{node.attr}`: {WHY['interpreter']}; remove it"]
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type" and len(node.args) == 3:
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "type"
+        and len(node.args) == 3
+    ):
         return [f"`type(name, bases, namespace)`: {WHY['pretend']}; write a class statement"]
     if isinstance(node, ast.Attribute) and node.attr == "new_class":
         return [f"`.new_class`: {WHY['pretend']}; write a class statement"]
@@ -89,18 +144,42 @@ def _check(node: ast.AST, imported: set[str]) -> list[str]:
         return [f"`{node.id}`: {WHY['interpreter']}; write the code itself instead"]
     if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
         targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
-        found = [f"`{ast.unparse(t)} = ...`: {WHY['patch']}; keep your own names in your module"
-                 for t in targets if _patches(t, imported)]
-        return found + [f"`{ast.unparse(t)} = ...`: {WHY['pretend']}; remove it" for t in targets
-                        if isinstance(t, ast.Attribute) and _dunder(t.attr) and not _patches(t, imported)]
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr"):
+        found = [
+            f"`{ast.unparse(t)} = ...`: {WHY['patch']}; keep your own names in your module"
+            for t in targets
+            if _patches(t, imported)
+        ]
+        return found + [
+            f"`{ast.unparse(t)} = ...`: {WHY['pretend']}; remove it"
+            for t in targets
+            if isinstance(t, ast.Attribute) and _dunder(t.attr) and not _patches(t, imported)
+        ]
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("setattr", "delattr")
+    ):
         if node.args and _root(node.args[0]) in imported:
-            return [f"`{node.func.id}({ast.unparse(node.args[0])}, ...)`: {WHY['patch']}; keep your own "
-                    "names in your module"]
-        if len(node.args) > 1 and isinstance(node.args[1], ast.Constant) and _dunder(node.args[1].value):
+            return [
+                f"`{node.func.id}({ast.unparse(node.args[0])}, ...)`: {WHY['patch']}; keep your own "
+                "names in your module"
+            ]
+        if (
+            len(node.args) > 1
+            and isinstance(node.args[1], ast.Constant)
+            and _dunder(node.args[1].value)
+        ):
             return [f"`{node.func.id}(..., {node.args[1].value!r})`: {WHY['pretend']}; remove it"]
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr"):
-        name = node.args[1].value if len(node.args) > 1 and isinstance(node.args[1], ast.Constant) else None
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("getattr", "hasattr")
+    ):
+        name = (
+            node.args[1].value
+            if len(node.args) > 1 and isinstance(node.args[1], ast.Constant)
+            else None
+        )
         if name in ATTRIBUTES or (_dunder(name) and name not in READABLE):
             return [f"`{node.func.id}(..., {name!r})`: {WHY['interpreter']}; remove it"]
     return []
@@ -120,12 +199,26 @@ def _class_rules(node: ast.ClassDef) -> list[tuple[int, str]]:
             names = []
         for name in names:
             if name == "__del__":
-                found.append((item.lineno, f"`{node.name}.__del__`: {WHY['interpreter']} (a finalizer "
-                                            "runs at times nobody chose); remove it"))
-            elif _dunder(name) and name not in SPECIAL_METHODS and name not in ("__slots__", "__doc__"):
-                found.append((item.lineno, f"`{node.name}.{name}`: {WHY['pretend']}; graded classes may "
-                                           f"define only {', '.join(sorted(SPECIAL_METHODS))} among special "
-                                           "methods"))
+                found.append(
+                    (
+                        item.lineno,
+                        f"`{node.name}.__del__`: {WHY['interpreter']} (a finalizer "
+                        "runs at times nobody chose); remove it",
+                    )
+                )
+            elif (
+                _dunder(name)
+                and name not in SPECIAL_METHODS
+                and name not in ("__slots__", "__doc__")
+            ):
+                found.append(
+                    (
+                        item.lineno,
+                        f"`{node.name}.{name}`: {WHY['pretend']}; graded classes may "
+                        f"define only {', '.join(sorted(SPECIAL_METHODS))} among special "
+                        "methods",
+                    )
+                )
     return found
 
 

@@ -61,7 +61,12 @@ class Reporter:
     def __init__(self, fd: int, key: bytes) -> None:
         self._fd, self._key, self._seq = fd, key, 0
         # Bound now, before graded code could replace json.dumps or hmac.new.
-        self._write, self._dumps, self._new, self._sha256 = os.write, json.dumps, hmac.new, hashlib.sha256
+        self._write, self._dumps, self._new, self._sha256 = (
+            os.write,
+            json.dumps,
+            hmac.new,
+            hashlib.sha256,
+        )
 
     def send(self, kind: str, **fields) -> None:
         record = {"seq": self._seq, "kind": kind, **fields}
@@ -76,7 +81,9 @@ class SolutionsBlocked:
 
     def find_spec(self, name, path=None, target=None):
         if name == "solutions" or name.startswith("solutions."):
-            raise ImportError(f"`import {name}`: graded code may not import the reference solutions")
+            raise ImportError(
+                f"`import {name}`: graded code may not import the reference solutions"
+            )
         return None
 
 
@@ -87,7 +94,12 @@ class GradingPlugin:
     """Reports what pytest collected and how each test ended, through a `Reporter`."""
 
     def __init__(self, reporter: Reporter, grader: str, sandbox, guard_class) -> None:
-        self.reporter, self.grader, self.sandbox, self._guard_class = reporter, grader, sandbox, guard_class
+        self.reporter, self.grader, self.sandbox, self._guard_class = (
+            reporter,
+            grader,
+            sandbox,
+            guard_class,
+        )
         self.guard = None
         self.completed: set[str] = set()
         self.failures: dict[str, tuple[str, str]] = {}
@@ -110,9 +122,12 @@ class GradingPlugin:
             _import_all("minifx")  # so that graded code never loads a part of it (see guard.py)
         self.guard = self._guard_class(skip=(GRADED_PACKAGE,))
         self.sandbox.arm()
-        self.reporter.send("collected", tests=[item.nodeid for item in session.items],
-                           cuda=bool(torch.cuda.is_available()),
-                           grader_sha256=hashlib.sha256((ROOT / self.grader).read_bytes()).hexdigest())
+        self.reporter.send(
+            "collected",
+            tests=[item.nodeid for item in session.items],
+            cuda=bool(torch.cuda.is_available()),
+            grader_sha256=hashlib.sha256((ROOT / self.grader).read_bytes()).hexdigest(),
+        )
 
     def pytest_runtest_logstart(self, nodeid, location) -> None:
         self.reporter.send("start", test=nodeid)
@@ -163,13 +178,19 @@ def _compromised(violations: list[str], changes: list[str]) -> str:
     """Why no test from now on can be trusted, or ''."""
     if violations:
         more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
-        return (f"graded code tried to {violations[0].removeprefix('graded code may not ')}{more}, which "
-                "is refused while grading; this test and the ones after it earn nothing")
+        return (
+            f"graded code tried to {violations[0].removeprefix('graded code may not ')}{more}, which "
+            "is refused while grading; this test and the ones after it earn nothing"
+        )
     if changes:
-        shown = ", ".join(changes[:5]) + (f" and {len(changes) - 5} more" if len(changes) > 5 else "")
-        return (f"graded code replaced {shown}, which the grading relies on; graded code may not patch "
-                "pytest, torch, minifx, the graders or the grading worker, so this test and the ones "
-                "after it earn nothing")
+        shown = ", ".join(changes[:5]) + (
+            f" and {len(changes) - 5} more" if len(changes) > 5 else ""
+        )
+        return (
+            f"graded code replaced {shown}, which the grading relies on; graded code may not patch "
+            "pytest, torch, minifx, the graders or the grading worker, so this test and the ones "
+            "after it earn nothing"
+        )
     return ""
 
 
@@ -181,7 +202,10 @@ def _outcome(excinfo, when: str) -> tuple[str, str]:
     if excinfo.errisinstance(pytest.skip.Exception) or type(exc).__name__ == "SkipTest":
         return "skipped", _text(getattr(exc, "msg", None) or exc)
     if excinfo.errisinstance(pytest.exit.Exception):
-        return "failed", f"pytest.exit() was called during the test's {when}: graded code may not stop the run"
+        return (
+            "failed",
+            f"pytest.exit() was called during the test's {when}: graded code may not stop the run",
+        )
     if isinstance(exc, KeyboardInterrupt):
         return "failed", f"KeyboardInterrupt during the test's {when}"
     message = _message(exc)
@@ -221,8 +245,11 @@ def _student_line(tb) -> str:
 
 def load_private(path: Path) -> dict:
     """Run a file in a namespace of its own, with its own copy of the builtins."""
-    namespace = {"__name__": f"grading_private_{path.stem}", "__file__": str(path),
-                 "__builtins__": dict(vars(builtins))}
+    namespace = {
+        "__name__": f"grading_private_{path.stem}",
+        "__file__": str(path),
+        "__builtins__": dict(vars(builtins)),
+    }
     exec(compile(path.read_bytes(), str(path), "exec", dont_inherit=True), namespace)
     return namespace
 
@@ -237,7 +264,9 @@ def limit_output() -> None:
 
 def drop_editable_finders() -> None:
     """Forget an editable install of minifx, so `import minifx` finds the staged copy."""
-    sys.meta_path[:] = [f for f in sys.meta_path if "__editable__" not in getattr(f, "__module__", "")]
+    sys.meta_path[:] = [
+        f for f in sys.meta_path if "__editable__" not in getattr(f, "__module__", "")
+    ]
 
 
 def prepare() -> None:
@@ -262,7 +291,9 @@ def run(grader: str, fd: int, key: bytes, graded: Path) -> int:
     sys.path.insert(0, str(graded))
     sandbox = load_private(HERE / "sandbox.py")["Sandbox"](str(graded / GRADED_PACKAGE), str(ROOT))
     sys.addaudithook(sandbox.hook)
-    plugin = GradingPlugin(Reporter(fd, key), grader, sandbox, load_private(HERE / "guard.py")["Guard"])
+    plugin = GradingPlugin(
+        Reporter(fd, key), grader, sandbox, load_private(HERE / "guard.py")["Guard"]
+    )
     del key
 
     import pytest
@@ -270,9 +301,28 @@ def run(grader: str, fd: int, key: bytes, graded: Path) -> int:
     # No assertion rewriting and no debugger: both plugins keep pytest's config where any
     # module can reach it, and through it this plugin. No warnings plugin: it swaps the
     # warnings module's state during each test. The graders' messages need none of them.
-    args = ["-q", "--tb=no", "-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:assertion",
-            "-p", "no:debugging", "-p", "no:warnings", "--impl=exercises", "--rootdir", str(ROOT),
-            "-c", str(ROOT / "pyproject.toml"), "-o", "addopts=", grader]
+    args = [
+        "-q",
+        "--tb=no",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        "-p",
+        "no:assertion",
+        "-p",
+        "no:debugging",
+        "-p",
+        "no:warnings",
+        "--impl=exercises",
+        "--rootdir",
+        str(ROOT),
+        "-c",
+        str(ROOT / "pyproject.toml"),
+        "-o",
+        "addopts=",
+        grader,
+    ]
     code = pytest.main(args, plugins=[plugin])
     return 0 if code in (0, 1) else int(code)
 

@@ -62,7 +62,9 @@ def case(name: str | None = None, *, concrete_args: Any = None, **options: Any) 
     return register
 
 
-def add_case(name: str, factory: Callable[[], Any], concrete_args: Any = None, **options: Any) -> None:
+def add_case(
+    name: str, factory: Callable[[], Any], concrete_args: Any = None, **options: Any
+) -> None:
     """Register a case whose root is built by calling `factory()` (fresh each time)."""
     CASES.append(Case(name, lambda: (factory(), concrete_args), **options))
 
@@ -82,14 +84,15 @@ def resolve_ph(concrete_args: Any, ph: Any) -> Any:
 
 # == plain functions: operators ======================================================
 
+
 @case()
 def arithmetic(x, y):
-    return x + y, x - y, x * y, x / y, x // y, x % y, x ** y, x @ y
+    return x + y, x - y, x * y, x / y, x // y, x % y, x**y, x @ y
 
 
 @case()
 def reflected_arithmetic(x):
-    return 1 + x, 2 - x, 3 * x, 4 / x, 5 // x, 2 ** x
+    return 1 + x, 2 - x, 3 * x, 4 / x, 5 // x, 2**x
 
 
 @case()
@@ -110,6 +113,7 @@ def chained_arithmetic_names(x):
 
 # == torch.* and F.* calls, tensor methods ============================================
 
+
 @case()
 def torch_functions(x, y):
     return torch.relu(x), torch.cat([x, y], dim=1), torch.stack((x, y)), torch.where(x > 0, x, y)
@@ -123,7 +127,12 @@ def functional_calls(x, w):
 
 @case()
 def tensor_methods(x):
-    return x.relu().sum(dim=1, keepdim=True), x.view(2, -1), x.transpose(0, 1).contiguous(), x.permute(1, 0)
+    return (
+        x.relu().sum(dim=1, keepdim=True),
+        x.view(2, -1),
+        x.transpose(0, 1).contiguous(),
+        x.permute(1, 0),
+    )
 
 
 @case()
@@ -132,6 +141,7 @@ def method_on_result_of_function(x):
 
 
 # == indexing and shapes ==============================================================
+
 
 @case()
 def index_int(x):
@@ -177,23 +187,37 @@ def split_unpacked_three(x):
 
 # == keyword arguments, dtype and device constants ====================================
 
+
 @case()
 def keyword_arguments(x):
-    return torch.sum(x, dim=0, keepdim=True), x.clamp(min=0.0, max=1.0), torch.topk(x, k=2, largest=False)
+    return (
+        torch.sum(x, dim=0, keepdim=True),
+        x.clamp(min=0.0, max=1.0),
+        torch.topk(x, k=2, largest=False),
+    )
 
 
 @case()
 def dtype_and_device_constants(x):
-    return (x.to(torch.float64), x.to(dtype=torch.int32), x.to(device=torch.device("cpu")),
-            torch.ones_like(x, dtype=torch.float16), x.dtype, x.device)
+    return (
+        x.to(torch.float64),
+        x.to(dtype=torch.int32),
+        x.to(device=torch.device("cpu")),
+        torch.ones_like(x, dtype=torch.float16),
+        x.dtype,
+        x.device,
+    )
 
 
 @case()
 def memory_format_and_layout_constants(x):
-    return x.contiguous(memory_format=torch.channels_last), torch.zeros_like(x, layout=torch.strided)
+    return x.contiguous(memory_format=torch.channels_last), torch.zeros_like(
+        x, layout=torch.strided
+    )
 
 
 # == containers in arguments and outputs ==============================================
+
 
 @case()
 def nested_containers_out(x, y):
@@ -231,6 +255,7 @@ def proxy_in_dict_value_argument(x):
 
 # == the signature: defaults, annotations, keyword-only, *args, **kwargs ==============
 
+
 @case()
 def defaults_and_annotations(x: torch.Tensor, scale: float = 2.0, n: int = 3) -> torch.Tensor:
     return x * scale + n
@@ -259,6 +284,7 @@ def input_named_like_builtins(input, sum, list):
 
 # == math autowrap =====================================================================
 
+
 @case()
 def math_on_traced_shape(x):
     return x / math.sqrt(x.shape[-1])
@@ -276,6 +302,7 @@ def from_math_import_sqrt(x):
 
 
 # == concrete_args ======================================================================
+
 
 def flagged(x, flag):
     return x.relu() if flag else x.sigmoid()
@@ -306,15 +333,21 @@ add_case("concrete_int", lambda: repeated, {"n": 3})
 # The assertion recorded for an input specialised to None calls a module-private
 # helper, printed with its qualified name; minifx's lives in minifx.graph.tracer.
 # That one string differs on purpose and is mapped back before comparing.
-add_case("concrete_none", lambda: optional_bias, {"bias": None},
-         mini_aliases=(("minifx.graph.tracer._assert_is_none",
-                        "torch.fx._symbolic_trace._assert_is_none"),))
+add_case(
+    "concrete_none",
+    lambda: optional_bias,
+    {"bias": None},
+    mini_aliases=(
+        ("minifx.graph.tracer._assert_is_none", "torch.fx._symbolic_trace._assert_is_none"),
+    ),
+)
 add_case("concrete_ph_in_structure", lambda: paired, {"pair": ("PH", 3)})
 add_case("concrete_tuple_form", lambda: two_inputs, ("PH", "PH"))
 add_case("concrete_ph_only", lambda: flagged, {"x": "PH", "flag": False})
 
 
 # == wrap: torch.fx.wrap registrations (honoured by both) ===============================
+
 
 @case()
 def torch_fx_wrapped_by_name(x):
@@ -342,6 +375,7 @@ add_case("torch_fx_wrapped_builtin_len", lambda: wh.zeros_like_rows)
 
 # == wrap: minifx.wrap registrations, compared with torch.fx's autowrap_functions =======
 
+
 def _torch_autowraps_mini_wrapped(base: type) -> Any:
     """torch.fx ignores minifx.wrap; autowrap_functions is its way to record the same call."""
     if base is torch.fx.Tracer:
@@ -349,9 +383,14 @@ def _torch_autowraps_mini_wrapped(base: type) -> Any:
     return base()
 
 
-add_case("minifx_wrapped_by_name", lambda: wh.uses_mini_rows_prefix, tracer=_torch_autowraps_mini_wrapped)
-add_case("minifx_wrapped_decorator", lambda: wh.uses_mini_clamp_positive,
-         tracer=_torch_autowraps_mini_wrapped)
+add_case(
+    "minifx_wrapped_by_name", lambda: wh.uses_mini_rows_prefix, tracer=_torch_autowraps_mini_wrapped
+)
+add_case(
+    "minifx_wrapped_decorator",
+    lambda: wh.uses_mini_clamp_positive,
+    tracer=_torch_autowraps_mini_wrapped,
+)
 
 
 class WrapsInSubmodule(nn.Module):
@@ -367,6 +406,7 @@ add_case("minifx_wrapped_in_submodule", WrapsInSubmodule, tracer=_torch_autowrap
 
 
 # == modules ============================================================================
+
 
 class Block(nn.Module):
     def __init__(self, width: int = 4) -> None:
@@ -474,6 +514,7 @@ class ModuleCalledWithKeywords(nn.Module):
 
 
 # == parameters, buffers, tensor attributes and constants ==============================
+
 
 @case()
 class ParameterUsedTwice(nn.Module):
@@ -605,6 +646,7 @@ class LayerNamesWithDots(nn.Module):
 
 # == static control flow ===============================================================
 
+
 @case()
 class FlagAttributeIf(nn.Module):
     def __init__(self) -> None:
@@ -642,6 +684,7 @@ class TrainingFlagDropout(nn.Module):
 
 # == custom Tracer subclasses: the same logic built on both base classes ================
 
+
 def blocks_are_leaves(base: type) -> Any:
     class BlockLeafTracer(base):
         def is_leaf_module(self, m: nn.Module, module_qualified_name: str) -> bool:
@@ -663,7 +706,9 @@ def linear_is_not_a_leaf(base: type) -> Any:
 def only_path_first_is_leaf(base: type) -> Any:
     class PathTracer(base):
         def is_leaf_module(self, m: nn.Module, module_qualified_name: str) -> bool:
-            return module_qualified_name == "first" or super().is_leaf_module(m, module_qualified_name)
+            return module_qualified_name == "first" or super().is_leaf_module(
+                m, module_qualified_name
+            )
 
     return PathTracer()
 
@@ -716,8 +761,12 @@ class ConvNet(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.features = nn.Sequential(
-            nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(8, 16, 3), nn.ReLU(),
+            nn.Conv2d(3, 8, 3, padding=1),
+            nn.BatchNorm2d(8),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(8, 16, 3),
+            nn.ReLU(),
         )
         self.pool = nn.AdaptiveAvgPool2d((1, 1))
         self.classifier = nn.Linear(16, 10)
@@ -757,7 +806,9 @@ class ForwardWithDefaultsAndAnnotations(nn.Module):
         super().__init__()
         self.lin = nn.Linear(4, 4)
 
-    def forward(self, x: torch.Tensor, scale: float = 0.5, *, mask: Optional[torch.Tensor] = None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, scale: float = 0.5, *, mask: Optional[torch.Tensor] = None
+    ) -> torch.Tensor:
         return self.lin(x) * scale + mask
 
 
@@ -819,6 +870,7 @@ class ModuleTensorConstantAndParameterMixed(nn.Module):
 
 # == more signatures, roots and annotations ===========================================
 
+
 def _passes_through(fn: Callable) -> Callable:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -841,12 +893,13 @@ class DecoratedForward(nn.Module):
 
 
 @case()
-def typing_annotations(x: List[int], y: Tuple[int, ...], z: Dict[str, torch.Tensor],
-                       w: Optional[int] = None) -> List[torch.Tensor]:
+def typing_annotations(
+    x: List[int], y: Tuple[int, ...], z: Dict[str, torch.Tensor], w: Optional[int] = None
+) -> List[torch.Tensor]:
     return [x, y, z, w]
 
 
-add_case("lambda_root", lambda: (lambda x: x * 2 + 1))
+add_case("lambda_root", lambda: lambda x: x * 2 + 1)
 
 
 @case()
@@ -890,6 +943,7 @@ def torch_ops_aten_call(x):
 
 # == more concrete_args ==================================================================
 
+
 def scaled(x, n=3):
     return x * n
 
@@ -909,7 +963,9 @@ def summed(x, ys):
 add_case("concrete_overrides_default", lambda: scaled, {"n": 2})
 add_case("concrete_ph_keeps_default", lambda: scaled, {"n": "PH"})
 add_case("concrete_keyword_only", lambda: keyword_only_count, {"n": 4})
-add_case("concrete_dict_with_ph", lambda: configured, {"cfg": {"gain": "PH", "bias": "PH", "steps": 2}})
+add_case(
+    "concrete_dict_with_ph", lambda: configured, {"cfg": {"gain": "PH", "bias": "PH", "steps": 2}}
+)
 add_case("concrete_list_of_ph", lambda: summed, {"ys": ["PH", "PH"]})
 
 # A named tuple of PH: the GraphModule must accept the named tuple (torch.fx issue 16, 1c).
@@ -938,6 +994,7 @@ add_case("concrete_tuple_for_star_args_forward", StarArgsForward, ("PH", "PH"))
 
 
 # == more module state =====================================================================
+
 
 @case()
 class TensorConstantUsedTwice(nn.Module):
@@ -1057,6 +1114,7 @@ class ModuleAndParameterIntoWrappedHelper(nn.Module):
 
 # == more tracer options and subclasses ======================================================
 
+
 def _buffers_as_proxies(base: type) -> Any:
     class CachedBufferTracer(base):
         proxy_buffer_attributes = True  # buffers are then read once, like parameters
@@ -1119,8 +1177,14 @@ def _untraceable_is_leaf(base: type) -> Any:
 
 add_case("proxy_buffer_attributes_tracer", BufferUsedTwice, tracer=_buffers_as_proxies)
 add_case("traced_func_name_tracer", Encoder, tracer=_traces_encode)
-add_case("autowrap_functions_both", lambda: calls_item_plus_one,
-         tracer=lambda base: base(autowrap_functions=(item_plus_one,)))
-add_case("autowrap_modules_empty", lambda: (lambda x: x + math.sqrt(2.0)),
-         tracer=lambda base: base(autowrap_modules=()))
+add_case(
+    "autowrap_functions_both",
+    lambda: calls_item_plus_one,
+    tracer=lambda base: base(autowrap_functions=(item_plus_one,)),
+)
+add_case(
+    "autowrap_modules_empty",
+    lambda: lambda x: x + math.sqrt(2.0),
+    tracer=lambda base: base(autowrap_modules=()),
+)
 add_case("custom_tracer_untraceable_leaf", UsesUntraceableLeaves, tracer=_untraceable_is_leaf)

@@ -55,9 +55,11 @@ def one_unused_call(lib: Lib, target: Any, make_args: Callable, op: str = "call_
 
 def a(*args, **kwargs):
     """`make_args` for `one_unused_call`: `a(X, 1)` means `(x, 1)` with the placeholder for X."""
+
     def make(x):
         swap = lambda v: x if v is X else v  # noqa: E731
         return tuple(map(swap, args)), {key: swap(value) for key, value in kwargs.items()}
+
     return make
 
 
@@ -130,7 +132,11 @@ def is_impure_and_changed(target, make_args, op="call_function", **is_impure_opt
     def build(lib):
         graph, call = one_unused_call(lib, target, make_args, op)
         impure = call.is_impure(**is_impure_options)
-        return graph, (impure, graph.eliminate_dead_code(lambda n: n.is_impure(**is_impure_options)))
+        return graph, (
+            impure,
+            graph.eliminate_dead_code(lambda n: n.is_impure(**is_impure_options)),
+        )
+
     return build
 
 
@@ -146,8 +152,9 @@ def test_pure_calls_are_erased_by_both(target, make_args):
     assert not impure and changed and names(graph.nodes) == ["x", "output"]
 
 
-@pytest.mark.parametrize("op, target, make_args", KEPT_BY_MINIFX_ONLY.values(),
-                         ids=KEPT_BY_MINIFX_ONLY.keys())
+@pytest.mark.parametrize(
+    "op, target, make_args", KEPT_BY_MINIFX_ONLY.values(), ids=KEPT_BY_MINIFX_ONLY.keys()
+)
 def test_minifx_keeps_in_place_calls_by_name_which_torch_fx_erases(op, target, make_args):
     theirs, _ = one_unused_call(TORCH, target, make_args, op)
     ours, kept = one_unused_call(MINI, target, make_args, op)
@@ -195,7 +202,8 @@ def test_a_function_registered_later_with_torch_fx_is_kept_by_minifx_too():
 )
 def test_impure_random_false_only_frees_seeded_operators(target, make_args, expected):
     graph, (impure, changed) = differential(
-        is_impure_and_changed(target, make_args, impure_random=False))
+        is_impure_and_changed(target, make_args, impure_random=False)
+    )
     assert impure is expected and changed is not expected
 
 
@@ -222,8 +230,11 @@ def test_wait_tensor_of_functional_collectives_is_kept_in_both():
     importlib.import_module("torch.distributed._functional_collectives")
 
     c10d = torch.ops._c10d_functional
-    for reduce, wait in [(c10d.all_reduce.default, c10d.wait_tensor.default),
-                         (c10d.all_reduce, c10d.wait_tensor)]:
+    for reduce, wait in [
+        (c10d.all_reduce.default, c10d.wait_tensor.default),
+        (c10d.all_reduce, c10d.wait_tensor),
+    ]:
+
         def build(lib):
             graph = lib.Graph()
             a_, b_, c_ = graph.placeholder("a"), graph.placeholder("b"), graph.placeholder("c")
@@ -239,6 +250,7 @@ def test_wait_tensor_of_functional_collectives_is_kept_in_both():
 
 
 # -- PyTorch's test_dce_pass scenarios, traced by each library's Tracer ------------------
+
 
 class WithParameter(torch.nn.Module):
     def __init__(self) -> None:
@@ -329,9 +341,16 @@ class LogsWithTorchFx(torch.nn.Module):
 
 
 SCENARIOS = [
-    (DeadAdd, True), (DeadChain, True), (DeadGetAttr, True), (UnusedInput, False),
-    (DeadUseOfAnInput, True), (KeepsImpureModule, False), (Asserts, False),
-    (InPlaceOperator, False), (OutVariant, False), (DrawsRandom, False),
+    (DeadAdd, True),
+    (DeadChain, True),
+    (DeadGetAttr, True),
+    (UnusedInput, False),
+    (DeadUseOfAnInput, True),
+    (KeepsImpureModule, False),
+    (Asserts, False),
+    (InPlaceOperator, False),
+    (OutVariant, False),
+    (DrawsRandom, False),
 ]
 
 
@@ -362,7 +381,10 @@ def test_dce_pass_scenarios_match_torch_fx(module_type, changes):
     inputs = [n.name for n in ours.nodes if n.op == "placeholder"]
     assert ours.eliminate_dead_code() is theirs.eliminate_dead_code() is changes
     assert str(ours) == str(theirs)
-    assert unused_pure_nodes(ours) == [] and [n.name for n in ours.find_nodes(op="placeholder")] == inputs
+    assert (
+        unused_pure_nodes(ours) == []
+        and [n.name for n in ours.find_nodes(op="placeholder")] == inputs
+    )
 
 
 def test_dce_pass_custom_is_impure_node_keeps_what_it_says():
@@ -382,9 +404,11 @@ def test_dce_pass_custom_is_impure_node_keeps_what_it_says():
     assert str(ours) == str(theirs) and names(ours.nodes) == ["a", "output"]
 
 
-@pytest.mark.parametrize("module_type, log", [(LogsWithMinifx, log_with_minifx),
-                                              (LogsWithTorchFx, log_with_torch_fx)],
-                         ids=["minifx.has_side_effect", "torch.fx.has_side_effect"])
+@pytest.mark.parametrize(
+    "module_type, log",
+    [(LogsWithMinifx, log_with_minifx), (LogsWithTorchFx, log_with_torch_fx)],
+    ids=["minifx.has_side_effect", "torch.fx.has_side_effect"],
+)
 def test_a_wrapped_and_registered_function_survives_tracing_and_dce(module_type, log):
     graph = minifx.graph.Tracer().trace(module_type())
     assert [n.target for n in graph.nodes if n.op == "call_function"] == [log]
@@ -406,8 +430,10 @@ def test_the_profiler_range_of_pytorch_test_fx_survives():
 
     graph, changed = differential(build)
     assert changed is False
-    assert [n.target for n in graph.nodes][:2] == [profiler._record_function_enter_new,
-                                                   profiler._record_function_exit]
+    assert [n.target for n in graph.nodes][:2] == [
+        profiler._record_function_enter_new,
+        profiler._record_function_exit,
+    ]
 
 
 def test_call_module_without_an_owning_module_is_pure_in_minifx_and_an_error_in_torch_fx():

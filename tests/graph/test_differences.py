@@ -23,22 +23,28 @@ pytestmark = pytest.mark.ch2
 
 def test_the_none_check_of_concrete_args_prints_under_minifx_name():
     """The assertion for an input specialised to `None` prints as minifx's `_assert_is_none`."""
+
     def f(x, val=None):
         return x if val is None else x + val
 
     theirs = str(torch.fx.Tracer().trace(f, concrete_args={"val": None}))
     ours = str(minifx.graph.Tracer().trace(f, concrete_args={"val": None}))
     assert "target=torch.fx._symbolic_trace._assert_is_none" in theirs
-    assert ours == theirs.replace("torch.fx._symbolic_trace._assert_is_none",
-                                  "minifx.graph.tracer._assert_is_none")
+    assert ours == theirs.replace(
+        "torch.fx._symbolic_trace._assert_is_none", "minifx.graph.tracer._assert_is_none"
+    )
 
 
-@pytest.mark.parametrize("op, target, args", [
-    ("call_method", "add_", lambda x: (x, 1)),
-    ("call_function", torch.relu_, lambda x: (x,)),
-    ("call_function", torch.Tensor.add_, lambda x: (x, 1)),
-    ("call_function", torch.ops.aten.add_, lambda x: (x, 1)),
-], ids=["x.add_", "torch.relu_", "torch.Tensor.add_", "aten.add_ packet"])
+@pytest.mark.parametrize(
+    "op, target, args",
+    [
+        ("call_method", "add_", lambda x: (x, 1)),
+        ("call_function", torch.relu_, lambda x: (x,)),
+        ("call_function", torch.Tensor.add_, lambda x: (x, 1)),
+        ("call_function", torch.ops.aten.add_, lambda x: (x, 1)),
+    ],
+    ids=["x.add_", "torch.relu_", "torch.Tensor.add_", "aten.add_ packet"],
+)
 def test_dead_code_elimination_keeps_in_place_calls_by_name(op, target, args):
     """`eliminate_dead_code` keeps unused in-place calls that no schema marks; torch.fx erases them."""
     kept = {}
@@ -67,6 +73,7 @@ def test_call_module_without_an_owning_module_is_pure():
 
 def test_lint_checks_more_invariants():
     """`lint()` checks the list's links, the use-def lists and a single output; torch.fx does not."""
+
     def breakages(lib):
         graph, x, add, relu = chain(lib)
         yield graph, lambda: graph.output(x)  # a second output node
@@ -87,7 +94,11 @@ def test_format_node_takes_no_arguments():
     """`format_node()` takes no arguments; torch.fx's takes three."""
     assert list(inspect.signature(minifx.graph.Node.format_node).parameters) == ["self"]
     assert list(inspect.signature(torch.fx.Node.format_node).parameters) == [
-        "self", "placeholder_names", "maybe_return_typename", "include_tensor_metadata"]
+        "self",
+        "placeholder_names",
+        "maybe_return_typename",
+        "include_tensor_metadata",
+    ]
 
 
 def test_find_nodes_of_call_function_needs_no_target():
@@ -106,10 +117,12 @@ def test_misuse_raises_a_value_error_that_is_also_torch_fx_s_assertion_error(mis
         graph, x, add, _ = chain(lib)
         other = lib.Graph().placeholder("y")
         x.meta["a"] = add.meta["b"] = 1
-        action = {"unknown opcode": lambda: graph.create_node("bogus", "x"),
-                  "insert next to": lambda: graph.inserting_before(other),
-                  "move": lambda: x.prepend(other),
-                  "propagate meta": lambda: x.replace_all_uses_with(add, propagate_meta=True)}[misuse]
+        action = {
+            "unknown opcode": lambda: graph.create_node("bogus", "x"),
+            "insert next to": lambda: graph.inserting_before(other),
+            "move": lambda: x.prepend(other),
+            "propagate meta": lambda: x.replace_all_uses_with(add, propagate_meta=True),
+        }[misuse]
         with pytest.raises(AssertionError) as error:
             action()
         assert also is None or isinstance(error.value, also)

@@ -29,6 +29,7 @@ CASES_BY_NAME = {c.name: c for c in CASES}
 
 # -- tracing one case with each library --------------------------------------------
 
+
 def minifx_printout(c: Case, graph: minifx.graph.Graph) -> str:
     """minifx's printout, with the case's documented target-name differences mapped back."""
     text = str(graph)
@@ -39,12 +40,14 @@ def minifx_printout(c: Case, graph: minifx.graph.Graph) -> str:
 
 
 def diff(expected: str, actual: str) -> str:
-    lines = difflib.unified_diff(expected.splitlines(), actual.splitlines(),
-                                 "torch.fx", "minifx", lineterm="")
+    lines = difflib.unified_diff(
+        expected.splitlines(), actual.splitlines(), "torch.fx", "minifx", lineterm=""
+    )
     return "\n".join(lines)
 
 
 # -- the differential tests ---------------------------------------------------------
+
 
 def test_corpus_is_large_enough():
     assert len(CASES) >= 50, f"the corpus has only {len(CASES)} cases"
@@ -66,7 +69,8 @@ def test_node_names_and_opcodes_match(c: Case):
     expected = [(n.name, n.op) for n in trace_torch(c).graph.nodes]
     actual = [(n.name, n.op) for n in trace_minifx(c).graph.nodes]
     assert actual == expected, "nodes differ:\n" + diff(
-        "\n".join(map(str, expected)), "\n".join(map(str, actual)))
+        "\n".join(map(str, expected)), "\n".join(map(str, actual))
+    )
 
 
 @pytest.mark.parametrize("c", CASES, ids=[c.name for c in CASES])
@@ -75,6 +79,7 @@ def test_traced_graph_lints(c: Case):
 
 
 # -- keeping the wrap comparisons honest ----------------------------------------------
+
 
 @pytest.mark.parametrize("c", CASES, ids=[c.name for c in CASES])
 def test_every_printed_line_follows_the_grammar(c: Case):
@@ -91,7 +96,8 @@ def test_every_printed_line_follows_the_grammar(c: Case):
             assert match and match["num_users"] is not None, f"{type(graph)}: {line!r}"
             tail = match["tail"] or ""
             expected = {"get_attr": ("",), "placeholder": ("", "(default=")}.get(
-                match["op"], ("(args = (",))
+                match["op"], ("(args = (",)
+            )
             assert any(tail.startswith(t) if t else tail == "" for t in expected), line
 
 
@@ -102,8 +108,11 @@ def test_minifx_wrapped_helpers_are_unknown_to_torch_fx():
     assert registered.isdisjoint(wh.MINI_WRAPPED_NAMES)
 
 
-@pytest.mark.parametrize("root", [wh.uses_mini_rows_prefix, wh.uses_mini_clamp_positive,
-                                  wh.uses_wrapped_round], ids=lambda fn: fn.__name__)
+@pytest.mark.parametrize(
+    "root",
+    [wh.uses_mini_rows_prefix, wh.uses_mini_clamp_positive, wh.uses_wrapped_round],
+    ids=lambda fn: fn.__name__,
+)
 def test_minifx_wrapped_helpers_cannot_be_traced_through(root):
     """Without autowrap_functions, torch.fx traces into the helper and fails, so a
     minifx graph holding one call of it shows that minifx.wrap took effect."""
@@ -116,7 +125,9 @@ def _unwrapped_rows_prefix(x):
     return x[: min(len(x), 2)]
 
 
-@pytest.mark.parametrize("tracer", [torch.fx.Tracer, minifx.graph.Tracer], ids=["torch.fx", "minifx"])
+@pytest.mark.parametrize(
+    "tracer", [torch.fx.Tracer, minifx.graph.Tracer], ids=["torch.fx", "minifx"]
+)
 def test_wrapped_helper_body_cannot_be_traced_through(tracer: type):
     """So a graph that holds one call of `rows_prefix` shows its registration took effect."""
     with pytest.raises(Exception, match="len"):
@@ -208,12 +219,16 @@ def test_minifx_wrapped_builtin_golden():
     assert actual == expected, f"printout changed:\n{diff(expected, actual)}"
 
 
-@pytest.mark.parametrize("name, golden", [
-    ("MLP", MLP_GRAPH),
-    ("index_tuple_with_slice", INDEXING_GRAPH),
-    ("resnet_basic_block", BASIC_BLOCK_GRAPH),
-    ("minifx_wrapped_by_name", MINIFX_WRAP_GRAPH),
-], ids=["mlp", "indexing", "resnet_basic_block", "minifx_wrap"])
+@pytest.mark.parametrize(
+    "name, golden",
+    [
+        ("MLP", MLP_GRAPH),
+        ("index_tuple_with_slice", INDEXING_GRAPH),
+        ("resnet_basic_block", BASIC_BLOCK_GRAPH),
+        ("minifx_wrapped_by_name", MINIFX_WRAP_GRAPH),
+    ],
+    ids=["mlp", "indexing", "resnet_basic_block", "minifx_wrap"],
+)
 def test_golden_printout(name: str, golden: str):
     actual = str(trace_minifx(CASES_BY_NAME[name]).graph)
     assert actual == golden, f"printout changed:\n{diff(golden, actual)}"

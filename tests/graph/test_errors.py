@@ -9,12 +9,15 @@ from minifx.graph.errors import InsertArgIndexError, MisuseError, NotTraceable, 
 pytestmark = pytest.mark.ch2
 
 
-@pytest.mark.parametrize("error, also", [
-    (MisuseError, (ValueError, AssertionError)),
-    (InsertArgIndexError, (IndexError, AssertionError)),
-    (NotTraceable, (TypeError, AssertionError)),
-    (SelfInStarArgs, (TypeError, RuntimeError)),
-])
+@pytest.mark.parametrize(
+    "error, also",
+    [
+        (MisuseError, (ValueError, AssertionError)),
+        (InsertArgIndexError, (IndexError, AssertionError)),
+        (NotTraceable, (TypeError, AssertionError)),
+        (SelfInStarArgs, (TypeError, RuntimeError)),
+    ],
+)
 def test_each_error_is_caught_as_torch_fx_s_type(error, also):
     for kind in also:
         with pytest.raises(kind):

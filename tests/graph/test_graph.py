@@ -34,6 +34,7 @@ pytestmark = pytest.mark.ch2
 
 # -- the two libraries, behind one interface ---------------------------------------
 
+
 @dataclass(frozen=True)
 class Lib:
     """What a build function may use from one library."""
@@ -45,10 +46,12 @@ class Lib:
     Proxy: type
 
 
-TORCH = Lib("torch.fx", torch.fx.Graph, torch.fx.map_arg, torch.fx.node.map_aggregate,
-            torch.fx.Proxy)
-MINI = Lib("minifx", minifx.graph.Graph, minifx.graph.map_arg, minifx.graph.map_aggregate,
-           minifx.Proxy)
+TORCH = Lib(
+    "torch.fx", torch.fx.Graph, torch.fx.map_arg, torch.fx.node.map_aggregate, torch.fx.Proxy
+)
+MINI = Lib(
+    "minifx", minifx.graph.Graph, minifx.graph.map_arg, minifx.graph.map_aggregate, minifx.Proxy
+)
 
 
 def names(nodes) -> list[str]:
@@ -82,6 +85,7 @@ def chain(lib: Lib):
 
 # -- naming -----------------------------------------------------------------------
 
+
 def test_repeated_targets_count_up():
     def build(lib):
         graph = lib.Graph()
@@ -113,11 +117,11 @@ def test_explicit_names_are_made_unique():
 @pytest.mark.parametrize(
     "op, target, name, expected",
     [
-        ("call_method", "if", None, "if_1"),          # a keyword
-        ("call_function", sum, None, "sum_1"),        # a builtin
+        ("call_method", "if", None, "if_1"),  # a keyword
+        ("call_function", sum, None, "sum_1"),  # a builtin
         ("call_function", torch.relu, "input", "input_1"),
         ("call_function", getattr, None, "getattr_1"),
-        ("placeholder", "torch", None, "torch_1"),    # would shadow the torch module
+        ("placeholder", "torch", None, "torch_1"),  # would shadow the torch module
         ("placeholder", "len", None, "len_1"),
     ],
     ids=["if", "sum", "input", "getattr", "torch", "len"],
@@ -155,6 +159,7 @@ def test_targets_and_names_become_identifiers(op, target, name, expected):
 
 
 # -- printing ------------------------------------------------------------------------
+
 
 def test_placeholders_print_defaults_annotations_and_users():
     def build(lib):
@@ -243,6 +248,7 @@ def test_print_tabular_has_a_header_and_a_row_per_node(capsys):
 
 
 # -- insertion points ----------------------------------------------------------------
+
 
 def test_new_nodes_go_to_the_end_by_default():
     def build(lib):
@@ -353,6 +359,7 @@ def test_nodes_inserted_during_iteration_are_visited():
 
 # -- the linked list ----------------------------------------------------------------
 
+
 def test_prev_and_next_walk_the_list_around_a_sentinel():
     graph, x, add, relu = chain(MINI)
     output = relu.next
@@ -378,9 +385,9 @@ def test_prepend_and_append_move_nodes():
         cos = graph.call_function(torch.cos, (x,))
         tan = graph.call_function(torch.tan, (x,))
         sin.prepend(tan)  # x tan sin cos
-        cos.append(sin)   # x tan cos sin
+        cos.append(sin)  # x tan cos sin
         tan.prepend(tan)  # next to itself: no change
-        cos.append(tan)   # x cos tan sin
+        cos.append(tan)  # x cos tan sin
         return graph, (names(graph.nodes), len(graph.nodes))
 
     _, found = differential(build)
@@ -400,15 +407,21 @@ def test_moving_a_node_keeps_its_users_and_inputs():
 
 # -- use-def lists -------------------------------------------------------------------
 
+
 def test_users_and_inputs_are_ordered_sets():
     def build(lib):
         graph = lib.Graph()
         x, y, z = (graph.placeholder(name) for name in "xyz")
         node = graph.call_function(
-            operator.add, (y, [x, y], {"k": (x, slice(z, None, 2))}), {"alpha": x, "beta": z})
+            operator.add, (y, [x, y], {"k": (x, slice(z, None, 2))}), {"alpha": x, "beta": z}
+        )
         twice = graph.call_function(operator.add, (x, x))  # two uses, one user
-        return graph, (names(node.all_input_nodes), names(twice.all_input_nodes),
-                       names(x.users), names(z.users))
+        return graph, (
+            names(node.all_input_nodes),
+            names(twice.all_input_nodes),
+            names(x.users),
+            names(z.users),
+        )
 
     _, (inputs, twice_inputs, x_users, z_users) = differential(build)
     assert inputs == ["y", "x", "z"]  # order of first use, args before kwargs
@@ -533,6 +546,7 @@ def test_replace_all_uses_with_itself_changes_nothing():
 
 # -- erasing ---------------------------------------------------------------------------
 
+
 def test_erase_node_refuses_a_node_with_users():
     def build(lib):
         graph, _, add, _ = chain(lib)
@@ -629,6 +643,7 @@ def test_erased_nodes_are_not_found():
 
 # -- copies ------------------------------------------------------------------------------
 
+
 def test_node_copy_into_another_graph_maps_inputs_and_keeps_names():
     def build(lib):
         source = lib.Graph()
@@ -642,9 +657,15 @@ def test_node_copy_into_another_graph_maps_inputs_and_keeps_names():
         for node in source.nodes:
             env[node] = target.node_copy(node, lambda n: env[n])
         copied = env[scaled]
-        return target, (names(target.nodes), copied.meta, copied.meta is scaled.meta,
-                        copied.meta["tag"] is scaled.meta["tag"], str(env[relu].type),
-                        copied.graph is target, names(env[x].users))
+        return target, (
+            names(target.nodes),
+            copied.meta,
+            copied.meta is scaled.meta,
+            copied.meta["tag"] is scaled.meta["tag"],
+            str(env[relu].type),
+            copied.graph is target,
+            names(env[x].users),
+        )
 
     _, (found, meta, same_dict, same_value, relu_type, owned, x_users) = differential(build)
     # The copy starts from the node's own name, not from its target's.
@@ -701,8 +722,10 @@ def test_graph_copy_of_a_graph_without_output_returns_none():
         source = lib.Graph()
         source.placeholder("x")
         target = lib.Graph()
-        return target, (target.graph_copy(source, {}),
-                        target.graph_copy(source, {}, return_output_node=True))
+        return target, (
+            target.graph_copy(source, {}),
+            target.graph_copy(source, {}, return_output_node=True),
+        )
 
     _, found = differential(build)
     assert found == (None, None)
@@ -718,10 +741,17 @@ def test_deepcopy_gives_an_equal_independent_graph():
         output.meta["m"] = 1
         copied = copy.deepcopy(graph)
         new_x, new_add, new_output = copied.nodes
-        facts = (str(copied) == str(graph), names(copied.nodes), new_add.meta,
-                 new_add.meta is add.meta, new_output.meta, new_output.type, new_x.type,
-                 {node.graph is copied for node in copied.nodes},
-                 not set(copied.nodes) & set(graph.nodes))
+        facts = (
+            str(copied) == str(graph),
+            names(copied.nodes),
+            new_add.meta,
+            new_add.meta is add.meta,
+            new_output.meta,
+            new_output.type,
+            new_x.type,
+            {node.graph is copied for node in copied.nodes},
+            not set(copied.nodes) & set(graph.nodes),
+        )
         graph.erase_node(output)  # editing the original leaves the copy alone
         return copied, facts
 
@@ -734,6 +764,7 @@ def test_deepcopy_gives_an_equal_independent_graph():
 
 
 # -- find_nodes ----------------------------------------------------------------------------
+
 
 def find_nodes_graph(lib):
     """Nodes created in one order and then moved, so graph order != creation order."""
@@ -788,10 +819,12 @@ def test_find_nodes_sees_a_changed_target():
         graph, _, _, relu = chain(lib)
         lin = graph.call_module("lin", (relu,))
         relu.target, lin.target = torch.sin, "other"
-        return graph, (names(graph.find_nodes(op="call_function", target=torch.sin)),
-                       names(graph.find_nodes(op="call_function", target=torch.relu)),
-                       names(graph.find_nodes(op="call_module", target="other")),
-                       names(graph.find_nodes(op="call_module", target="lin")))
+        return graph, (
+            names(graph.find_nodes(op="call_function", target=torch.sin)),
+            names(graph.find_nodes(op="call_function", target=torch.relu)),
+            names(graph.find_nodes(op="call_module", target="other")),
+            names(graph.find_nodes(op="call_module", target="lin")),
+        )
 
     _, found = differential(build)
     assert found == (["relu"], [], ["lin"], [])
@@ -803,8 +836,10 @@ def test_find_nodes_sees_a_changed_op():
         x = graph.placeholder("x")
         node = graph.call_method("relu", (x,))
         node.op, node.target = "call_function", torch.relu
-        return graph, (names(graph.find_nodes(op="call_function", target=torch.relu)),
-                       names(graph.find_nodes(op="call_method")))
+        return graph, (
+            names(graph.find_nodes(op="call_function", target=torch.relu)),
+            names(graph.find_nodes(op="call_method")),
+        )
 
     _, found = differential(build)
     assert found == (["relu"], [])
@@ -833,14 +868,17 @@ def test_find_nodes_never_returns_an_erased_node_after_a_retarget(sort):
         node = graph.call_function(torch.relu, (x,))
         node.target = torch.sin
         graph.erase_node(node)
-        return graph, (names(graph.find_nodes(op="call_function", target=torch.relu, sort=sort)),
-                       names(graph.find_nodes(op="call_function", target=torch.sin, sort=sort)))
+        return graph, (
+            names(graph.find_nodes(op="call_function", target=torch.relu, sort=sort)),
+            names(graph.find_nodes(op="call_function", target=torch.sin, sort=sort)),
+        )
 
     _, found = differential(build)
     assert found == ([], [])
 
 
 # -- dead code -------------------------------------------------------------------------------
+
 
 def test_eliminate_dead_code_removes_unused_pure_nodes():
     def build(lib):
@@ -911,6 +949,7 @@ def test_eliminate_dead_code_lints_first():
 
 # -- map_arg and immutable arguments ----------------------------------------------------------
 
+
 def test_map_arg_keeps_nested_structure():
     def build(lib):
         graph = lib.Graph()
@@ -923,8 +962,10 @@ def test_map_arg_keeps_nested_structure():
 
     _, (mapped, kinds, point_type) = differential(build)
     assert mapped == "('X', ['Y', 1, {'k': ('X', slice('Y', None, 2))}], 's', Point(a='X', b=2))"
-    assert kinds == ("('Node', ['Node', 'int', {'k': ('Node', slice('Node', 'NoneType', "
-                     "'int'))}], 'str', Point(a='Node', b='int'))")
+    assert kinds == (
+        "('Node', ['Node', 'int', {'k': ('Node', slice('Node', 'NoneType', "
+        "'int'))}], 'str', Point(a='Node', b='int'))"
+    )
     assert point_type == "Point"
 
 
@@ -944,7 +985,9 @@ def test_stored_containers_compare_and_hash_like_plain_ones():
     # Equal dicts hash alike whatever their order, as torch.fx's immutable_dict does.
     other = graph.call_function(torch.cat, (x,), {"d": {"b": 1, "a": x}}).kwargs["d"]
     assert other == {"a": x, "b": 1}
-    assert hash(other) == hash(graph.call_function(torch.cat, (x,), {"d": {"a": x, "b": 1}}).kwargs["d"])
+    assert hash(other) == hash(
+        graph.call_function(torch.cat, (x,), {"d": {"a": x, "b": 1}}).kwargs["d"]
+    )
 
 
 IMMUTABLE_LIST_MESSAGE = (
@@ -971,8 +1014,20 @@ IMMUTABLE_LIST_MESSAGE = (
         lambda lst: lst.__iadd__([1]),
         lambda lst: lst.__imul__(2),
     ],
-    ids=["append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse",
-         "setitem", "delitem", "iadd", "imul"],
+    ids=[
+        "append",
+        "extend",
+        "insert",
+        "pop",
+        "remove",
+        "clear",
+        "sort",
+        "reverse",
+        "setitem",
+        "delitem",
+        "iadd",
+        "imul",
+    ],
 )
 def test_a_stored_list_refuses_changes(mutate):
     for lib in (TORCH, MINI):  # both raise TypeError; minifx's message says what to do
@@ -1023,6 +1078,7 @@ def test_a_stored_dict_says_how_to_assign_kwargs():
 
 
 # -- stage 1's Proxy on a stage 2 graph ----------------------------------------------------
+
 
 def test_proxy_of_a_node_appends_to_its_graph():
     def build(lib):

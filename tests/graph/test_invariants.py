@@ -14,16 +14,19 @@ from minifx.graph.invariants import check_new_node, target_problem
 pytestmark = pytest.mark.ch2
 
 
-@pytest.mark.parametrize("op, target, expected", [
-    ("call_function", torch.relu, None),
-    ("call_function", "relu", "a callable"),
-    ("call_method", "relu", None),
-    ("call_method", torch.relu, "a str"),
-    ("placeholder", "x", None),
-    ("get_attr", 3, "a str"),
-    ("call_fn", "x", "an opcode"),
-    ("root", "", "an opcode"),  # the sentinel's opcode is no node's
-])
+@pytest.mark.parametrize(
+    "op, target, expected",
+    [
+        ("call_function", torch.relu, None),
+        ("call_function", "relu", "a callable"),
+        ("call_method", "relu", None),
+        ("call_method", torch.relu, "a str"),
+        ("placeholder", "x", None),
+        ("get_attr", 3, "a str"),
+        ("call_fn", "x", "an opcode"),
+        ("root", "", "an opcode"),  # the sentinel's opcode is no node's
+    ],
+)
 def test_target_problem(op, target, expected):
     assert target_problem(op, target) == expected
 
@@ -64,5 +67,7 @@ def test_a_user_in_another_graph_that_uses_the_node_is_accepted():
 def test_a_node_the_graph_did_not_create_is_found_before_the_count_runs_out():
     graph, x, add, sin = the_graph()
     sin.prepend(Node(graph, "stray", "call_function", torch.cos, (add,), {}))
-    with pytest.raises(RuntimeError, match=r"invariant 2 .* at %stray: the graph did not create it"):
+    with pytest.raises(
+        RuntimeError, match=r"invariant 2 .* at %stray: the graph did not create it"
+    ):
         graph.lint()

@@ -46,6 +46,7 @@ def test_a_valid_graph_passes_lint():
 
 # -- invariant 1: known opcodes and target types -------------------------------------
 
+
 def test_invariant_1_unknown_opcode():
     graph, _, add, _, _ = small_graph()
     add.op = "call_fn"
@@ -56,8 +57,10 @@ def test_invariant_1_unknown_opcode():
     )
 
 
-TARGET_FIX = ("How to fix: store the function itself for call_function, and a method name or "
-              "attribute path for the other opcodes.")
+TARGET_FIX = (
+    "How to fix: store the function itself for call_function, and a method name or "
+    "attribute path for the other opcodes."
+)
 
 
 def test_invariant_1_call_function_target_must_be_callable():
@@ -91,8 +94,10 @@ def test_invariant_1_call_method_target_must_not_be_a_function():
 
 # -- invariant 2: a well-linked list ------------------------------------------------------
 
-LINK_FIX = ("How to fix: edit the list only with graph methods (create_node, erase_node, "
-            "node.prepend/append), never by setting _prev/_next or node.graph.")
+LINK_FIX = (
+    "How to fix: edit the list only with graph methods (create_node, erase_node, "
+    "node.prepend/append), never by setting _prev/_next or node.graph."
+)
 
 
 def test_invariant_2_next_prev_mismatch():
@@ -151,6 +156,7 @@ def test_invariant_2_a_node_the_graph_did_not_create_is_named():
 
 # -- invariant 3: unique names -----------------------------------------------------------------
 
+
 def test_invariant_3_duplicate_name():
     graph, _, _, sin, _ = small_graph()
     sin.name = "add"
@@ -163,6 +169,7 @@ def test_invariant_3_duplicate_name():
 
 
 # -- invariant 4: inputs come first --------------------------------------------------------
+
 
 def test_invariant_4_use_before_definition():
     graph, _, add, sin, _ = small_graph()
@@ -200,9 +207,11 @@ def test_invariant_4_input_from_another_graph():
 
 # -- invariant 5: use-def lists agree ------------------------------------------------------
 
-USE_DEF_FIX = ("How to fix: change arguments only by assigning node.args / node.kwargs (or "
-               "update_arg, replace_input_with), which keeps users and inputs in step; never edit "
-               "node.users.")
+USE_DEF_FIX = (
+    "How to fix: change arguments only by assigning node.args / node.kwargs (or "
+    "update_arg, replace_input_with), which keeps users and inputs in step; never edit "
+    "node.users."
+)
 
 
 def test_invariant_5_missing_from_users():
@@ -234,6 +243,7 @@ def test_invariant_5_a_user_that_does_not_use_the_node():
 
 # -- invariant 6: one output ---------------------------------------------------------------
 
+
 def test_invariant_6_two_outputs():
     graph, _, add, _, _ = small_graph()
     graph.output(add)
@@ -245,6 +255,7 @@ def test_invariant_6_two_outputs():
 
 
 # -- invariant 7: targets exist on the owning module ---------------------------------------
+
 
 def test_invariant_7_missing_attribute():
     graph, _, _, _, output = small_graph()
@@ -292,6 +303,7 @@ def test_lint_reports_the_lowest_broken_invariant_first():
 
 # -- errors of the editing API -------------------------------------------------------------
 
+
 def test_erase_node_with_users():
     graph, _, add, _, _ = small_graph()
     with pytest.raises(RuntimeError) as error:
@@ -309,7 +321,9 @@ def test_erase_node_with_several_users_names_them_all():
     graph.call_function(torch.cos, (x,))
     with pytest.raises(RuntimeError) as error:
         graph.erase_node(x)
-    assert str(error.value).startswith("tried to erase %x but it still had 2 users in the graph (%add, %cos), ")
+    assert str(error.value).startswith(
+        "tried to erase %x but it still had 2 users in the graph (%add, %cos), "
+    )
 
 
 def test_erase_node_of_another_graph():
@@ -338,19 +352,31 @@ def test_erase_node_twice_warns():
 @pytest.mark.parametrize(
     "op, target, expected",
     [
-        ("call_fn", "x",
-         "cannot create node %x: unknown opcode 'call_fn'. A node's op is one of placeholder, "
-         "get_attr, call_function, call_method, call_module, output."),
-        ("call_function", "relu",
-         "cannot create node %relu: a call_function target must be callable, got 'relu' of type "
-         "str. Pass the function itself (torch.relu), not its name; names are for call_method "
-         "and call_module."),
-        ("call_method", operator.neg,
-         "cannot create node %neg: a call_method target must be a str, got <built-in function "
-         "neg> of type builtin_function_or_method. For a function, use op='call_function'."),
-        ("get_attr", 3,
-         "cannot create node %_3: a get_attr target must be a str, got 3 of type int. For a "
-         "function, use op='call_function'."),
+        (
+            "call_fn",
+            "x",
+            "cannot create node %x: unknown opcode 'call_fn'. A node's op is one of placeholder, "
+            "get_attr, call_function, call_method, call_module, output.",
+        ),
+        (
+            "call_function",
+            "relu",
+            "cannot create node %relu: a call_function target must be callable, got 'relu' of type "
+            "str. Pass the function itself (torch.relu), not its name; names are for call_method "
+            "and call_module.",
+        ),
+        (
+            "call_method",
+            operator.neg,
+            "cannot create node %neg: a call_method target must be a str, got <built-in function "
+            "neg> of type builtin_function_or_method. For a function, use op='call_function'.",
+        ),
+        (
+            "get_attr",
+            3,
+            "cannot create node %_3: a get_attr target must be a str, got 3 of type int. For a "
+            "function, use op='call_function'.",
+        ),
     ],
     ids=["unknown-op", "call_function-str", "call_method-callable", "get_attr-int"],
 )
@@ -450,7 +476,6 @@ def test_existing_targets_do_not_warn():
         warnings.simplefilter("error")
         graph.get_attr("layer.weight")
         graph.call_module("layer", ())
-
 
 
 def test_invariant_4_a_node_that_uses_itself():

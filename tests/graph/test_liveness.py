@@ -49,8 +49,9 @@ class Block(torch.nn.Module):
         return h + self.linear.weight.sum() + x
 
 
-@pytest.mark.parametrize("program", [chain, diamond, keywords, Block()],
-                         ids=["chain", "diamond", "keywords", "module"])
+@pytest.mark.parametrize(
+    "program", [chain, diamond, keywords, Block()], ids=["chain", "diamond", "keywords", "module"]
+)
 def test_last_uses_is_torch_fx_user_to_last_uses(program) -> None:
     ours = minifx.graph.Tracer().trace(program)
     root = program if isinstance(program, torch.nn.Module) else torch.nn.Module()
@@ -61,8 +62,12 @@ def test_last_uses_is_torch_fx_user_to_last_uses(program) -> None:
 
 def test_chain_frees_each_value_at_the_next_node() -> None:
     graph = minifx.graph.Tracer().trace(chain)
-    assert by_name(last_uses(graph)) == {"output": ["cos"], "cos": ["sin"], "sin": ["exp"],
-                                         "exp": ["x"]}
+    assert by_name(last_uses(graph)) == {
+        "output": ["cos"],
+        "cos": ["sin"],
+        "sin": ["exp"],
+        "exp": ["x"],
+    }
 
 
 def test_an_unused_value_has_no_last_use() -> None:

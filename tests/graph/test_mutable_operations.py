@@ -53,8 +53,15 @@ def ambiguous(x):
     return torch.add(x, x, alpha=2)  # add.Tensor and add.Scalar both accept it: let through
 
 
-PROGRAMS = [out_variant, inplace_function, inplace_overload, out_overload, inplace_method,
-            functional, ambiguous]
+PROGRAMS = [
+    out_variant,
+    inplace_function,
+    inplace_overload,
+    out_overload,
+    inplace_method,
+    functional,
+    ambiguous,
+]
 REFUSED = {out_variant, inplace_function, inplace_overload, out_overload}
 
 
@@ -86,7 +93,8 @@ def test_the_message_names_the_schema_the_line_and_the_fix():
     assert lines[0] == (
         "torch.sigmoid was called as the mutable operation aten::sigmoid.out(Tensor self, *, "
         "Tensor(a!) out) -> Tensor(a!), which changes one of its arguments in place "
-        "(check_mutable_operations is on).")
+        "(check_mutable_operations is on)."
+    )
     assert lines[1].endswith("in out_variant") and lines[2] == "    torch.sigmoid(x, out=y)"
     assert lines[4].startswith("How to fix: use the functional form")
 

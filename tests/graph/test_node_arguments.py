@@ -24,6 +24,7 @@ pytestmark = pytest.mark.ch2
 
 # -- insert_arg ---------------------------------------------------------------------------
 
+
 def test_insert_arg_into_the_output_as_pytorch_test_fx_does():
     def build(lib):
         graph, x, _, relu = chain(lib)
@@ -50,8 +51,12 @@ def test_insert_arg_keeps_the_order_of_the_existing_use_def_entries():
         second = graph.call_function(operator.mul, (x, y))
         first.insert_arg(0, [y, x])  # a list of nodes: both are recorded
         graph.output((first, second))
-        return graph, (names(x.users), names(y.users), names(first.all_input_nodes),
-                       str(first.args))
+        return graph, (
+            names(x.users),
+            names(y.users),
+            names(first.all_input_nodes),
+            str(first.args),
+        )
 
     graph, (x_users, y_users, inputs, args) = differential(build)
     assert x_users == ["add", "mul"] and y_users == ["mul", "add"]
@@ -66,8 +71,11 @@ def test_insert_arg_out_of_range_raises_what_torch_fx_raises(idx):
         with pytest.raises(AssertionError):  # torch.fx's type; minifx's is an IndexError too
             add.insert_arg(idx, x)
         assert add.args == (x, 1) and names(x.users) == ["add"]
-    with pytest.raises(IndexError, match=r"%add.insert_arg\(" + str(idx) + r", ...\): the index "
-                       r"must be between 0 and len\(args\) = 2"):
+    with pytest.raises(
+        IndexError,
+        match=r"%add.insert_arg\(" + str(idx) + r", ...\): the index "
+        r"must be between 0 and len\(args\) = 2",
+    ):
         add.insert_arg(idx, x)
 
 
@@ -80,6 +88,7 @@ def test_an_inserted_list_is_read_only_like_the_others():
 
 # -- the stored containers as pytree nodes -------------------------------------------------
 
+
 def stored(lib):
     """A node whose args and kwargs hold nested lists and dicts of nodes."""
     graph = lib.Graph()
@@ -91,9 +100,12 @@ def stored(lib):
 def test_tree_leaves_of_node_args_reaches_the_nodes():
     def build(lib):
         graph, node = stored(lib)
-        return graph, (names(n for n in pytree.tree_leaves((node.args, node.kwargs))
-                             if not isinstance(n, int)),
-                       len(pytree.tree_leaves(node.args)))
+        return graph, (
+            names(
+                n for n in pytree.tree_leaves((node.args, node.kwargs)) if not isinstance(n, int)
+            ),
+            len(pytree.tree_leaves(node.args)),
+        )
 
     _, (leaves, count) = differential(build)
     assert leaves == ["x", "y", "x", "y"] and count == 3
@@ -110,10 +122,14 @@ def test_tree_map_over_node_args_replaces_every_node():
     assert mapped == "(['x', ['y', 2]],)" and kw == "{'d': {'a': 'x', 'b': ['y']}}"
 
 
-@pytest.mark.parametrize("value, container", [
-    (immutable_list([3, immutable_list([torch.ones(1), 42])]), immutable_list),
-    (immutable_dict({"a": 3, "b": immutable_list([torch.ones(1), 42])}), immutable_dict),
-], ids=["list", "dict"])
+@pytest.mark.parametrize(
+    "value, container",
+    [
+        (immutable_list([3, immutable_list([torch.ones(1), 42])]), immutable_list),
+        (immutable_dict({"a": 3, "b": immutable_list([torch.ones(1), 42])}), immutable_dict),
+    ],
+    ids=["list", "dict"],
+)
 def test_flatten_and_unflatten_keep_the_read_only_types(value, container):
     leaves, spec = pytree.tree_flatten(value)
     assert leaves[0] == 3 and leaves[2] == 42 and torch.equal(leaves[1], torch.ones(1))
@@ -141,6 +157,7 @@ def test_deep_copies_of_the_stored_containers_are_equal():
 
 # -- printing arguments: torch.fx's _format_arg and its _custom_fx_repr_fn hook -------------
 
+
 class Shown:
     """A value that says how it prints in a graph, through torch.fx's hook."""
 
@@ -160,7 +177,9 @@ def test_format_arg_prints_as_torch_fx_does():
         graph = lib.Graph()
         x = graph.placeholder("inp")
         cases = [[x, 1, "a"], (x,), {"a": x}, list(range(20)), tuple(range(5))]
-        printed = [format_arg(case) for case in cases] + [format_arg(case, max_list_len=3) for case in cases]
+        printed = [format_arg(case) for case in cases] + [
+            format_arg(case, max_list_len=3) for case in cases
+        ]
         if lib is TORCH:
             want = printed
         else:

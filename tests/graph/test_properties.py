@@ -98,8 +98,9 @@ class Twin:
         assert str(self.ours) == str(self.theirs), "\n".join(self.log)
         for ours, theirs in zip(self.ours.nodes, self.theirs.nodes):
             assert [n.name for n in ours.users] == [n.name for n in theirs.users]
-            assert ([n.name for n in ours.all_input_nodes]
-                    == [n.name for n in theirs.all_input_nodes])
+            assert [n.name for n in ours.all_input_nodes] == [
+                n.name for n in theirs.all_input_nodes
+            ]
         assert len(self.ours.nodes) == len(self.theirs.nodes)
 
 
@@ -109,6 +110,7 @@ def _call(method: str, args: tuple, kwargs: dict) -> Any:
 
 
 # -- the edits; each draws its choices and returns without acting if none is legal --
+
 
 def insertion_point(data, order: list):
     """A random insertion point and the nodes that may be used there.
@@ -123,7 +125,7 @@ def insertion_point(data, order: list):
     position = order.index(anchor)
     if choice % 2 == 0:
         return "inserting_before", anchor, order[:position]
-    return "inserting_after", anchor, order[:position + 1]
+    return "inserting_after", anchor, order[: position + 1]
 
 
 def new_arguments(data, usable: list):
@@ -179,8 +181,9 @@ def edit_move(data, twin: Twin) -> None:
     moved = [n for n in order if n is not node]
     moved.insert(moved.index(anchor) + (method == "append"), node)
     spot = moved.index(node)
-    legal = (all(moved.index(i) < spot for i in node.all_input_nodes)
-             and all(moved.index(u) > spot for u in node.users))
+    legal = all(moved.index(i) < spot for i in node.all_input_nodes) and all(
+        moved.index(u) > spot for u in node.users
+    )
     if legal:
         twin.both(method, anchor, node)
         assert list(twin.ours.nodes) == moved
@@ -207,7 +210,7 @@ def edit_argument(data, twin: Twin) -> None:
     if not candidates:
         return
     node = data.draw(st.sampled_from(candidates))
-    earlier = order[:order.index(node)]
+    earlier = order[: order.index(node)]
     value = data.draw(st.sampled_from(earlier)) if earlier else 0
     how = data.draw(st.sampled_from(["update_arg", "update_kwarg", "replace_input_with"]))
     if how == "update_arg":
@@ -215,13 +218,24 @@ def edit_argument(data, twin: Twin) -> None:
     elif how == "update_kwarg":
         twin.both("update_kwarg", node, "k", value)
     elif node.all_input_nodes and earlier:
-        twin.both("replace_input_with", node, data.draw(st.sampled_from(node.all_input_nodes)),
-                  data.draw(st.sampled_from(earlier)))
+        twin.both(
+            "replace_input_with",
+            node,
+            data.draw(st.sampled_from(node.all_input_nodes)),
+            data.draw(st.sampled_from(earlier)),
+        )
     twin.log.append(f"{how} on {node}")
 
 
-EDITS = [edit_create, edit_create, edit_erase, edit_replace_all_uses, edit_move, edit_copy,
-         edit_argument]
+EDITS = [
+    edit_create,
+    edit_create,
+    edit_erase,
+    edit_replace_all_uses,
+    edit_move,
+    edit_copy,
+    edit_argument,
+]
 
 
 @SETTINGS
@@ -240,6 +254,7 @@ def test_random_edits_keep_the_graph_valid_and_equal_to_torch_fx(data):
 
 
 # -- corruptions: each breaks one invariant, and lint must name it --------------------
+
 
 @st.composite
 def valid_graphs(draw):
@@ -350,18 +365,27 @@ def not_a_module(draw, graph):
 
 
 CORRUPTIONS = [
-    (unknown_op, 1), (wrong_target_type, 1),
-    (broken_next, 2), (broken_prev, 2), (node_of_another_graph, 2), (erased_but_linked, 2),
+    (unknown_op, 1),
+    (wrong_target_type, 1),
+    (broken_next, 2),
+    (broken_prev, 2),
+    (node_of_another_graph, 2),
+    (erased_but_linked, 2),
     (duplicate_name, 3),
-    (use_before_definition, 4), (input_from_another_graph, 4),
-    (missing_user, 5), (stale_inputs, 5), (false_user, 5),
+    (use_before_definition, 4),
+    (input_from_another_graph, 4),
+    (missing_user, 5),
+    (stale_inputs, 5),
+    (false_user, 5),
     (two_outputs, 6),
-    (missing_target, 7), (not_a_module, 7),
+    (missing_target, 7),
+    (not_a_module, 7),
 ]
 
 
-@pytest.mark.parametrize("corrupt, invariant", CORRUPTIONS,
-                         ids=[corrupt.__name__ for corrupt, _ in CORRUPTIONS])
+@pytest.mark.parametrize(
+    "corrupt, invariant", CORRUPTIONS, ids=[corrupt.__name__ for corrupt, _ in CORRUPTIONS]
+)
 @settings(max_examples=25, deadline=None)
 @given(data=st.data())
 def test_each_corruption_is_caught_and_named(corrupt, invariant, data):

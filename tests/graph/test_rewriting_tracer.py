@@ -43,6 +43,7 @@ ANNOTATE = {"torch.fx": annotate, "minifx": minifx.annotate}
 
 # -- wrapped functions, registered with torch.fx.wrap (minifx honours it too) ----------
 
+
 def lifted_leaf(a, b):
     return a[0] + a[1] + b
 
@@ -68,12 +69,16 @@ def wrapped_with_submodule(x, batchnorm1d):
 
 torch.fx.wrap("wrapped_with_submodule")
 
-WRAPPED = {"lifted_leaf": lifted_leaf, "lifted_leaf2": lifted_leaf2,
-           "wrapped_via_decorator": wrapped_via_decorator,
-           "wrapped_with_submodule": wrapped_with_submodule}
+WRAPPED = {
+    "lifted_leaf": lifted_leaf,
+    "lifted_leaf2": lifted_leaf2,
+    "wrapped_via_decorator": wrapped_via_decorator,
+    "wrapped_with_submodule": wrapped_with_submodule,
+}
 
 
 # -- the programs -----------------------------------------------------------------------
+
 
 class AssertsEqual(nn.Module):
     def forward(self, x: torch.Tensor, y: int, z: int):
@@ -99,12 +104,14 @@ class HasUnusedBatchNorm(nn.Module):
 def lifts_by_name():
     def to_trace(y):
         return lifted_leaf((4, y), 3) + lifted_leaf((3, 4), 5) + lifted_leaf((y, y), y)
+
     return to_trace
 
 
 def lifts_directly():
     def to_trace(y):
         return lifted_leaf2((4, y), 3) + lifted_leaf2((3, 4), 5) + lifted_leaf2((y, y), y)
+
     return to_trace
 
 
@@ -112,6 +119,7 @@ def lifts_and_checks():
     def to_trace(y):
         assert y > 0, "y must be positive"
         return lifted_leaf((4, y), 3) + lifted_leaf2((y, y), y)
+
     return to_trace
 
 
@@ -204,6 +212,7 @@ def nodes(graph: Any) -> list[tuple]:
 
 # -- the same graphs as torch.fx --------------------------------------------------------
 
+
 @pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.name)
 def test_programs_trace_as_with_torch_fx(program: Program):
     theirs = trace("torch.fx", program.make())[1]
@@ -268,8 +277,10 @@ class AddsConstant(nn.Module):
 
 
 def _state(module: nn.Module) -> dict:
-    return {key: dict(value) if isinstance(value, dict) else value
-            for key, value in vars(module).items()}
+    return {
+        key: dict(value) if isinstance(value, dict) else value
+        for key, value in vars(module).items()
+    }
 
 
 def test_the_traced_root_shares_the_module_s_state_and_leaves_it_unchanged():
@@ -283,6 +294,7 @@ def test_the_traced_root_shares_the_module_s_state_and_leaves_it_unchanged():
 
 
 # -- annotate ---------------------------------------------------------------------------
+
 
 class CallsAnnotate(nn.Module):
     def forward(self, x):
@@ -347,6 +359,7 @@ def test_annotating_a_result_twice_says_to_annotate_once():
 
 # -- errors -----------------------------------------------------------------------------
 
+
 def test_a_function_without_source_raises_os_error():
     namespace: dict = {}
     exec("def made_by_exec(x):\n    assert x > 0\n    return x\n", namespace)
@@ -359,8 +372,11 @@ def test_a_function_without_source_raises_os_error():
 
 def test_a_submodule_without_source_runs_as_it_is():
     namespace: dict = {}
-    exec("import torch\nclass NoSource(torch.nn.Module):\n    def forward(self, x):\n"
-         "        return x + 1\n", namespace)
+    exec(
+        "import torch\nclass NoSource(torch.nn.Module):\n    def forward(self, x):\n"
+        "        return x + 1\n",
+        namespace,
+    )
 
     class HasNoSourceSubmodule(nn.Module):
         def __init__(self) -> None:
@@ -397,6 +413,7 @@ def test_an_untraceable_line_after_an_assert_names_the_user_s_line():
 
 
 # -- chapter 2's differences box --------------------------------------------------------
+
 
 def _outcome(lib: str, root: Any) -> Any:
     """The graph `lib`'s RewritingTracer makes of `root`, or the type of what it raised."""
@@ -462,15 +479,18 @@ class DeclaresOnly(nn.Module):
         return x
 
 
-@pytest.mark.parametrize("make, torch_fx_raises", [
-    (lambda: rewriter_programs.top_level_check, AssertionError),
-    (closure_program, NameError),
-    (CallsSuper, RuntimeError),
-    (CallsHelper, AttributeError),
-    (HasCheckingSubmodule, torch.fx.proxy.TraceError),
-    (DeclaresOnly, ValueError),
-], ids=["top-level function", "closure", "super", "helper method", "submodule",
-         "bare annotation"])
+@pytest.mark.parametrize(
+    "make, torch_fx_raises",
+    [
+        (lambda: rewriter_programs.top_level_check, AssertionError),
+        (closure_program, NameError),
+        (CallsSuper, RuntimeError),
+        (CallsHelper, AttributeError),
+        (HasCheckingSubmodule, torch.fx.proxy.TraceError),
+        (DeclaresOnly, ValueError),
+    ],
+    ids=["top-level function", "closure", "super", "helper method", "submodule", "bare annotation"],
+)
 def test_the_rewriter_rewrites_what_torch_fx_s_cannot(make, torch_fx_raises):
     """Module-level functions, closures, `super()`, other methods of the class, submodules
     traced through, bare annotations (`y: int`): minifx records the assert, torch.fx raises."""
@@ -484,8 +504,12 @@ def test_the_rewriter_keeps_the_closure_and_the_class():
     assert "args = (%x, 4)" in str(graph)
     for module in (CallsSuper(), CallsHelper()):
         graph = trace("minifx", module)[1]
-        assert [node.target for node in graph.nodes if node.op == "call_function"] == \
-            [operator.eq, torch._assert, *[operator.add] * isinstance(module, Base), operator.mul]
+        assert [node.target for node in graph.nodes if node.op == "call_function"] == [
+            operator.eq,
+            torch._assert,
+            *[operator.add] * isinstance(module, Base),
+            operator.mul,
+        ]
 
 
 def test_the_rewritten_code_keeps_the_user_s_file_and_lines():
@@ -533,7 +557,9 @@ def test_the_root_is_the_module_unless_its_forward_is_rewritten():
 
 def test_a_lambda_is_traced_as_it_is():
     """A lambda holds no statement to rewrite; it is traced like any function."""
-    assert str(trace("minifx", lambda x: x + 1)[1]) == str(TRACERS["minifx"]().trace(lambda x: x + 1))
+    assert str(trace("minifx", lambda x: x + 1)[1]) == str(
+        TRACERS["minifx"]().trace(lambda x: x + 1)
+    )
 
 
 def test_rewritten_function_is_a_function_of_its_module():
@@ -541,4 +567,3 @@ def test_rewritten_function_is_a_function_of_its_module():
     assert isinstance(rewritten, types.FunctionType)
     assert rewritten.__globals__ is globals()
     assert rewritten.__qualname__ == "closure_program.<locals>.to_trace"
-

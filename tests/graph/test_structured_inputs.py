@@ -48,21 +48,34 @@ def test_concrete_args_by_name_matches_by_position():
     assert concrete_args_by_name(["x", "y"], (1, PH)) == {"x": 1, "y": PH}
     with pytest.raises(TypeError) as error:
         concrete_args_by_name(["x"], (1, 2))
-    assert str(error.value) == "concrete_args has 2 values but the traced function takes 1 input (x)."
+    assert (
+        str(error.value) == "concrete_args has 2 values but the traced function takes 1 input (x)."
+    )
 
 
 def test_flattening_outputs_records_both_structures():
     graph = Graph()
     args = [(1, 2), 3]
     assert has_structured_inputs(args) and not has_structured_inputs([1, 2])
-    flat = flattening_outputs(graph, lambda pair, z: {"sum": pair[0] + z, "pair": pair}, ["pair", "z"], args)
+    flat = flattening_outputs(
+        graph, lambda pair, z: {"sum": pair[0] + z, "pair": pair}, ["pair", "z"], args
+    )
     assert flat((1, 2), 3) == [4, 1, 2]
     info = graph.pytree_info
     assert isinstance(info, PytreeInfo) and info.arg_names == ["pair", "z"]
-    assert torch.utils._pytree.tree_unflatten([4, 1, 2], info.out_spec) == {"sum": 4, "pair": (1, 2)}
+    assert torch.utils._pytree.tree_unflatten([4, 1, 2], info.out_spec) == {
+        "sum": 4,
+        "pair": (1, 2),
+    }
 
 
 def test_the_tracer_uses_them_for_star_parameters():
     graph = Tracer().trace(every_kind)
-    assert [n.target for n in graph.nodes if n.op == "placeholder"] == \
-        ["a", "b", "c", "d", "*rest", "**options"]
+    assert [n.target for n in graph.nodes if n.op == "placeholder"] == [
+        "a",
+        "b",
+        "c",
+        "d",
+        "*rest",
+        "**options",
+    ]

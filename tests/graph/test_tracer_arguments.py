@@ -24,6 +24,7 @@ LIBRARIES = {"minifx": minifx, "torch.fx": torch.fx}
 
 # -- dataclasses, as outputs and as arguments -------------------------------------------------
 
+
 @dataclasses.dataclass
 class MyOutput:
     foo: torch.Tensor
@@ -67,6 +68,7 @@ class PassesDataclassToLeaf(nn.Module):
 
 # -- __fx_create_arg__ ---------------------------------------------------------------------
 
+
 class CustomArgObject:
     def __init__(self, x, y):
         self.x, self.y = x, y
@@ -93,6 +95,7 @@ class PassesCustomArg(nn.Module):
 
 
 # -- ProxyableClassMeta --------------------------------------------------------------------
+
 
 def pair_class(meta):
     class TensorPair(metaclass=meta):
@@ -156,8 +159,10 @@ class LeafTracers:
     def of(fx) -> type:
         class Leaves(fx.Tracer):
             def is_leaf_module(self, m, qualname):
-                return isinstance(m, (UsesSettings, UsesCustomArg)) or \
-                    super().is_leaf_module(m, qualname)
+                return isinstance(m, (UsesSettings, UsesCustomArg)) or super().is_leaf_module(
+                    m, qualname
+                )
+
         return Leaves
 
 
@@ -228,6 +233,8 @@ def test_fresh_attribute_names_are_torch_fx_s():
     for name, fx in LIBRARIES.items():
         tracer = fx.Tracer()
         tracer.trace(pair_from_constants(fx)[0])
-        names[name] = [tracer.get_fresh_qualname("_TensorPair_constant_"),
-                       tracer.get_fresh_qualname("_tensor_constant")]
+        names[name] = [
+            tracer.get_fresh_qualname("_TensorPair_constant_"),
+            tracer.get_fresh_qualname("_tensor_constant"),
+        ]
     assert names["minifx"] == names["torch.fx"] == ["_TensorPair_constant_1", "_tensor_constant0"]

@@ -33,7 +33,9 @@ def error_of_both(kind: type, also: type, thunk) -> str:
     """The message of the error `thunk()` raises, which must be both `kind` and `also`."""
     with pytest.raises(kind) as error:
         thunk()
-    assert isinstance(error.value, also), f"{type(error.value).__name__} is not also {also.__name__}"
+    assert isinstance(error.value, also), (
+        f"{type(error.value).__name__} is not also {also.__name__}"
+    )
     return str(error.value)
 
 
@@ -45,7 +47,9 @@ def error_of(kind: type, thunk) -> str:
     """The message of the `kind` error that `thunk()` raises (and nothing broader)."""
     with pytest.raises(kind) as error:
         thunk()
-    assert type(error.value) is kind, f"expected exactly {kind.__name__}, got {type(error.value).__name__}"
+    assert type(error.value) is kind, (
+        f"expected exactly {kind.__name__}, got {type(error.value).__name__}"
+    )
     return str(error.value)
 
 
@@ -63,6 +67,7 @@ def bool_message(name: str, location: str) -> str:
 
 
 # -- a module that is not a submodule ---------------------------------------------------
+
 
 def not_a_submodule_message(kind: str, location: str) -> str:
     return (
@@ -104,6 +109,7 @@ def test_module_owned_by_no_one_is_not_a_submodule():
 
 # -- a parameter that the root does not own ---------------------------------------------
 
+
 def foreign_parameter_message(location: str) -> str:
     return (
         "a parameter that is not part of the traced module was used.\n"
@@ -140,6 +146,7 @@ def test_parameter_created_inside_forward():
 
 # -- wrap ------------------------------------------------------------------------------
 
+
 def register_inside_a_function():
     minifx.wrap("torch_sum_helper")
 
@@ -167,8 +174,9 @@ def test_wrap_as_a_decorator_inside_a_function():
     )
 
 
-@pytest.mark.parametrize("value, shown", [(3, "int: 3"), (None, "NoneType: None"),
-                                          (["f"], "list: ['f']")])
+@pytest.mark.parametrize(
+    "value, shown", [(3, "int: 3"), (None, "NoneType: None"), (["f"], "list: ['f']")]
+)
 def test_wrap_of_something_neither_callable_nor_a_name(value, shown):
     message = error_of(TypeError, lambda: minifx.wrap(value))
     assert message == f"wrap() takes a function or the name of a global function, got {shown}."
@@ -179,6 +187,7 @@ def test_minifx_wrap_is_the_graph_stage_wrap():
 
 
 # -- concrete_args -------------------------------------------------------------------------
+
 
 def two_inputs(x, y):
     return x + y
@@ -202,6 +211,7 @@ def test_concrete_args_tuple_too_short_for_a_module():
 
 # -- what can be traced --------------------------------------------------------------------
 
+
 class CallableObject:
     def __call__(self, x):
         return x + 1
@@ -217,11 +227,18 @@ def not_a_function_message(shown: str) -> str:
     )
 
 
-@pytest.mark.parametrize("make, shown", [
-    (lambda: CallableObject(), "CallableObject()"),
-    (lambda: CallableObject().__call__, "<bound method CallableObject.__call__ of CallableObject()>"),
-    (lambda: len, "<built-in function len>"),
-], ids=["callable-object", "bound-method", "builtin"])
+@pytest.mark.parametrize(
+    "make, shown",
+    [
+        (lambda: CallableObject(), "CallableObject()"),
+        (
+            lambda: CallableObject().__call__,
+            "<bound method CallableObject.__call__ of CallableObject()>",
+        ),
+        (lambda: len, "<built-in function len>"),
+    ],
+    ids=["callable-object", "bound-method", "builtin"],
+)
 def test_tracing_a_callable_that_is_not_a_function(make, shown):
     message = error_of_both(TypeError, AssertionError, lambda: Tracer().trace(make()))
     assert message == not_a_function_message(shown)
@@ -241,7 +258,9 @@ def test_module_whose_forward_is_not_a_function():
 def test_an_unknown_traced_func_name_is_torch_fx_s_assertion_error():
     for tracer in (torch.fx.Tracer(), Tracer()):
         tracer.traced_func_name = "predict"
-        with pytest.raises(AssertionError, match="traced_func_name=predict doesn't exist in Linear"):
+        with pytest.raises(
+            AssertionError, match="traced_func_name=predict doesn't exist in Linear"
+        ):
             tracer.trace(nn.Linear(2, 2))
 
 
@@ -257,6 +276,7 @@ def test_self_inside_star_args_is_torch_fx_s_runtime_error():
 
 
 # -- untraceable code inside a traced module -----------------------------------------------
+
 
 class Branchy(nn.Module):
     def __init__(self) -> None:
@@ -314,8 +334,10 @@ def test_if_on_a_proxy_inside_torch_nn_code_points_at_torch_nn():
     check = nn.BatchNorm2d._check_input_dim
     lines, first = inspect.getsourcelines(check)
     offset = next(i for i, line in enumerate(lines) if "if input.dim()" in line)
-    location = (f'  File "{inspect.getsourcefile(check)}", line {first + offset}, in _check_input_dim\n'
-                f"    {lines[offset].strip()}")
+    location = (
+        f'  File "{inspect.getsourcefile(check)}", line {first + offset}, in _check_input_dim\n'
+        f"    {lines[offset].strip()}"
+    )
     message = error_of(minifx.TraceError, lambda: NoLeaves().trace(WithBatchNorm()))
     assert message == bool_message("ne", location)
 

@@ -29,6 +29,7 @@ TRACERS = {"minifx": minifx.graph.Tracer, "torch.fx": torch.fx.Tracer}
 
 # -- node.meta["nn_module_stack"] -----------------------------------------------------------
 
+
 class Inner(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -61,8 +62,10 @@ def test_nn_module_stack_is_torch_fx_s_for_every_node():
     assert stacks == module_stacks(torch.fx.Tracer)
     by_name = dict(stacks)
     assert by_name["x"] is None and by_name["add"] is None and by_name["output"] is None
-    assert list(by_name["inner_lin_1"].items()) == [("inner@1", ("inner", Inner)),
-                                                    ("inner.lin@1", ("inner.lin", nn.Linear))]
+    assert list(by_name["inner_lin_1"].items()) == [
+        ("inner@1", ("inner", Inner)),
+        ("inner.lin@1", ("inner.lin", nn.Linear)),
+    ]
     assert list(by_name["blocks_1"]) == ["blocks", "blocks.1"]
 
 
@@ -86,23 +89,31 @@ def traced_frames(tracer_class, root) -> list:
     tracer = tracer_class()
     tracer.record_stack_traces = True
     graph = tracer.trace(root)
-    return [(node.name, None if node.stack_trace is None else FRAME.findall(node.stack_trace))
-            for node in graph.nodes]
+    return [
+        (node.name, None if node.stack_trace is None else FRAME.findall(node.stack_trace))
+        for node in graph.nodes
+    ]
 
 
 def test_stack_traces_name_the_users_lines_as_torch_fx_s_do():
     frames = traced_frames(minifx.graph.Tracer, Outer())
-    theirs = [(name, trace if trace is None else [f for f in trace if not MACHINERY.search(f[0])])
-              for name, trace in traced_frames(torch.fx.Tracer, Outer())]
+    theirs = [
+        (name, trace if trace is None else [f for f in trace if not MACHINERY.search(f[0])])
+        for name, trace in traced_frames(torch.fx.Tracer, Outer())
+    ]
     assert frames == theirs
     by_name = dict(frames)
     # nn.Sequential's forward was traced through: its line is shown, as the user's code is.
     assert [name for _, _, name, _ in by_name["blocks_0_lin"]] == ["forward"] * 3
     assert by_name["x"] is None and by_name["output"] is None  # made outside forward
     assert [(name, code) for _, _, name, code in by_name["inner_lin_1"]] == [
-        ("forward", "y = self.inner(y)  # the second call of the same module: keys "
-                    '"inner@1", "inner.lin@1"'),
-        ("forward", "return torch.relu(self.lin(x)) * self.gain")]
+        (
+            "forward",
+            "y = self.inner(y)  # the second call of the same module: keys "
+            '"inner@1", "inner.lin@1"',
+        ),
+        ("forward", "return torch.relu(self.lin(x)) * self.gain"),
+    ]
 
 
 def test_minifx_stack_traces_hold_only_the_users_frames():
@@ -144,10 +155,12 @@ def test_stack_traces_can_be_switched_on_for_every_tracer(library, monkeypatch):
     monkeypatch.setattr(torch.fx.proxy.TracerBase, "record_stack_traces", True)
     graph = TRACERS[library]().trace(Outer())
     assert [n.name for n in graph.nodes if n.stack_trace] == [
-        n.name for n in graph.nodes if n.op not in ("placeholder", "output")]
+        n.name for n in graph.nodes if n.op not in ("placeholder", "output")
+    ]
 
 
 # -- param_shapes_constant ------------------------------------------------------------------
+
 
 class ShapeDecides(nn.Module):
     """Chooses its code by its parameter's shape, in each way PyTorch's tests check."""
@@ -159,10 +172,15 @@ class ShapeDecides(nn.Module):
 
     def small(self) -> bool:
         p = self.param
-        return {"shape": lambda: p.shape[0] < 10, "size": lambda: p.size()[0] < 10,
-                "size_dim": lambda: p.size(0) < 10, "dim": lambda: p.dim() == 2,
-                "ndim": lambda: p.ndim == 2, "numel": lambda: p.numel() < 30,
-                "nelement": lambda: p.nelement() < 30}[self.query]()
+        return {
+            "shape": lambda: p.shape[0] < 10,
+            "size": lambda: p.size()[0] < 10,
+            "size_dim": lambda: p.size(0) < 10,
+            "dim": lambda: p.dim() == 2,
+            "ndim": lambda: p.ndim == 2,
+            "numel": lambda: p.numel() < 30,
+            "nelement": lambda: p.nelement() < 30,
+        }[self.query]()
 
     def forward(self, x):
         product = torch.mm(x, self.param)
@@ -175,8 +193,10 @@ QUERIES = ["shape", "size", "dim", "ndim", "numel", "nelement"]  # and "size_dim
 @pytest.mark.parametrize("query", QUERIES)
 @pytest.mark.parametrize("rows", [5, 15])
 def test_param_shapes_constant_picks_the_branch_as_torch_fx_does(query, rows):
-    graphs = {name: cls(param_shapes_constant=True).trace(ShapeDecides(rows, query))
-              for name, cls in TRACERS.items()}
+    graphs = {
+        name: cls(param_shapes_constant=True).trace(ShapeDecides(rows, query))
+        for name, cls in TRACERS.items()
+    }
     assert str(graphs["minifx"]) == str(graphs["torch.fx"])
     targets = [node.target for node in graphs["minifx"].nodes]
     small = query in ("dim", "ndim") or rows < 10
@@ -215,6 +235,7 @@ def test_a_parameter_proxy_records_everything_but_shape_queries():
 
 # -- PH subclasses with metadata --------------------------------------------------------------
 
+
 def add_two(a, b):
     return a + b
 
@@ -227,16 +248,28 @@ def placeholder_keys(library, fn, concrete_args) -> list:
     ph_with_meta = {"minifx": minifx.graph.PHWithMeta, "torch.fx": torch_fx_trace.PHWithMeta}
     args = concrete_args(ph_with_meta[library])
     graph = TRACERS[library]().trace(fn, concrete_args=args)
-    return [(node.name, getattr(node, "ph_key", None)) for node in graph.nodes
-            if node.op == "placeholder"]
+    return [
+        (node.name, getattr(node, "ph_key", None))
+        for node in graph.nodes
+        if node.op == "placeholder"
+    ]
 
 
-@pytest.mark.parametrize(("fn", "concrete_args", "expected"), [
-    (add_two, lambda PHWithMeta: {"a": PHWithMeta(ph_key="a"), "b": PHWithMeta(ph_key="b")},
-     [("a_1", "a"), ("b_1", "b")]),
-    (same_keys, lambda PHWithMeta: {"d": {"f1": PHWithMeta(ph_key="f1"), "f2": PHWithMeta("f2")}},
-     [("d_1", "f1"), ("d_2", "f2")]),
-])
+@pytest.mark.parametrize(
+    ("fn", "concrete_args", "expected"),
+    [
+        (
+            add_two,
+            lambda PHWithMeta: {"a": PHWithMeta(ph_key="a"), "b": PHWithMeta(ph_key="b")},
+            [("a_1", "a"), ("b_1", "b")],
+        ),
+        (
+            same_keys,
+            lambda PHWithMeta: {"d": {"f1": PHWithMeta(ph_key="f1"), "f2": PHWithMeta("f2")}},
+            [("d_1", "f1"), ("d_2", "f2")],
+        ),
+    ],
+)
 def test_a_ph_with_meta_puts_its_key_on_its_placeholder(fn, concrete_args, expected):
     assert placeholder_keys("minifx", fn, concrete_args) == expected
     assert placeholder_keys("torch.fx", fn, concrete_args) == expected
@@ -276,9 +309,13 @@ class StarInputs(nn.Module):
 
 def test_ph_metadata_reaches_the_placeholders_of_a_star_args_forward():
     keys = {}
-    for library, ph_with_meta in (("minifx", minifx.graph.PHWithMeta),
-                                  ("torch.fx", torch_fx_trace.PHWithMeta)):
-        graph = TRACERS[library]().trace(StarInputs(), (ph_with_meta("first"), ph_with_meta("second")))
+    for library, ph_with_meta in (
+        ("minifx", minifx.graph.PHWithMeta),
+        ("torch.fx", torch_fx_trace.PHWithMeta),
+    ):
+        graph = TRACERS[library]().trace(
+            StarInputs(), (ph_with_meta("first"), ph_with_meta("second"))
+        )
         keys[library] = [(n.name, n.ph_key) for n in graph.nodes if n.op == "placeholder"]
     assert keys["minifx"] == keys["torch.fx"] == [("input_0", "first"), ("input_1", "second")]
 
@@ -290,6 +327,7 @@ def test_ph_names_are_exported_where_torch_fx_has_them():
 
 
 # -- copy.deepcopy(tracer) ----------------------------------------------------------------------
+
 
 def chain(x, y):
     return (x + y).relu().sin()
@@ -313,6 +351,7 @@ def test_a_deep_copied_tracer_keeps_its_class():
         class Custom(base):
             def is_leaf_module(self, m, qualname):
                 return True
+
         return Custom()
 
     assert type(copy.deepcopy(make(minifx.graph.Tracer))).__name__ == "Custom"

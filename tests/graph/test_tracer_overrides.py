@@ -48,11 +48,14 @@ def test_create_node_override_sees_every_node():
                 node = super().create_node(kind, target, args, kwargs, name, type_expr)
                 node.meta["tag"] = f"{kind}:{node.name}"
                 return node
+
         return Tagging
 
     results = trace_with_both(make)
     assert_same_graphs(results)
-    tags = {library: [n.meta["tag"] for n in graph.nodes] for library, (graph, _) in results.items()}
+    tags = {
+        library: [n.meta["tag"] for n in graph.nodes] for library, (graph, _) in results.items()
+    }
     assert tags["minifx"] == tags["torch.fx"]
     assert tags["minifx"][0] == "placeholder:x" and tags["minifx"][-1] == "output:output"
 
@@ -60,10 +63,15 @@ def test_create_node_override_sees_every_node():
 def test_create_proxy_override_can_change_what_is_recorded():
     def make(base):
         class ReluToSigmoid(base):
-            def create_proxy(self, kind, target, args, kwargs, name=None, type_expr=None, *rest, **extra):
+            def create_proxy(
+                self, kind, target, args, kwargs, name=None, type_expr=None, *rest, **extra
+            ):
                 if kind == "call_function" and target is torch.relu:
                     target = torch.sigmoid
-                return super().create_proxy(kind, target, args, kwargs, name, type_expr, *rest, **extra)
+                return super().create_proxy(
+                    kind, target, args, kwargs, name, type_expr, *rest, **extra
+                )
+
         return ReluToSigmoid
 
     results = trace_with_both(make)
@@ -82,6 +90,7 @@ def test_call_module_override_sees_each_module_call():
             def call_module(self, m, forward, args, kwargs):
                 self.calls.append(self.path_of_module(m))
                 return super().call_module(m, forward, args, kwargs)
+
         return Counting
 
     results = trace_with_both(make)
@@ -104,6 +113,7 @@ def test_create_arg_override_can_store_new_types():
         class ScalesAsFloats(base):
             def create_arg(self, a):
                 return a.factor if isinstance(a, Scale) else super().create_arg(a)
+
         return ScalesAsFloats
 
     graphs = {library: make(base)().trace(UsesScale()) for library, base in BASES.items()}

@@ -30,20 +30,26 @@ AS_POSITIONAL: dict[str, Callable[[Example], tuple]] = {
 NOT_INTERPRETABLE: dict[str, str] = {
     "star_args_and_kwargs": (
         "the program reads kwargs['bias'], but run() takes no keywords: its **kwargs "
-        "placeholder gets {} (torch.fx: a list), so the lookup fails in both libraries"),
+        "placeholder gets {} (torch.fx: a list), so the lookup fails in both libraries"
+    ),
     "ForwardStarArgs": (
         "forward reads options['gain'], but run() takes no keywords: its **options "
-        "placeholder gets {} (torch.fx: a list), so the lookup fails in both libraries"),
+        "placeholder gets {} (torch.fx: a list), so the lookup fails in both libraries"
+    ),
 }
 
-INTERPRETABLE: list[Case] = [c for c in CASES if c.name in INPUTS and c.name not in NOT_INTERPRETABLE]
+INTERPRETABLE: list[Case] = [
+    c for c in CASES if c.name in INPUTS and c.name not in NOT_INTERPRETABLE
+]
 
 
 def run_args(name: str, example: Example) -> tuple:
     """The positional arguments of `run()` for the corpus case `name`."""
     if name in AS_POSITIONAL:
         return AS_POSITIONAL[name](example)
-    assert not example.kwargs, f"{name} passes keywords: add it to AS_POSITIONAL or NOT_INTERPRETABLE"
+    assert not example.kwargs, (
+        f"{name} passes keywords: add it to AS_POSITIONAL or NOT_INTERPRETABLE"
+    )
     return example.args
 
 

@@ -19,9 +19,15 @@ from tests.codegen.test_codegen_hooks import add, list_codegen, returns_a_list, 
 
 pytestmark = pytest.mark.ch4
 
-LIBRARIES = {"torch.fx": (torch.fx.symbolic_trace, torch.fx.CodeGen, torch.fx.Interpreter,
-                          torch.fx.Transformer),
-             "minifx": (symbolic_trace, CodeGen, Interpreter, Transformer)}
+LIBRARIES = {
+    "torch.fx": (
+        torch.fx.symbolic_trace,
+        torch.fx.CodeGen,
+        torch.fx.Interpreter,
+        torch.fx.Transformer,
+    ),
+    "minifx": (symbolic_trace, CodeGen, Interpreter, Transformer),
+}
 
 
 @pytest.mark.parametrize("lib", LIBRARIES)

@@ -62,8 +62,10 @@ def test_variadic_placeholders_get_a_tuple_and_an_empty_dict():
     a list)."""
     results = {}
     for lib in LIBRARIES:
-        results[lib.__name__] = [lib.Interpreter(lib.symbolic_trace(star_args)).run(1, 2, 3),
-                                 lib.Interpreter(lib.symbolic_trace(star_kwargs)).run(1)]
+        results[lib.__name__] = [
+            lib.Interpreter(lib.symbolic_trace(star_args)).run(1, 2, 3),
+            lib.Interpreter(lib.symbolic_trace(star_kwargs)).run(1),
+        ]
     assert results["minifx"] == [(1, (2, 3)), (1, {})]
     assert results["torch.fx"] == [(1, [2, 3]), (1, [])]
     leftover = torch.fx.Interpreter(torch.fx.symbolic_trace(star_kwargs)).run(1, 2, 3)
@@ -89,10 +91,18 @@ def test_lists_and_dicts_given_and_returned_are_plain():
         for results, out in ((interpreted, lib.Interpreter(gm).run(1)), (generated, gm(1))):
             results[lib.__name__] = (*out["seen"], type(out), type(out["list"]))
     immutable = torch.fx.immutable_collections
-    assert interpreted["torch.fx"] == (immutable.immutable_list, immutable.immutable_dict,
-                                       immutable.immutable_dict, immutable.immutable_list)
-    assert interpreted["minifx"] == generated["minifx"] == generated["torch.fx"] == \
-        (list, dict, dict, list)
+    assert interpreted["torch.fx"] == (
+        immutable.immutable_list,
+        immutable.immutable_dict,
+        immutable.immutable_dict,
+        immutable.immutable_list,
+    )
+    assert (
+        interpreted["minifx"]
+        == generated["minifx"]
+        == generated["torch.fx"]
+        == (list, dict, dict, list)
+    )
 
 
 def dot(x):
@@ -127,8 +137,11 @@ def test_there_is_no_progress_bar(monkeypatch, capsys):
         assert ("100" in written) is (lib is torch.fx), (lib.__name__, written)  # 100%
     opened = []
     real_tqdm = torch.fx.interpreter.tqdm
-    monkeypatch.setattr(torch.fx.interpreter, "tqdm",
-                        lambda *args, **kwargs: opened.append(kwargs) or real_tqdm(*args, **kwargs))
+    monkeypatch.setattr(
+        torch.fx.interpreter,
+        "tqdm",
+        lambda *args, **kwargs: opened.append(kwargs) or real_tqdm(*args, **kwargs),
+    )
     monkeypatch.setattr(torch.fx.config, "disable_progress", True)  # the default: hidden
     torch.fx.Interpreter(torch.fx.symbolic_trace(dot)).run(torch.ones(2))
     assert [bar["disable"] for bar in opened] == [True]  # opened all the same
@@ -219,5 +232,7 @@ def test_decompose_is_minifx_s_and_passes_the_kwargs():
 
     gm = decompose(Relu(), {F.relu: relu})
     assert received == [{"inplace": False}]
-    assert [n.target for n in gm.graph.nodes if n.op == "call_function"] == \
-        [operator.gt, operator.mul]
+    assert [n.target for n in gm.graph.nodes if n.op == "call_function"] == [
+        operator.gt,
+        operator.mul,
+    ]

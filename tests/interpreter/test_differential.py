@@ -55,7 +55,9 @@ pytestmark = pytest.mark.ch4
 
 RUNNABLE = [c for c in CASES if c.name in INPUTS]
 # The one documented difference in the Transformer's output (see test_returns_none_*).
-TRANSFORMER_DIFFERS = {"returns_none": "minifx writes `return None`; torch.fx writes no output node"}
+TRANSFORMER_DIFFERS = {
+    "returns_none": "minifx writes `return None`; torch.fx writes no output node"
+}
 
 
 def seeded(fn: Any, *args: Any) -> Any:
@@ -87,11 +89,13 @@ def torch_interpreter(c: Case) -> torch.fx.Interpreter:
 
 # -- which cases run ----------------------------------------------------------------------
 
+
 def test_every_corpus_case_is_interpreted_or_skipped_with_a_reason():
     names = {c.name for c in CASES}
     with_keywords = {name for name in INPUTS if example(name).kwargs}
-    assert with_keywords == set(AS_POSITIONAL) | set(NOT_INTERPRETABLE), \
+    assert with_keywords == set(AS_POSITIONAL) | set(NOT_INTERPRETABLE), (
         "a case passes keywords: add it to AS_POSITIONAL or NOT_INTERPRETABLE in support.py"
+    )
     assert not set(AS_POSITIONAL) & set(NOT_INTERPRETABLE)
     assert {c.name for c in INTERPRETABLE} | set(NOT_INTERPRETABLE) | set(NOT_RUNNABLE) == names
     assert not {c.name for c in INTERPRETABLE} & (set(NOT_INTERPRETABLE) | set(NOT_RUNNABLE))
@@ -107,13 +111,15 @@ def test_kwargs_placeholder_cases_cannot_run(name: str):
     args = example(name).args
     with pytest.raises(KeyError) as error:
         Interpreter(gm).run(*args)
-    assert error.value.__notes__[0].startswith("While running node %getitem_1 (call_function "
-                                               "operator.getitem) in Interpreter:")
+    assert error.value.__notes__[0].startswith(
+        "While running node %getitem_1 (call_function operator.getitem) in Interpreter:"
+    )
     with pytest.raises(TypeError, match="list indices must be integers or slices, not str"):
         torch.fx.Interpreter(torch_module(c)).run(*args)
 
 
 # -- 1. Interpreter == GraphModule == eager -----------------------------------------------
+
 
 @pytest.mark.parametrize("c", INTERPRETABLE, ids=ids(INTERPRETABLE))
 def test_interpreter_runs_like_graph_module_and_eager(c: Case):
@@ -124,8 +130,9 @@ def test_interpreter_runs_like_graph_module_and_eager(c: Case):
     for gc in (True, False):
         where = f"Interpreter(garbage_collect_values={gc})"
         interpreter_inputs = example(c.name)
-        actual = seeded(Interpreter(gm, garbage_collect_values=gc).run,
-                        *run_args(c.name, interpreter_inputs))
+        actual = seeded(
+            Interpreter(gm, garbage_collect_values=gc).run, *run_args(c.name, interpreter_inputs)
+        )
         assert_same(actual, from_code, f"{where} vs GraphModule")
         assert_same(actual, expected, f"{where} vs eager")
         assert_same(interpreter_inputs.args, eager_inputs.args, f"{where}: inputs after the call")
@@ -182,7 +189,9 @@ def test_lists_given_and_returned_are_plain():
     """Difference 4: minifx hands ops (and returns) plain lists, as generated code
     does; torch.fx its immutable_list."""
     ours_seen, ours = list_argument_types(Interpreter, minifx.symbolic_trace(listing))
-    theirs_seen, theirs = list_argument_types(torch.fx.Interpreter, torch.fx.symbolic_trace(listing))
+    theirs_seen, theirs = list_argument_types(
+        torch.fx.Interpreter, torch.fx.symbolic_trace(listing)
+    )
     assert ours_seen == [list] and type(ours) is list
     assert theirs_seen == [torch.fx.immutable_collections.immutable_list]
     assert type(theirs) is torch.fx.immutable_collections.immutable_list
@@ -190,6 +199,7 @@ def test_lists_given_and_returned_are_plain():
 
 
 # -- 2. the Transformer ---------------------------------------------------------------------
+
 
 def transformed(c: Case) -> tuple[Any, minifx.GraphModule]:
     traced, gm = minifx_module(c)
@@ -231,8 +241,10 @@ def test_transformer_copy_drops_annotations_as_torch_fx():
     c = CASES_BY_NAME["defaults_and_annotations"]
     _, gm = minifx_module(c)
     theirs = torch.fx.Transformer(torch_module(c)).transform()
-    assert "def forward(self, x : torch.Tensor, scale : float = 2.0, n : int = 3) -> torch.Tensor:" \
+    assert (
+        "def forward(self, x : torch.Tensor, scale : float = 2.0, n : int = 3) -> torch.Tensor:"
         in gm.code
+    )
     expected_line = "def forward(self, x, scale = 2.0, n = 3):"
     assert expected_line in Transformer(gm).transform().code
     assert expected_line in theirs.code
@@ -269,12 +281,21 @@ def test_transformer_copies_stack_traces_as_torch_fx():
     theirs = torch.fx.Transformer(traced_with_meta(torch.fx)).transform()
     assert [n.stack_trace for n in ours.graph.nodes] == [n.stack_trace for n in theirs.graph.nodes]
     assert [n.stack_trace is None for n in ours.graph.nodes] == [True, False, False, False]
-    assert [sorted(n.meta) for n in ours.graph.nodes] == \
-        [[], ["custom", "stack_trace"], ["custom", "stack_trace"], ["custom", "stack_trace"]]
-    assert [sorted(n.meta) for n in theirs.graph.nodes][1] == \
-        ["custom", "from_node", "seq_nr", "stack_trace"]
-    assert [n.meta.get("custom") for n in ours.graph.nodes] == \
-        [n.meta.get("custom") for n in theirs.graph.nodes]
+    assert [sorted(n.meta) for n in ours.graph.nodes] == [
+        [],
+        ["custom", "stack_trace"],
+        ["custom", "stack_trace"],
+        ["custom", "stack_trace"],
+    ]
+    assert [sorted(n.meta) for n in theirs.graph.nodes][1] == [
+        "custom",
+        "from_node",
+        "seq_nr",
+        "stack_trace",
+    ]
+    assert [n.meta.get("custom") for n in ours.graph.nodes] == [
+        n.meta.get("custom") for n in theirs.graph.nodes
+    ]
     assert list(ours.graph.nodes)[-1].meta["custom"] == "output"
 
 
@@ -294,9 +315,14 @@ def test_transformer_keeps_a_get_attr_s_meta_as_torch_fx():
         attr.meta.update(nn_module_stack="self", stack_trace="trace", source_fn_stack="source")
         new = library.Transformer(gm).transform()
         attr = next(n for n in new.graph.nodes if n.op == "get_attr")
-        metas.append({k: attr.meta.get(k) for k in ("nn_module_stack", "stack_trace", "source_fn_stack")})
-    assert metas[0] == metas[1] == {"nn_module_stack": "self", "stack_trace": "trace",
-                                    "source_fn_stack": "source"}
+        metas.append(
+            {k: attr.meta.get(k) for k in ("nn_module_stack", "stack_trace", "source_fn_stack")}
+        )
+    assert (
+        metas[0]
+        == metas[1]
+        == {"nn_module_stack": "self", "stack_trace": "trace", "source_fn_stack": "source"}
+    )
 
 
 class Inner(torch.nn.Module):
@@ -324,8 +350,9 @@ def module_stacks_after_transform(library: Any) -> list:
     root = Outer()
     gm = library.GraphModule(root, tracer.trace(root))
     new = library.Transformer(gm).transform()
-    return [(n.name, n.meta.get("nn_module_stack"), n.stack_trace is not None)
-            for n in new.graph.nodes]
+    return [
+        (n.name, n.meta.get("nn_module_stack"), n.stack_trace is not None) for n in new.graph.nodes
+    ]
 
 
 def test_transformer_keeps_the_module_stacks_the_tracer_recorded_as_torch_fx():
@@ -358,8 +385,10 @@ def test_returns_none_minifx_writes_an_output_node():
     """Difference 7: the program returns None; minifx's copy still returns it."""
     _, new = transformed(CASES_BY_NAME["returns_none"])
     assert str(new.graph) == RETURNS_NONE_GRAPH + "\n    return None"
-    assert new.code == "\n\n\ndef forward(self, x):\n    add_ = x.add_(1);  x = add_ = None\n" \
-                       "    return None\n    "
+    assert (
+        new.code == "\n\n\ndef forward(self, x):\n    add_ = x.add_(1);  x = add_ = None\n"
+        "    return None\n    "
+    )
 
 
 def test_returns_none_torch_fx_writes_no_output_node():
@@ -379,6 +408,7 @@ def test_transformer_keeps_the_tracer_class():
 
 
 # -- 3. initial_env and boxed_run -------------------------------------------------------------
+
 
 def chain(x, y):
     a = x + 1
@@ -452,8 +482,11 @@ def test_initial_env_with_placeholders_refuses_extra_arguments():
     """Difference 2: torch.fx ignores the extra argument; minifx counts open placeholders."""
     gm, tgm = minifx.symbolic_trace(chain), torch.fx.symbolic_trace(chain)
     x, y = torch.randn(3), torch.randn(3)
-    with pytest.raises(TypeError, match=r"^Interpreter.run\(\) got 2 arguments, but the graph "
-                                        r"takes 1 \(%y\)\. Pass one value per placeholder\.$"):
+    with pytest.raises(
+        TypeError,
+        match=r"^Interpreter.run\(\) got 2 arguments, but the graph "
+        r"takes 1 \(%y\)\. Pass one value per placeholder\.$",
+    ):
         Interpreter(gm).run(y, y, initial_env={node(gm.graph, "x"): x})
     ignored = torch.fx.Interpreter(tgm).run(y, y, initial_env={node(tgm.graph, "x"): x})
     torch.testing.assert_close(ignored, chain(x, y))
@@ -495,11 +528,14 @@ def test_boxed_run_wrong_count_messages():
         assert str(error.value) == (
             f"boxed_run got {count} arguments, but the graph has 2 placeholders (%x, %y): "
             f"{'extra' if count > 2 else 'missing'} arguments. Pass exactly one value per "
-            "placeholder, in order.")
+            "placeholder, in order."
+        )
         with pytest.raises(RuntimeError) as error:
             torch.fx.Interpreter(tgm).boxed_run(theirs)
-        assert str(error.value) == ("Interpreter.boxed_run expected 2 arguments for placeholders "
-                                    f"but received {count} ({detail})")
+        assert str(error.value) == (
+            "Interpreter.boxed_run expected 2 arguments for placeholders "
+            f"but received {count} ({detail})"
+        )
         assert len(ours) == len(theirs) == count
 
 

@@ -21,8 +21,10 @@ from minifx.interpreter import Interpreter, decompose
 
 pytestmark = pytest.mark.ch4
 
-ENV_HINT = ("The values computed so far are in the interpreter's `env`; "
-            "pass garbage_collect_values=False to keep them all.")
+ENV_HINT = (
+    "The values computed so far are in the interpreter's `env`; "
+    "pass garbage_collect_values=False to keep them all."
+)
 
 
 def square(x):
@@ -57,6 +59,7 @@ def notes_of(error: BaseException) -> list[str]:
 
 # -- an op that raises ------------------------------------------------------------------------
 
+
 def test_call_function_error_keeps_its_type_and_message_and_names_the_node():
     with pytest.raises(RuntimeError) as error:
         Interpreter(minifx.symbolic_trace(square)).run(torch.ones(2, 3))
@@ -64,7 +67,8 @@ def test_call_function_error_keeps_its_type_and_message_and_names_the_node():
     assert notes_of(error.value) == [
         "While running node %mm (call_function torch.mm) in Interpreter:\n"
         "    %mm : [num_users=1] = call_function[target=torch.mm](args = (%x, %x), kwargs = {})\n"
-        + ENV_HINT]
+        + ENV_HINT
+    ]
 
 
 def test_call_method_error_note():
@@ -74,7 +78,8 @@ def test_call_method_error_note():
     assert notes_of(error.value) == [
         "While running node %sum_1 (call_method sum) in Interpreter:\n"
         "    %sum_1 : [num_users=1] = call_method[target=sum](args = (%x,), kwargs = {dim: 5})\n"
-        + ENV_HINT]
+        + ENV_HINT
+    ]
 
 
 def test_call_module_error_note():
@@ -83,8 +88,8 @@ def test_call_module_error_note():
     assert str(error.value) == "mat1 and mat2 shapes cannot be multiplied (2x4 and 3x3)"
     assert notes_of(error.value) == [
         "While running node %lin (call_module lin) in Interpreter:\n"
-        "    %lin : [num_users=1] = call_module[target=lin](args = (%x,), kwargs = {})\n"
-        + ENV_HINT]
+        "    %lin : [num_users=1] = call_module[target=lin](args = (%x,), kwargs = {})\n" + ENV_HINT
+    ]
 
 
 def test_note_names_the_subclass_and_the_stack_trace():
@@ -103,8 +108,8 @@ def test_note_names_the_subclass_and_the_stack_trace():
         "    %relu : [num_users=1] = call_method[target=no_such_method](args = (%add,), kwargs = {})\n"
         "It was traced from:\n"
         '  File "model.py", line 3, in add_relu\n'
-        "    return a.relu()\n"
-        + ENV_HINT]
+        "    return a.relu()\n" + ENV_HINT
+    ]
 
 
 def test_key_error_stays_a_key_error():
@@ -115,14 +120,16 @@ def test_key_error_stays_a_key_error():
     assert notes_of(error.value) == [
         "While running node %getitem (call_function operator.getitem) in Interpreter:\n"
         "    %getitem : [num_users=1] = call_function[target=operator.getitem]"
-        "(args = (%d, missing), kwargs = {})\n" + ENV_HINT]
+        "(args = (%d, missing), kwargs = {})\n" + ENV_HINT
+    ]
     with pytest.raises(RuntimeError) as theirs:
         torch.fx.Interpreter(torch.fx.symbolic_trace(lookup)).run({})
     assert isinstance(theirs.value.__cause__, KeyError)
     assert str(theirs.value).startswith(
         "missing\n\nWhile executing %getitem : [num_users=1] = call_function"
         "[target=operator.getitem](args = (%d, missing), kwargs = {})\nOriginal traceback:\nNone\n"
-        "Use tlparse to see full graph.")
+        "Use tlparse to see full graph."
+    )
 
 
 def test_extra_traceback_false_adds_no_note():
@@ -152,10 +159,12 @@ def test_error_in_a_nested_graph_module():
         "print(gm.code) shows the whole function; print(gm.graph) shows the nodes.",
         "While running node %inner (call_module inner) in Interpreter:\n"
         "    %inner : [num_users=1] = call_module[target=inner](args = (%x,), kwargs = {})\n"
-        + ENV_HINT]
+        + ENV_HINT,
+    ]
 
 
 # -- arguments ------------------------------------------------------------------------------------
+
 
 def test_missing_argument():
     with pytest.raises(RuntimeError) as error:
@@ -163,33 +172,44 @@ def test_missing_argument():
     assert str(error.value) == (
         "Expected positional argument for parameter y, but one was not passed in: run() got no "
         "value for 'y', which has no default. Pass one positional argument per placeholder of "
-        "the graph, in order.")
+        "the graph, in order."
+    )
     assert notes_of(error.value) == [
         "While running node %y (placeholder y) in Interpreter:\n"
-        "    %y : [num_users=1] = placeholder[target=y]\n" + ENV_HINT]
-    with pytest.raises(RuntimeError, match="^Expected positional argument for parameter y, but "
-                                           "one was not passed in!"):
+        "    %y : [num_users=1] = placeholder[target=y]\n" + ENV_HINT
+    ]
+    with pytest.raises(
+        RuntimeError,
+        match="^Expected positional argument for parameter y, but one was not passed in!",
+    ):
         torch.fx.Interpreter(torch.fx.symbolic_trace(two_inputs)).run(torch.ones(2))
 
 
 def test_too_many_arguments():
     """Difference 2: torch.fx ignores the extra argument."""
+
     class Mine(Interpreter):
         pass
 
     with pytest.raises(TypeError) as error:
         Mine(minifx.symbolic_trace(two_inputs)).run(torch.ones(2), torch.ones(2), torch.ones(2))
-    assert str(error.value) == ("Mine.run() got 3 arguments, but the graph takes 2 (%x, %y). "
-                                "Pass one value per placeholder.")
+    assert str(error.value) == (
+        "Mine.run() got 3 arguments, but the graph takes 2 (%x, %y). "
+        "Pass one value per placeholder."
+    )
     assert notes_of(error.value) == []
     theirs = torch.fx.Interpreter(torch.fx.symbolic_trace(two_inputs))
-    torch.testing.assert_close(theirs.run(torch.ones(2), torch.ones(2), torch.ones(2)),
-                               torch.full((2,), 2.0))
+    torch.testing.assert_close(
+        theirs.run(torch.ones(2), torch.ones(2), torch.ones(2)), torch.full((2,), 2.0)
+    )
 
 
 def test_too_many_arguments_for_a_graph_without_placeholders():
-    with pytest.raises(TypeError, match=r"^Interpreter.run\(\) got 1 arguments, but the graph "
-                                        r"takes 0 \(none\)\. Pass one value per placeholder\.$"):
+    with pytest.raises(
+        TypeError,
+        match=r"^Interpreter.run\(\) got 1 arguments, but the graph "
+        r"takes 0 \(none\)\. Pass one value per placeholder\.$",
+    ):
         Interpreter(minifx.symbolic_trace(lambda: torch.ones(2))).run(torch.ones(2))
 
 
@@ -203,14 +223,17 @@ def test_boxed_run_wrong_count():
     args = [torch.ones(2)]
     with pytest.raises(RuntimeError) as error:
         Interpreter(minifx.symbolic_trace(lambda: torch.ones(2))).boxed_run(args)
-    assert str(error.value) == ("boxed_run got 1 arguments, but the graph has 0 placeholders "
-                                "(none): extra arguments. Pass exactly one value per placeholder, "
-                                "in order.")
+    assert str(error.value) == (
+        "boxed_run got 1 arguments, but the graph has 0 placeholders "
+        "(none): extra arguments. Pass exactly one value per placeholder, "
+        "in order."
+    )
     assert notes_of(error.value) == []
     assert len(args) == 1, "the list is cleared only when the run starts"
 
 
 # -- attributes -------------------------------------------------------------------------------------
+
 
 def test_fetch_attr_of_a_missing_path():
     interpreter = Interpreter(minifx.symbolic_trace(Net()))
@@ -218,12 +241,14 @@ def test_fetch_attr_of_a_missing_path():
         interpreter.fetch_attr("lin.scale")
     assert str(error.value) == (
         "the graph reads 'lin.scale', but the module has no attribute 'lin.scale'. Add it to "
-        "the module (setattr, add_submodule), or fix the node's target.")
+        "the module (setattr, add_submodule), or fix the node's target."
+    )
     with pytest.raises(RuntimeError) as error:
         interpreter.fetch_attr("encoder.lin.weight")
     assert str(error.value) == (
         "the graph reads 'encoder.lin.weight', but the module has no attribute 'encoder'. Add it "
-        "to the module (setattr, add_submodule), or fix the node's target.")
+        "to the module (setattr, add_submodule), or fix the node's target."
+    )
 
 
 def test_get_attr_node_of_a_missing_parameter():
@@ -234,10 +259,12 @@ def test_get_attr_node_of_a_missing_parameter():
         Interpreter(gm).run(torch.ones(3, 3))
     assert str(error.value) == (
         "the graph reads 'lin.weight', but the module has no attribute 'lin.weight'. Add it to "
-        "the module (setattr, add_submodule), or fix the node's target.")
+        "the module (setattr, add_submodule), or fix the node's target."
+    )
     assert notes_of(error.value) == [
         "While running node %lin_weight (get_attr lin.weight) in Interpreter:\n"
-        "    %lin_weight : [num_users=1] = get_attr[target=lin.weight]\n" + ENV_HINT]
+        "    %lin_weight : [num_users=1] = get_attr[target=lin.weight]\n" + ENV_HINT
+    ]
 
 
 def test_module_without_a_graph():
@@ -246,7 +273,8 @@ def test_module_without_a_graph():
     assert str(error.value) == (
         "Interpreter needs a minifx Graph to run, but the Linear it got has no `graph` attribute. "
         "Pass a minifx GraphModule (minifx.symbolic_trace(module)), or the graph itself: "
-        "Interpreter(module, graph=graph).")
+        "Interpreter(module, graph=graph)."
+    )
 
 
 def test_torch_fx_graph_module_is_refused():
@@ -256,13 +284,16 @@ def test_torch_fx_graph_module_is_refused():
     assert str(error.value) == (
         "Interpreter needs a minifx Graph to run, but the square it got has a `graph` of "
         "type torch.fx.graph.Graph. Pass a minifx GraphModule (minifx.symbolic_trace(module)), "
-        "or the graph itself: Interpreter(module, graph=graph).")
+        "or the graph itself: Interpreter(module, graph=graph)."
+    )
 
 
 # -- values that are not there ------------------------------------------------------------------
 
-NO_VALUE = ("which has no value: it comes later in the graph, or was dropped after what the "
-            "interpreter computed as its last use. Run graph.lint() to check the order.")
+NO_VALUE = (
+    "which has no value: it comes later in the graph, or was dropped after what the "
+    "interpreter computed as its last use. Run graph.lint() to check the order."
+)
 
 
 def test_input_that_comes_later_in_the_graph():
@@ -276,7 +307,8 @@ def test_input_that_comes_later_in_the_graph():
     assert notes_of(error.value) == [
         "While running node %relu (call_method relu) in Interpreter:\n"
         "    %relu : [num_users=1] = call_method[target=relu](args = (%add,), kwargs = {})\n"
-        + ENV_HINT]
+        + ENV_HINT
+    ]
 
 
 def test_graph_edited_after_the_interpreter_was_made():
@@ -300,27 +332,34 @@ def test_graph_edited_after_the_interpreter_was_made():
 
 # -- decompose -------------------------------------------------------------------------------------
 
+
 class ReluModule(nn.Module):
     def forward(self, x):
         return F.relu(x)
 
 
-RELU_LINE = ("%relu : [num_users=1] = call_function[target=torch.nn.functional.relu]"
-             "(args = (%x,), kwargs = {inplace: False})")
+RELU_LINE = (
+    "%relu : [num_users=1] = call_function[target=torch.nn.functional.relu]"
+    "(args = (%x,), kwargs = {inplace: False})"
+)
 RULE_HINT = "A rule gets the node's arguments as Proxies and must only do what a Proxy can record."
 
 
 def test_decompose_rule_without_the_keywords():
     """Difference 9: rules get the kwargs too, so a rule must accept `inplace`."""
+
     def relu_decomposition(x):
         return (x > 0) * x
 
     with pytest.raises(TypeError) as error:
         decompose(ReluModule(), {F.relu: relu_decomposition})
-    assert str(error.value) == ("test_decompose_rule_without_the_keywords.<locals>."
-                                "relu_decomposition() got an unexpected keyword argument 'inplace'")
+    assert str(error.value) == (
+        "test_decompose_rule_without_the_keywords.<locals>."
+        "relu_decomposition() got an unexpected keyword argument 'inplace'"
+    )
     assert notes_of(error.value) == [
-        f"While applying the rule 'relu_decomposition' to node %relu: {RELU_LINE}\n{RULE_HINT}"]
+        f"While applying the rule 'relu_decomposition' to node %relu: {RELU_LINE}\n{RULE_HINT}"
+    ]
 
 
 def test_decompose_rule_that_cannot_be_traced():
@@ -329,6 +368,9 @@ def test_decompose_rule_that_cannot_be_traced():
 
     with pytest.raises(minifx.TraceError) as error:
         decompose(ReluModule(), {F.relu: to_int})
-    assert str(error.value).startswith("%x was converted to an int (int(), range() or a list index).")
+    assert str(error.value).startswith(
+        "%x was converted to an int (int(), range() or a list index)."
+    )
     assert notes_of(error.value) == [
-        f"While applying the rule 'to_int' to node %relu: {RELU_LINE}\n{RULE_HINT}"]
+        f"While applying the rule 'to_int' to node %relu: {RELU_LINE}\n{RULE_HINT}"
+    ]

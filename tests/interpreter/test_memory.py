@@ -86,6 +86,7 @@ def node_names(env: dict) -> list[str]:
 
 # -- a long chain ---------------------------------------------------------------------------
 
+
 def test_long_chain_keeps_one_value_alive():
     gm = minifx.symbolic_trace(long_chain)
     interpreter = counting(MiniCounter, gm)
@@ -122,6 +123,7 @@ def test_long_chain_without_garbage_collection_keeps_every_value():
 
 # -- a model ---------------------------------------------------------------------------------
 
+
 def test_resnet18_holds_what_torch_fx_holds_and_few_values():
     """ResNet-18 computes no unused value, so minifx holds exactly what torch.fx
     holds, node by node; no node starts with more than two values held (a
@@ -152,6 +154,7 @@ def test_resnet18_without_garbage_collection_keeps_every_value():
 
 # -- unused values (difference 3) ---------------------------------------------------------------
 
+
 def test_unused_value_is_dropped_at_once():
     ours = counting(MiniCounter, minifx.symbolic_trace(with_unused))
     theirs = counting(TorchCounter, torch.fx.symbolic_trace(with_unused))
@@ -174,12 +177,14 @@ def test_drop_lists_are_torch_fx_plus_unused_values(c: Case):
     ours_traced, theirs_traced = trace_minifx(c), trace_torch(c)
     ours = Interpreter(ours_traced.tracer.root, graph=ours_traced.graph)
     theirs = torch.fx.Interpreter(theirs_traced.tracer.root, graph=theirs_traced.graph)
-    expected = {user.name: [n.name for n in dropped]
-                for user, dropped in theirs.user_to_last_uses.items()}
+    expected = {
+        user.name: [n.name for n in dropped] for user, dropped in theirs.user_to_last_uses.items()
+    }
     for name in unused_names(ours_traced.graph):
         expected.setdefault(name, []).append(name)
-    assert {user.name: [n.name for n in dropped]
-            for user, dropped in ours.user_to_last_uses.items()} == expected
+    assert {
+        user.name: [n.name for n in dropped] for user, dropped in ours.user_to_last_uses.items()
+    } == expected
 
 
 # NamesCollideWithInputsAndOps reads `.T` of a 1-d parameter, deprecated in torch.
@@ -198,7 +203,12 @@ def test_after_run_env_holds_only_the_output(c: Case):
         theirs.run(*run_args(c.name, example(c.name)))
         if gc:
             assert node_names(ours.env) == ["output"]
-            assert sorted(node_names(theirs.env)) == sorted(unused_names(theirs_traced.graph) + ["output"])
+            assert sorted(node_names(theirs.env)) == sorted(
+                unused_names(theirs_traced.graph) + ["output"]
+            )
         else:
-            assert node_names(ours.env) == node_names(theirs.env) == \
-                [n.name for n in ours_traced.graph.nodes]
+            assert (
+                node_names(ours.env)
+                == node_names(theirs.env)
+                == [n.name for n in ours_traced.graph.nodes]
+            )

@@ -42,6 +42,7 @@ def assert_same_module(ours: minifx.GraphModule, theirs: torch.fx.GraphModule) -
 
 # -- the docs' sigmoid/neg swap ---------------------------------------------------------------
 
+
 # The class bodies of torch.fx's docstrings (Interpreter and Transformer), built on each base.
 def neg_sigm_swap(base: type) -> type:
     class NegSigmSwap(base):
@@ -84,6 +85,7 @@ def test_neg_sigm_swap_transformer():
 
 
 # -- Transformers that replace an op -----------------------------------------------------------
+
 
 class Net(nn.Module):
     def __init__(self) -> None:
@@ -137,8 +139,11 @@ def reference(net: Net, x: torch.Tensor) -> torch.Tensor:
     return F.relu(net.fc2(F.relu(net.fc1(x)).reshape(x.size(0), -1))).sigmoid()
 
 
-REWRITES = {"relu_to_gelu": relu_to_gelu, "linear_to_functional": linear_to_functional,
-            "view_to_reshape": view_to_reshape}
+REWRITES = {
+    "relu_to_gelu": relu_to_gelu,
+    "linear_to_functional": linear_to_functional,
+    "view_to_reshape": view_to_reshape,
+}
 
 
 @pytest.mark.parametrize("rewrite", REWRITES)
@@ -154,7 +159,9 @@ def test_rewrite_is_torch_fx_rewrite(rewrite: str):
 def test_relu_to_gelu_code():
     gm, _ = trace_both(Net)
     new = relu_to_gelu(Transformer)(gm).transform()
-    assert new.code == '''
+    assert (
+        new.code
+        == """
 
 
 def forward(self, x):
@@ -166,7 +173,8 @@ def forward(self, x):
     gelu_1 = torch._C._nn.gelu(fc2);  fc2 = None
     sigmoid = gelu_1.sigmoid();  gelu_1 = None
     return sigmoid
-    '''
+    """
+    )
     net, x = gm, torch.randn(2, 4)
     expected = F.gelu(net.fc2(F.gelu(net.fc1(x)).view(2, -1))).sigmoid()
     torch.testing.assert_close(new(x), expected)
@@ -175,7 +183,9 @@ def forward(self, x):
 def test_linear_to_functional_code_and_state():
     gm, _ = trace_both(Net)
     new = linear_to_functional(Transformer)(gm).transform()
-    assert new.code == '''
+    assert (
+        new.code
+        == """
 
 
 def forward(self, x):
@@ -190,7 +200,8 @@ def forward(self, x):
     relu_1 = torch.nn.functional.relu(linear_1, inplace = False);  linear_1 = None
     sigmoid = relu_1.sigmoid();  relu_1 = None
     return sigmoid
-    '''
+    """
+    )
     assert new.fc1.weight is gm.fc1.weight, "the new module shares the old one's parameters"
     x = torch.randn(2, 4)
     torch.testing.assert_close(new(x), gm(x))
@@ -199,12 +210,17 @@ def forward(self, x):
 def test_view_to_reshape_runs_like_the_reference():
     gm, _ = trace_both(Net)
     new = view_to_reshape(Transformer)(gm).transform()
-    assert [n.target for n in new.graph.find_nodes(op="call_method")] == ["size", "reshape", "sigmoid"]
+    assert [n.target for n in new.graph.find_nodes(op="call_method")] == [
+        "size",
+        "reshape",
+        "sigmoid",
+    ]
     x = torch.randn(2, 4)
     torch.testing.assert_close(new(x), reference(gm, x))
 
 
 # -- run_node overrides: a small ShapeProp ------------------------------------------------------
+
 
 def shape_recorder(base: type) -> type:
     class ShapeRecorder(base):
@@ -235,11 +251,14 @@ def test_shape_recorder_on_resnet18_matches_torch_fx():
     assert ours["x"] == (torch.Size([2, 3, 32, 32]), torch.float32)
     assert ours["conv1"] == (torch.Size([2, 16, 16, 16]), torch.float32)
     assert ours["fc"] == (torch.Size([2, 10]), torch.float32)
-    assert ours["output"] == (torch.Size([2, 10]), torch.float32), "output returns the tensor itself"
+    assert ours["output"] == (torch.Size([2, 10]), torch.float32), (
+        "output returns the tensor itself"
+    )
     assert sum(shape is not None for shape, _ in ours.values()) == len(ours)
 
 
 # -- decompose -------------------------------------------------------------------------------------
+
 
 def relu_decomposition(x, inplace=False):
     return (x > 0) * x
@@ -264,7 +283,8 @@ def torch_decompose(model: nn.Module, rules: dict) -> torch.fx.GraphModule:
     for node in graph.nodes:
         if node.op == "call_function" and node.target in rules:
             args, kwargs = torch.fx.node.map_arg(
-                (node.args, node.kwargs), lambda n: torch.fx.Proxy(env[n.name], tracer))
+                (node.args, node.kwargs), lambda n: torch.fx.Proxy(env[n.name], tracer)
+            )
             env[node.name] = rules[node.target](*args, **kwargs).node
         else:
             env[node.name] = new_graph.node_copy(node, lambda n: env[n.name])
@@ -285,7 +305,9 @@ def test_decompose_is_the_docs_loop_on_torch_fx():
 
 def test_decompose_golden_graph():
     torch.manual_seed(SEED)
-    assert str(decompose(ReluNet(), {F.relu: relu_decomposition}).graph) == """graph():
+    assert (
+        str(decompose(ReluNet(), {F.relu: relu_decomposition}).graph)
+        == """graph():
     %x : [num_users=3] = placeholder[target=x]
     %lin : [num_users=2] = call_module[target=lin](args = (%x,), kwargs = {})
     %gt : [num_users=1] = call_function[target=operator.gt](args = (%lin, 0), kwargs = {})
@@ -295,10 +317,12 @@ def test_decompose_golden_graph():
     %sum_1 : [num_users=1] = call_method[target=sum](args = (%mul_1,), kwargs = {})
     %add : [num_users=1] = call_function[target=operator.add](args = (%mul, %sum_1), kwargs = {})
     return add"""
+    )
 
 
 def test_decompose_uses_the_tracer_class():
     """With a tracer that traces through Linear, the rules see its F.linear too."""
+
     class ThroughLinear(minifx.graph.Tracer):
         def is_leaf_module(self, m, module_qualified_name):
             return not isinstance(m, nn.Linear) and super().is_leaf_module(m, module_qualified_name)
@@ -316,6 +340,7 @@ def test_decompose_uses_the_tracer_class():
 
 
 # -- Transformer copies of particular modules -------------------------------------------------------
+
 
 def with_constant(x):
     return x + torch.tensor([1.0, 2.0])

@@ -36,8 +36,9 @@ from tests.interpreter.support import plain
 
 pytestmark = pytest.mark.ch4
 
-SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 def module_of(graph: Any) -> minifx.codegen.GraphModule:
@@ -55,8 +56,11 @@ def test_interpreter_returns_what_the_generated_code_returns(data):
     gm = module_of(twin.ours)
     expected = gm(*twin.inputs)
     for gc in (True, False):
-        assert_same(Interpreter(gm, garbage_collect_values=gc).run(*twin.inputs), expected,
-                    f"garbage_collect_values={gc}")
+        assert_same(
+            Interpreter(gm, garbage_collect_values=gc).run(*twin.inputs),
+            expected,
+            f"garbage_collect_values={gc}",
+        )
 
 
 @SETTINGS

@@ -21,9 +21,11 @@ pytestmark = pytest.mark.ch4
 TRANSFORMERS = {"torch.fx": torch.fx.Transformer, "minifx": minifx.Transformer}
 
 
-@pytest.mark.parametrize("make", [programs.CallsWrappedViaDecorator,
-                                  programs.ChecksAndCallsWrappedViaDecorator],
-                         ids=lambda make: make.__name__)
+@pytest.mark.parametrize(
+    "make",
+    [programs.CallsWrappedViaDecorator, programs.ChecksAndCallsWrappedViaDecorator],
+    ids=lambda make: make.__name__,
+)
 def test_a_transformed_rewritten_module_keeps_the_wrapped_call(make):
     codes = {}
     for lib, transformer in TRANSFORMERS.items():

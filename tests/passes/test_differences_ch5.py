@@ -49,6 +49,7 @@ def both(root):
 
 # --- fake tensors ------------------------------------------------------------------------
 
+
 def test_a_fake_mode_raises_where_torch_fx_propagates_fake_tensors():
     """`ShapeProp(gm, fake_mode=...)` accepts the argument, but anything but `None` raises
     `NotImplementedError` (torch.fx propagates fake tensors)."""
@@ -82,6 +83,7 @@ def test_torch_fx_records_unbacked_bindings_and_minifx_does_not():
 
 
 # --- a node that fails -------------------------------------------------------------------
+
 
 def test_a_failing_node_prints_nothing_where_torch_fx_prints_the_traceback(capsys):
     """When a node fails, the `RuntimeError`'s first line is torch.fx's; minifx then adds the
@@ -154,6 +156,7 @@ def test_torch_fx_asks_torch_for_the_memory_format_which_handles_symbolic_sizes(
 
 # --- drawing -----------------------------------------------------------------------------
 
+
 def _recording_pydot() -> types.ModuleType:
     """A stand-in for the `pydot` package that keeps the labels torch.fx gives its nodes."""
     pydot = types.ModuleType("pydot")
@@ -182,7 +185,9 @@ def _recording_pydot() -> types.ModuleType:
 def _torch_fx_graph_drawer_with(pydot: types.ModuleType, monkeypatch) -> types.ModuleType:
     """torch.fx's graph_drawer module, loaded afresh with `pydot` importable."""
     monkeypatch.setitem(sys.modules, "pydot", pydot)
-    spec = importlib.util.spec_from_file_location("_fx_graph_drawer_with_pydot", fx_graph_drawer.__file__)
+    spec = importlib.util.spec_from_file_location(
+        "_fx_graph_drawer_with_pydot", fx_graph_drawer.__file__
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -54,7 +54,8 @@ def test_torch_fx_counterpart_is_fuse_with_inplace_and_no_trace():
     no_trace=False)`. minifx's `fuse_conv_bn(gm, inplace=False)`."""
     assert str(inspect.signature(torch_fx_fuse)) == (
         "(model: torch.nn.modules.module.Module, inplace: bool = False, no_trace: bool = False) "
-        "-> torch.nn.modules.module.Module")
+        "-> torch.nn.modules.module.Module"
+    )
     assert list(inspect.signature(fuse_conv_bn).parameters) == ["gm", "inplace"]
     assert inspect.signature(fuse_conv_bn).parameters["inplace"].default is False
 
@@ -81,8 +82,15 @@ def test_torch_fx_fuses_a_conv_called_twice_twice():
     theirs, ours = torch_fx_fuse(model), fuse_conv_bn(model)
     twice = torch_fuse_conv_bn_eval(torch_fuse_conv_bn_eval(model.conv, model.bn1), model.bn2)
     assert [n.target for n in theirs.graph.nodes if n.op == "call_module"] == ["conv", "conv"]
-    assert torch.equal(theirs.conv.weight, twice.weight) and torch.equal(theirs.conv.bias, twice.bias)
-    assert [n.target for n in ours.graph.nodes if n.op == "call_module"] == ["conv", "bn1", "conv", "bn2"]
+    assert torch.equal(theirs.conv.weight, twice.weight) and torch.equal(
+        theirs.conv.bias, twice.bias
+    )
+    assert [n.target for n in ours.graph.nodes if n.op == "call_module"] == [
+        "conv",
+        "bn1",
+        "conv",
+        "bn2",
+    ]
     assert torch.equal(ours.conv.weight, model.conv.weight)
     x = conv_input(2)
     with torch.no_grad():

@@ -54,11 +54,13 @@ from minifx.passes.quantize import (
 )
 from tests.passes.test_quantize import _torch_ao
 
-pytestmark = [pytest.mark.ch8,
-              pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor:UserWarning"),
-              pytest.mark.filterwarnings("ignore:torch.ao.quantization is deprecated:DeprecationWarning"),
-              pytest.mark.filterwarnings("ignore:Please use quant_min and quant_max:UserWarning"),
-              pytest.mark.filterwarnings("ignore:must run observer before calling calculate_qparams")]
+pytestmark = [
+    pytest.mark.ch8,
+    pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor:UserWarning"),
+    pytest.mark.filterwarnings("ignore:torch.ao.quantization is deprecated:DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore:Please use quant_min and quant_max:UserWarning"),
+    pytest.mark.filterwarnings("ignore:must run observer before calling calculate_qparams"),
+]
 
 
 def calibrated(model: nn.Module, batches: list[torch.Tensor]):
@@ -82,8 +84,11 @@ def test_torch_fx_has_no_quantization_and_torch_aos_is_built_on_it_and_deprecate
     prepared(x)
     assert isinstance(prepared, torch.fx.GraphModule)
     assert isinstance(quantize_fx.convert_fx(prepared), torch.fx.GraphModule)
-    assert any(issubclass(w.category, DeprecationWarning)
-               and str(w.message).startswith("torch.ao.quantization is deprecated") for w in caught)
+    assert any(
+        issubclass(w.category, DeprecationWarning)
+        and str(w.message).startswith("torch.ao.quantization is deprecated")
+        for w in caught
+    )
 
 
 def test_one_scheme_where_torch_aos_x86_default_uses_histograms_and_per_channel_weights():
@@ -98,7 +103,9 @@ def test_one_scheme_where_torch_aos_x86_default_uses_histograms_and_per_channel_
     assert {"qconfig_mapping", "backend_config"} <= set(parameters)
     default = ao.get_default_qconfig_mapping("x86").global_qconfig
     activation, weight = default.activation(), default.weight()
-    assert isinstance(activation, ao.HistogramObserver) and isinstance(weight, ao.PerChannelMinMaxObserver)
+    assert isinstance(activation, ao.HistogramObserver) and isinstance(
+        weight, ao.PerChannelMinMaxObserver
+    )
     # The chapter: "minifx's choice is the one PyTorch's x86 backend expects" (dtypes and ranges).
     assert (activation.dtype, activation.quant_min, activation.quant_max) == (torch.quint8, 0, 127)
     assert (weight.dtype, weight.qscheme) == (torch.qint8, torch.per_channel_symmetric)
@@ -109,8 +116,14 @@ class Functional(nn.Module):
 
     def __init__(self) -> None:
         super().__init__()
-        self.conv_weight, self.conv_bias = nn.Parameter(torch.randn(4, 3, 3, 3)), nn.Parameter(torch.randn(4))
-        self.fc_weight, self.fc_bias = nn.Parameter(torch.randn(5, 32)), nn.Parameter(torch.randn(5))
+        self.conv_weight, self.conv_bias = (
+            nn.Parameter(torch.randn(4, 3, 3, 3)),
+            nn.Parameter(torch.randn(4)),
+        )
+        self.fc_weight, self.fc_bias = (
+            nn.Parameter(torch.randn(5, 32)),
+            nn.Parameter(torch.randn(5)),
+        )
 
     def forward(self, x):
         # torch.ao's prepacked int8 conv needs stride, padding and dilation spelled as lists.
@@ -143,8 +156,11 @@ def minifx_values(gm: nn.Module, x: torch.Tensor) -> list[torch.Tensor]:
     class Recorder(Interpreter):
         def run_node(self, node):
             value = super().run_node(node)
-            values.extend(v for v in (value if isinstance(value, tuple) else (value,))
-                          if isinstance(v, torch.Tensor))
+            values.extend(
+                v
+                for v in (value if isinstance(value, tuple) else (value,))
+                if isinstance(v, torch.Tensor)
+            )
             return value
 
     Recorder(gm).run(x)
@@ -162,21 +178,35 @@ def test_only_linear_and_conv2d_modules_run_in_int8_where_torch_ao_quantizes_mor
     _, theirs = _torch_ao(model, [x])
     targets = {n.name: n.target for n in theirs.graph.nodes}
     assert (targets["conv2d"], targets["linear"], targets["add_1"]) == (
-        torch.ops.quantized.conv2d, torch.ops.quantized.linear, torch.ops.quantized.add)
+        torch.ops.quantized.conv2d,
+        torch.ops.quantized.linear,
+        torch.ops.quantized.add,
+    )
     values = torch_fx_values(theirs, x)
     assert values["cat"].is_quantized
-    kept_scale = {"relu": "conv2d", "max_pool2d": "relu", "flatten": "max_pool2d", "mean": "quantize_per_tensor_6"}
+    kept_scale = {
+        "relu": "conv2d",
+        "max_pool2d": "relu",
+        "flatten": "max_pool2d",
+        "mean": "quantize_per_tensor_6",
+    }
     for op, source in kept_scale.items():
         assert values[op].is_quantized and values[op].q_scale() == values[source].q_scale(), op
-    assert not values["relu_1"].is_quantized and not values["flatten_1"].is_quantized  # torch.relu, x.flatten()
+    assert (
+        not values["relu_1"].is_quantized and not values["flatten_1"].is_quantized
+    )  # torch.relu, x.flatten()
 
     ours_prepared, ours = calibrated(model, [x])
     assert str(ours_prepared.graph) == str(ours.graph) == str(symbolic_trace(model).graph)
     assert not any(value.is_quantized for value in minifx_values(ours, x))
 
 
-SPELLINGS = {"nn.ReLU": lambda m, y: m.relu(y), "F.relu": lambda m, y: F.relu(y),
-             "torch.relu": lambda m, y: torch.relu(y), "x.relu()": lambda m, y: y.relu()}
+SPELLINGS = {
+    "nn.ReLU": lambda m, y: m.relu(y),
+    "F.relu": lambda m, y: F.relu(y),
+    "torch.relu": lambda m, y: torch.relu(y),
+    "x.relu()": lambda m, y: y.relu(),
+}
 
 
 class LayerThenRelu(nn.Module):
@@ -197,8 +227,10 @@ def test_minifx_fuses_every_relu_spelling_torch_ao_only_nn_relu_and_f_relu(layer
     `x.relu()` its layer writes its output in the scale of the values before the relu, so the two
     differ there by one scale."""
     torch.manual_seed(0)
-    make, shape = {"linear": (lambda: nn.Linear(4, 4), (2, 4)),
-                   "conv2d": (lambda: nn.Conv2d(4, 4, 1), (2, 4, 3, 3))}[layer]
+    make, shape = {
+        "linear": (lambda: nn.Linear(4, 4), (2, 4)),
+        "conv2d": (lambda: nn.Conv2d(4, 4, 1), (2, 4, 3, 3)),
+    }[layer]
     model, x = LayerThenRelu(make(), spelling).eval(), torch.randn(shape)
     _, theirs = _torch_ao(model, [x])
     _, ours = calibrated(model, [x])
@@ -220,13 +252,23 @@ def test_observer_and_parameter_names_and_module_types_differ_from_torch_aos():
     ao_prepared, theirs = _torch_ao(model, batches)
     ours_prepared, ours = calibrated(model, batches)
     ao_observers = [n for n, m in ao_prepared.named_children() if isinstance(m, ao.ObserverBase)]
-    assert ao_observers and all(re.fullmatch(r"activation_post_process_\d+", n) for n in ao_observers)
-    assert all(n.endswith("_observer") for n, m in ours_prepared.named_children() if isinstance(m, MinMaxObserver))
+    assert ao_observers and all(
+        re.fullmatch(r"activation_post_process_\d+", n) for n in ao_observers
+    )
+    assert all(
+        n.endswith("_observer")
+        for n, m in ours_prepared.named_children()
+        if isinstance(m, MinMaxObserver)
+    )
     ao_scales = [n.target for n in theirs.graph.nodes if n.op == "get_attr" and "scale" in n.target]
     assert {"fc1_input_scale_0", "_scale_0"} <= set(ao_scales)
     assert all(re.fullmatch(r"(\w+_input)?_scale_\d+", name) for name in ao_scales)
     assert [n.target for n in ours.graph.nodes if n.op == "get_attr" and "scale" in n.target] == [
-        "x_scale", "fc3_scale", "selu_scale", "fc4_scale"]
+        "x_scale",
+        "fc3_scale",
+        "selu_scale",
+        "fc4_scale",
+    ]
     assert isinstance(theirs.fc2, nnq.Linear)
     assert isinstance(ours.fc2, QuantizedLinear) and not ours.fc2.relu and ours.fc1.relu
 
@@ -241,15 +283,24 @@ def test_torch_ao_runs_deprecated_quantized_tensors_where_minifx_runs_plain_inte
     model, batches, x = MLP().eval(), [torch.randn(32, 16)], torch.randn(8, 16)
     _, theirs = _torch_ao(model, batches)
     _, ours = calibrated(model, batches)
-    theirs_values = torch_fx_values(theirs, x)  # torch warns once per process that these are deprecated
+    theirs_values = torch_fx_values(
+        theirs, x
+    )  # torch warns once per process that these are deprecated
     assert any(node.target is torch.quantize_per_tensor for node in theirs.graph.nodes)
     assert theirs.fc2.weight().dtype == torch.qint8 and theirs_values["fc2"].dtype == torch.quint8
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ours_values = minifx_values(ours, x)
     assert ours.fc2.weight.dtype == torch.int8 and not ours.fc2.weight.is_quantized
-    assert {v.dtype for v in ours_values} == {torch.float32, torch.uint8, torch.int64}  # int64: zero points
-    assert any(v.dtype == torch.uint8 and torch.equal(v, theirs_values["fc2"].int_repr()) for v in ours_values)
+    assert {v.dtype for v in ours_values} == {
+        torch.float32,
+        torch.uint8,
+        torch.int64,
+    }  # int64: zero points
+    assert any(
+        v.dtype == torch.uint8 and torch.equal(v, theirs_values["fc2"].int_repr())
+        for v in ours_values
+    )
     assert torch.equal(ours(x), theirs(x))
 
 
@@ -261,8 +312,10 @@ def test_torch_ao_accepts_what_minifx_refuses():
     torch.manual_seed(0)
     x = torch.randn(4, 16)
     training = MLP()
-    assert isinstance(quantize_fx.prepare_fx(copy.deepcopy(training), _mapping(), example_inputs=(x,)),
-                      torch.fx.GraphModule)
+    assert isinstance(
+        quantize_fx.prepare_fx(copy.deepcopy(training), _mapping(), example_inputs=(x,)),
+        torch.fx.GraphModule,
+    )
     with pytest.raises(ValueError, match="training mode"):
         prepare(training)
 
@@ -276,7 +329,9 @@ def test_torch_ao_accepts_what_minifx_refuses():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         quantize_fx.convert_fx(uncalibrated)
-    assert any("must run observer before calling calculate_qparams" in str(w.message) for w in caught)
+    assert any(
+        "must run observer before calling calculate_qparams" in str(w.message) for w in caught
+    )
     with pytest.raises(RuntimeError, match="has seen no data"):
         convert(prepare(MLP().eval()))
 
@@ -284,8 +339,12 @@ def test_torch_ao_accepts_what_minifx_refuses():
 def _mapping() -> ao.QConfigMapping:
     """minifx's scheme as a torch.ao QConfigMapping."""
     observer = ao.MinMaxObserver
-    return ao.QConfigMapping().set_global(ao.QConfig(activation=observer.with_args(**ACTIVATION),
-                                                     weight=observer.with_args(**minifx_quantize.WEIGHT)))
+    return ao.QConfigMapping().set_global(
+        ao.QConfig(
+            activation=observer.with_args(**ACTIVATION),
+            weight=observer.with_args(**minifx_quantize.WEIGHT),
+        )
+    )
 
 
 class Twice(nn.Module):
@@ -302,11 +361,15 @@ def test_prepare_and_convert_return_copies_where_torch_aos_convert_rewrites_its_
     prepared module it is given)."""
     torch.manual_seed(0)
     model, batches = MLP().eval(), [torch.randn(4, 16)]
-    ao_prepared = quantize_fx.prepare_fx(copy.deepcopy(model), _mapping(), example_inputs=(batches[0],))
+    ao_prepared = quantize_fx.prepare_fx(
+        copy.deepcopy(model), _mapping(), example_inputs=(batches[0],)
+    )
     ao_prepared(batches[0])
     before = str(ao_prepared.graph)
     quantize_fx.convert_fx(ao_prepared)
-    assert str(ao_prepared.graph) != before and "activation_post_process" not in str(ao_prepared.graph)
+    assert str(ao_prepared.graph) != before and "activation_post_process" not in str(
+        ao_prepared.graph
+    )
 
     ours_prepared = prepare(model)
     ours_prepared(batches[0])
@@ -329,5 +392,8 @@ def test_no_qat_dynamic_per_channel_or_reference_lowering_which_torch_ao_has():
     assert callable(quantize_fx.prepare_qat_fx) and callable(quantize_fx.convert_to_reference_fx)
     assert callable(ao.quantize_dynamic) and callable(ao.PerChannelMinMaxObserver)
     names = [name.lower() for name in dir(minifx_quantize)]
-    assert not [n for n in names if any(word in n for word in ("qat", "dynamic", "per_channel", "reference"))]
-
+    assert not [
+        n
+        for n in names
+        if any(word in n for word in ("qat", "dynamic", "per_channel", "reference"))
+    ]

@@ -84,7 +84,9 @@ def test_get_attr_is_a_cylinder_and_nested_uses_are_edges():
     cat = graph.call_function(torch.cat, ([x, w],), {"dim": 0})
     out = graph.call_function(operator.getitem, ({"a": cat, "b": x}, "a"))
     graph.output(out)
-    assert to_mermaid(graph) == """\
+    assert (
+        to_mermaid(graph)
+        == """\
 flowchart TD
     n0(["x<br/>placeholder"])
     n1[("weight<br/>get_attr weight")]
@@ -97,6 +99,7 @@ flowchart TD
     n0 --> n3
     n3 --> n4
 """
+    )
 
 
 def test_a_value_used_twice_by_one_node_is_one_edge():
@@ -106,9 +109,17 @@ def test_a_value_used_twice_by_one_node_is_one_edge():
     assert to_mermaid(graph).count("n0 --> n1") == 1
 
 
-@pytest.mark.parametrize("make", [models.ResNet18, models.ResNet50, models.MobileNetish,
-                                  models.WithTransformerEncoder, models.MLP],
-                         ids=lambda m: m.__name__)
+@pytest.mark.parametrize(
+    "make",
+    [
+        models.ResNet18,
+        models.ResNet50,
+        models.MobileNetish,
+        models.WithTransformerEncoder,
+        models.MLP,
+    ],
+    ids=lambda m: m.__name__,
+)
 def test_every_node_and_every_use_is_drawn(make):
     graph = symbolic_trace(make()).graph
     boxes, arrows = parse(to_mermaid(graph))
@@ -121,11 +132,27 @@ def test_every_node_and_every_use_is_drawn(make):
 
 
 def test_output_is_deterministic():
-    assert to_mermaid(symbolic_trace(models.ResNet18())) == to_mermaid(symbolic_trace(models.ResNet18()))
+    assert to_mermaid(symbolic_trace(models.ResNet18())) == to_mermaid(
+        symbolic_trace(models.ResNet18())
+    )
 
 
-HOSTILE = ['a"b', "x|y", "<script>alert(1)</script>", "#quot;", "`md`", "a&lt;b",
-           "end", "o", "line\nbreak", "--> n0", "[box]", "(round)", "{rhombus}", "%% comment"]
+HOSTILE = [
+    'a"b',
+    "x|y",
+    "<script>alert(1)</script>",
+    "#quot;",
+    "`md`",
+    "a&lt;b",
+    "end",
+    "o",
+    "line\nbreak",
+    "--> n0",
+    "[box]",
+    "(round)",
+    "{rhombus}",
+    "%% comment",
+]
 
 
 @pytest.mark.parametrize("text", HOSTILE)
@@ -150,26 +177,32 @@ def test_mermaid_keywords_as_node_names_never_become_ids(name):
     assert boxes == {"n0": f"{node.name}<br/>placeholder", "n1": "output<br/>output"}
 
 
-@pytest.mark.parametrize("text, escaped", [
-    ('say "hi"', "say #34;hi#34;"),
-    ("a|b", "a#124;b"),
-    ("<b>", "#60;b#62;"),
-    ("#35;", "#35;35;"),
-    ("`x`", "#96;x#96;"),
-    ("a&b", "a#38;b"),
-    ("one\ntwo", "one<br/>two"),
-    ("one\r\ntwo", "one<br/>two"),
-    ("layer1.0.conv1 [3, 8]", "layer1.0.conv1 [3, 8]"),
-])
+@pytest.mark.parametrize(
+    "text, escaped",
+    [
+        ('say "hi"', "say #34;hi#34;"),
+        ("a|b", "a#124;b"),
+        ("<b>", "#60;b#62;"),
+        ("#35;", "#35;35;"),
+        ("`x`", "#96;x#96;"),
+        ("a&b", "a#38;b"),
+        ("one\ntwo", "one<br/>two"),
+        ("one\r\ntwo", "one<br/>two"),
+        ("layer1.0.conv1 [3, 8]", "layer1.0.conv1 [3, 8]"),
+    ],
+)
 def test_escape(text, escaped):
     assert escape(text) == escaped
 
 
 def test_custom_labels_and_direction():
     gm = symbolic_trace(AddRelu())
-    chart = to_mermaid(gm, node_label=lambda n: n.name.upper(),
-                       edge_label=lambda used, user: f"{used.name}->{user.name}" if user.op == "output" else None,
-                       direction="LR")
+    chart = to_mermaid(
+        gm,
+        node_label=lambda n: n.name.upper(),
+        edge_label=lambda used, user: f"{used.name}->{user.name}" if user.op == "output" else None,
+        direction="LR",
+    )
     lines = chart.splitlines()
     assert lines[0] == "flowchart LR"
     assert lines[1] == '    n0(["X"])'

@@ -24,7 +24,8 @@ pytestmark = pytest.mark.ch5
 def test_every_committed_figure_is_current_and_none_is_orphaned():
     found = figures.problems(figures.render(figures.collect()))
     assert not found, (
-        "chapters/figures/ is out of date:\n  " + "\n  ".join(found)
+        "chapters/figures/ is out of date:\n  "
+        + "\n  ".join(found)
         + "\nRun `.venv/bin/python -m examples.figures` and commit the .mmd files."
     )
 
@@ -50,8 +51,9 @@ def _one_node_graph() -> Graph:
 
 
 def test_check_reports_missing_stale_and_orphan_files(tmp_path):
-    rendered = figures.render({"fresh": _one_node_graph, "stale": _one_node_graph,
-                               "absent": _one_node_graph})
+    rendered = figures.render(
+        {"fresh": _one_node_graph, "stale": _one_node_graph, "absent": _one_node_graph}
+    )
     (tmp_path / "fresh.mmd").write_text(rendered["fresh"])
     (tmp_path / "stale.mmd").write_text("flowchart TD\n")
     (tmp_path / "orphan.mmd").write_text("flowchart TD\n")
@@ -63,7 +65,8 @@ def test_check_reports_missing_stale_and_orphan_files(tmp_path):
     ]
     assert figures.write(rendered, tmp_path) == [tmp_path / "absent.mmd", tmp_path / "stale.mmd"]
     assert figures.problems(rendered, tmp_path) == [
-        f"orphan: {tmp_path / 'orphan.mmd'} (no FIGURES entry draws it; delete it)"]
+        f"orphan: {tmp_path / 'orphan.mmd'} (no FIGURES entry draws it; delete it)"
+    ]
 
 
 def test_main_check_exits_1_when_stale(tmp_path, monkeypatch, capsys):
@@ -82,14 +85,26 @@ def test_graph_modules_draw_like_their_graphs():
     assert figures.render({"relu": lambda: gm}) == {"relu": to_mermaid(gm.graph)}
 
 
-@pytest.mark.parametrize("declared, message", [
-    (None, "examples.ch9_fake has no FIGURES dict; a figures module declares "
-           "FIGURES = {'name': callable returning a GraphModule or Graph}."),
-    ({"bad/name": _one_node_graph}, "examples.ch9_fake.FIGURES['bad/name']: names are plain file "
-     "names (letters, digits, _ . -) and values are callables taking no arguments."),
-    ({"ok": "not callable"}, "examples.ch9_fake.FIGURES['ok']: names are plain file "
-     "names (letters, digits, _ . -) and values are callables taking no arguments."),
-])
+@pytest.mark.parametrize(
+    "declared, message",
+    [
+        (
+            None,
+            "examples.ch9_fake has no FIGURES dict; a figures module declares "
+            "FIGURES = {'name': callable returning a GraphModule or Graph}.",
+        ),
+        (
+            {"bad/name": _one_node_graph},
+            "examples.ch9_fake.FIGURES['bad/name']: names are plain file "
+            "names (letters, digits, _ . -) and values are callables taking no arguments.",
+        ),
+        (
+            {"ok": "not callable"},
+            "examples.ch9_fake.FIGURES['ok']: names are plain file "
+            "names (letters, digits, _ . -) and values are callables taking no arguments.",
+        ),
+    ],
+)
 def test_malformed_figure_modules_are_clear_errors(monkeypatch, declared, message):
     module = types.ModuleType("examples.ch9_fake")
     if declared is not None:

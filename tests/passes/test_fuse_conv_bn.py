@@ -25,7 +25,11 @@ from tests.oracle import assert_well_formed
 
 pytestmark = pytest.mark.ch6
 
-CONVS = {1: (nn.Conv1d, nn.BatchNorm1d), 2: (nn.Conv2d, nn.BatchNorm2d), 3: (nn.Conv3d, nn.BatchNorm3d)}
+CONVS = {
+    1: (nn.Conv1d, nn.BatchNorm1d),
+    2: (nn.Conv2d, nn.BatchNorm2d),
+    3: (nn.Conv3d, nn.BatchNorm3d),
+}
 
 
 def randomize_statistics(model: nn.Module) -> nn.Module:
@@ -46,8 +50,14 @@ def randomize_statistics(model: nn.Module) -> nn.Module:
 class ConvBN(nn.Module):
     """conv -> bn -> relu, for any rank, bias, groups and padding mode."""
 
-    def __init__(self, rank: int = 2, bias: bool = True, groups: int = 1, padding_mode: str = "zeros",
-                 affine: bool = True):
+    def __init__(
+        self,
+        rank: int = 2,
+        bias: bool = True,
+        groups: int = 1,
+        padding_mode: str = "zeros",
+        affine: bool = True,
+    ):
         super().__init__()
         conv, bn = CONVS[rank]
         self.conv = conv(4, 8, 3, padding=1, bias=bias, groups=groups, padding_mode=padding_mode)
@@ -84,7 +94,12 @@ def check_like_torch_fx(model: nn.Module, x: torch.Tensor, fused_nodes: int) -> 
 def test_every_conv_rank_with_and_without_bias(rank, bias, device):
     model = prepared(ConvBN(rank, bias), device)
     gm = check_like_torch_fx(model, conv_input(rank, device), fused_nodes=1)
-    assert [n.op for n in gm.graph.nodes] == ["placeholder", "call_module", "call_function", "output"]
+    assert [n.op for n in gm.graph.nodes] == [
+        "placeholder",
+        "call_module",
+        "call_function",
+        "output",
+    ]
     assert gm.conv.bias is not None and not hasattr(gm, "bn")
 
 
@@ -95,8 +110,9 @@ def test_grouped_convolutions(groups, device):
 
 @pytest.mark.parametrize("padding_mode", ["zeros", "reflect", "replicate", "circular"])
 def test_padding_modes_are_kept(padding_mode, device):
-    gm = check_like_torch_fx(prepared(ConvBN(2, padding_mode=padding_mode), device),
-                             conv_input(2, device), 1)
+    gm = check_like_torch_fx(
+        prepared(ConvBN(2, padding_mode=padding_mode), device), conv_input(2, device), 1
+    )
     assert gm.conv.padding_mode == padding_mode
 
 
@@ -115,8 +131,9 @@ def test_resnet50_like_torch_fx(device):
 
 def test_weights_match_torch_nn_utils_fusion(device):
     generator = torch.Generator().manual_seed(0)
-    w, b, mean, gamma, beta = (torch.randn(s, generator=generator).to(device)
-                               for s in [(8, 2, 3, 3), 8, 8, 8, 8])
+    w, b, mean, gamma, beta = (
+        torch.randn(s, generator=generator).to(device) for s in [(8, 2, 3, 3), 8, 8, 8, 8]
+    )
     var = torch.rand(8, generator=generator).to(device) + 0.5
     for bias in (b, None):
         ours = fuse_conv_bn_weights(w, bias, mean, var, 1e-5, gamma, beta)
@@ -158,7 +175,11 @@ def test_a_batchnorm_shared_by_two_convs_is_fused_into_both():
     class SharedBN(nn.Module):
         def __init__(self):
             super().__init__()
-            self.a, self.b, self.bn = nn.Conv2d(4, 8, 1), nn.Conv2d(4, 8, 3, padding=1), nn.BatchNorm2d(8)
+            self.a, self.b, self.bn = (
+                nn.Conv2d(4, 8, 1),
+                nn.Conv2d(4, 8, 3, padding=1),
+                nn.BatchNorm2d(8),
+            )
 
         def forward(self, x):
             return self.bn(self.a(x)) + self.bn(self.b(x))
@@ -168,6 +189,7 @@ def test_a_batchnorm_shared_by_two_convs_is_fused_into_both():
 
 
 # --- left alone -------------------------------------------------------------------------
+
 
 class TwoUsers(nn.Module):
     def __init__(self):
@@ -228,14 +250,26 @@ def subclassed_conv() -> nn.Module:
 
 
 LEFT_ALONE = {  # model, input, why_left_alone's reason for its BatchNorm node
-    "other users": (TwoUsers, lambda: conv_input(2),
-                    "the conv's output has other users, which need it unnormalized"),
-    "no running stats": (untracked_statistics, lambda: conv_input(2),
-                         "no running statistics (track_running_stats=False)"),
-    "mismatched kinds": (MismatchedKinds, lambda: torch.randn(4, 6, 6),
-                         "a BatchNorm1d cannot follow a Conv2d"),
-    "conv subclass": (subclassed_conv, lambda: conv_input(2),
-                      "its input is not a call of an nn.Conv1d/2d/3d"),
+    "other users": (
+        TwoUsers,
+        lambda: conv_input(2),
+        "the conv's output has other users, which need it unnormalized",
+    ),
+    "no running stats": (
+        untracked_statistics,
+        lambda: conv_input(2),
+        "no running statistics (track_running_stats=False)",
+    ),
+    "mismatched kinds": (
+        MismatchedKinds,
+        lambda: torch.randn(4, 6, 6),
+        "a BatchNorm1d cannot follow a Conv2d",
+    ),
+    "conv subclass": (
+        subclassed_conv,
+        lambda: conv_input(2),
+        "its input is not a call of an nn.Conv1d/2d/3d",
+    ),
 }
 
 
@@ -254,9 +288,12 @@ def test_training_mode_is_left_alone_where_torch_fx_raises():
         getattr(model, part).train()
         gm = fuse_conv_bn(model)
         assert str(gm.graph) == str(symbolic_trace(model).graph)
-        assert why_left_alone(gm.graph.find_nodes(op="call_module", target="bn")[0],
-                              dict(gm.named_modules())) == \
-            "training mode: the BatchNorm normalizes with the batch's statistics"
+        assert (
+            why_left_alone(
+                gm.graph.find_nodes(op="call_module", target="bn")[0], dict(gm.named_modules())
+            )
+            == "training mode: the BatchNorm normalizes with the batch's statistics"
+        )
         with pytest.raises(AssertionError, match="^Fusion only for eval!$"):
             torch_fx_fuse(model)
 
@@ -268,8 +305,9 @@ def test_a_conv_module_used_elsewhere_is_left_alone_where_torch_fx_goes_wrong(ma
     gm, theirs = fuse_conv_bn(model), torch_fx_fuse(model)
     assert str(gm.graph) == str(symbolic_trace(model).graph)
     reasons = {n.name: why_left_alone(n, dict(gm.named_modules())) for n in gm.graph.nodes}
-    assert {reasons[name] for name in reasons if name.startswith("bn")} == \
-        {"the conv module is used elsewhere, which needs its weights unchanged"}
+    assert {reasons[name] for name in reasons if name.startswith("bn")} == {
+        "the conv module is used elsewhere, which needs its weights unchanged"
+    }
     with torch.no_grad():
         want = model(x)
         torch.testing.assert_close(gm(x), want)
@@ -282,8 +320,10 @@ def test_linear_and_batchnorm1d_are_left_alone_unlike_torch_fx():
     gm = fuse_conv_bn(model)
     assert [n.target for n in gm.graph.nodes if n.op == "call_module"] == ["0", "1"]
     assert [n.target for n in torch_fx_fuse(model).graph.nodes if n.op == "call_module"] == ["0"]
-    assert why_left_alone(list(gm.graph.nodes)[2], dict(gm.named_modules())) == \
-        "its input is not a call of an nn.Conv1d/2d/3d"
+    assert (
+        why_left_alone(list(gm.graph.nodes)[2], dict(gm.named_modules()))
+        == "its input is not a call of an nn.Conv1d/2d/3d"
+    )
 
 
 def test_nodes_that_are_not_batchnorm_calls():
@@ -303,8 +343,12 @@ def test_a_batchnorm_reading_a_function_result_is_left_alone():
 
     model = prepared(AfterRelu())
     gm = check_like_torch_fx(model, conv_input(2), fused_nodes=0)
-    assert why_left_alone(gm.graph.find_nodes(op="call_module", target="bn")[0],
-                          dict(gm.named_modules())) == "its input is not a call of an nn.Conv1d/2d/3d"
+    assert (
+        why_left_alone(
+            gm.graph.find_nodes(op="call_module", target="bn")[0], dict(gm.named_modules())
+        )
+        == "its input is not a call of an nn.Conv1d/2d/3d"
+    )
 
 
 def test_the_original_model_is_not_changed_by_tracing_and_fusing():
@@ -317,6 +361,7 @@ def test_the_original_model_is_not_changed_by_tracing_and_fusing():
 
 
 # --- the other differences from torch.fx -------------------------------------------------
+
 
 def test_a_graph_module_is_reused_and_returned_by_inplace_where_torch_fx_retraces():
     model = prepared(ConvBN(2))
@@ -340,12 +385,19 @@ def test_fused_weights_are_torch_fx_bits_and_biases_within_rounding():
             torch.testing.assert_close(tensor, theirs_state[name], rtol=1e-6, atol=1e-7)
 
 
-@pytest.mark.parametrize("not_a_module, kind", [(lambda: symbolic_trace(ConvBN()).graph, "Graph"),
-                                                (lambda: torch.relu, "builtin_function_or_method")])
+@pytest.mark.parametrize(
+    "not_a_module, kind",
+    [
+        (lambda: symbolic_trace(ConvBN()).graph, "Graph"),
+        (lambda: torch.relu, "builtin_function_or_method"),
+    ],
+)
 def test_what_is_not_a_module_gets_a_clear_error(not_a_module, kind):
-    message = (f"fuse_conv_bn(gm): gm is a {kind}, not an nn.Module. The pass replaces the conv "
-               "modules that call_module nodes name, so it needs the module that owns them. How to "
-               "fix: pass the model, or a GraphModule (for a bare Graph: GraphModule(model, graph)).")
+    message = (
+        f"fuse_conv_bn(gm): gm is a {kind}, not an nn.Module. The pass replaces the conv "
+        "modules that call_module nodes name, so it needs the module that owns them. How to "
+        "fix: pass the model, or a GraphModule (for a bare Graph: GraphModule(model, graph))."
+    )
     with pytest.raises(TypeError) as error:
         fuse_conv_bn(not_a_module())
     assert str(error.value) == message
@@ -353,5 +405,7 @@ def test_what_is_not_a_module_gets_a_clear_error(not_a_module, kind):
 
 def test_torch_fx_traces_a_function_and_asserts_on_a_graph():
     assert isinstance(torch_fx_fuse(lambda x: x + 1), torch.fx.GraphModule)
-    with pytest.raises(AssertionError, match="^Expected FunctionType, got <class 'torch.fx.graph.Graph'>$"):
+    with pytest.raises(
+        AssertionError, match="^Expected FunctionType, got <class 'torch.fx.graph.Graph'>$"
+    ):
         torch_fx_fuse(torch.fx.symbolic_trace(ConvBN()).graph)

@@ -44,7 +44,9 @@ def _torch_quantized(q: torch.Tensor, scale: float, zero_point: int) -> torch.Te
 
 def _random_input(*shape: int) -> torch.Tensor:
     """uint8 values over the whole range, 128..255 included (beyond the calibrated 0..127)."""
-    return torch.randint(0, 256, shape, dtype=torch.uint8, generator=torch.Generator().manual_seed(3))
+    return torch.randint(
+        0, 256, shape, dtype=torch.uint8, generator=torch.Generator().manual_seed(3)
+    )
 
 
 def test_quantize_gives_torch_quantize_per_tensors_integers_in_a_uint8_tensor():
@@ -85,8 +87,11 @@ def test_linear_writes_the_integers_quantized_linear_writes(relu, bias):
     ours = QuantizedLinear(linear, INPUT, OUTPUT, relu)
     q = _random_input(2, 5, 96)  # any leading dimensions, as nn.Linear
     weight, weight_scale = quantize_weight(linear.weight)
-    packed = _silenced(torch.ops.quantized.linear_prepack, _torch_quantized(weight, weight_scale, 0),
-                       None if linear.bias is None else linear.bias.detach())
+    packed = _silenced(
+        torch.ops.quantized.linear_prepack,
+        _torch_quantized(weight, weight_scale, 0),
+        None if linear.bias is None else linear.bias.detach(),
+    )
     kernel = torch.ops.quantized.linear_relu if relu else torch.ops.quantized.linear
     want = kernel(_torch_quantized(q, *INPUT), packed, *OUTPUT).int_repr()
     got = ours(q)
@@ -94,9 +99,12 @@ def test_linear_writes_the_integers_quantized_linear_writes(relu, bias):
     assert torch.equal(got, want)
 
 
-CONVS = {"plain": {}, "strided": {"stride": 2, "padding": 1},
-         "dilated, grouped": {"padding": 2, "dilation": 2, "groups": 4},
-         "uneven, no bias": {"stride": (1, 2), "padding": (1, 0), "dilation": (2, 1), "bias": False}}
+CONVS = {
+    "plain": {},
+    "strided": {"stride": 2, "padding": 1},
+    "dilated, grouped": {"padding": 2, "dilation": 2, "groups": 4},
+    "uneven, no bias": {"stride": (1, 2), "padding": (1, 0), "dilation": (2, 1), "bias": False},
+}
 
 
 @pytest.mark.parametrize("relu", [False, True])
@@ -107,9 +115,15 @@ def test_conv2d_writes_the_integers_quantized_conv2d_writes(options, relu):
     ours = QuantizedConv2d(conv, INPUT, OUTPUT, relu)
     q = _random_input(2, 8, 11, 13)
     weight, weight_scale = quantize_weight(conv.weight)
-    packed = _silenced(torch.ops.quantized.conv2d_prepack, _torch_quantized(weight, weight_scale, 0),
-                       None if conv.bias is None else conv.bias.detach(), list(conv.stride),
-                       list(conv.padding), list(conv.dilation), conv.groups)
+    packed = _silenced(
+        torch.ops.quantized.conv2d_prepack,
+        _torch_quantized(weight, weight_scale, 0),
+        None if conv.bias is None else conv.bias.detach(),
+        list(conv.stride),
+        list(conv.padding),
+        list(conv.dilation),
+        conv.groups,
+    )
     kernel = torch.ops.quantized.conv2d_relu if relu else torch.ops.quantized.conv2d
     want = kernel(_torch_quantized(q, *INPUT), packed, *OUTPUT).int_repr()
     got = ours(q)
@@ -125,10 +139,18 @@ def test_im2col_is_unfold_with_the_zero_point_as_padding():
     ours = QuantizedConv2d(conv, INPUT, OUTPUT)
     q = _random_input(2, 4, 7, 9)
     patches = ours.im2col(q)  # (N, OH, OW, kh, kw, C)
-    assert patches.shape == (2, *conv(torch.zeros(1, 4, 7, 9)).shape[2:], 3, 2, 4)  # (N, OH, OW, kh, kw, C)
+    assert patches.shape == (
+        2,
+        *conv(torch.zeros(1, 4, 7, 9)).shape[2:],
+        3,
+        2,
+        4,
+    )  # (N, OH, OW, kh, kw, C)
     padded = F.pad(q.float(), (2, 2, 1, 1), value=INPUT[1])
     columns = F.unfold(padded, (3, 2), dilation=(1, 2), stride=(2, 1))  # (N, C * kh * kw, OH * OW)
-    rows = patches.permute(0, 1, 2, 5, 3, 4).reshape(2, 4 * 11, 4 * 3 * 2)  # unfold's order: C, kh, kw
+    rows = patches.permute(0, 1, 2, 5, 3, 4).reshape(
+        2, 4 * 11, 4 * 3 * 2
+    )  # unfold's order: C, kh, kw
     assert torch.equal(rows.transpose(1, 2).float(), columns)
 
 
@@ -139,13 +161,22 @@ def test_a_conv_reads_and_writes_channels_last_memory_in_nchw_shape():
     assert ours.weight.is_contiguous(memory_format=torch.channels_last)
     out = ours(_random_input(2, 4, 5, 5))
     assert out.shape == (2, 6, 5, 5) and out.is_contiguous(memory_format=torch.channels_last)
-    assert torch.equal(ours(out.contiguous()), ours(out))  # either memory layout in, the same values out
+    assert torch.equal(
+        ours(out.contiguous()), ours(out)
+    )  # either memory layout in, the same values out
 
 
 def test_the_layers_hold_plain_integer_tensors():
     ours = QuantizedLinear(nn.Linear(8, 4), INPUT, OUTPUT, relu=True)
     assert ours.weight.dtype == torch.int8 and not ours.weight.is_quantized
-    assert {name for name, _ in ours.named_buffers()} == {"weight", "zero_point_correction", "scaled_bias"}
-    assert repr(ours) == "QuantizedLinear(in_features=8, out_features=4, scale=0.047, zero_point=70, relu=True)"
+    assert {name for name, _ in ours.named_buffers()} == {
+        "weight",
+        "zero_point_correction",
+        "scaled_bias",
+    }
+    assert (
+        repr(ours)
+        == "QuantizedLinear(in_features=8, out_features=4, scale=0.047, zero_point=70, relu=True)"
+    )
     conv = QuantizedConv2d(nn.Conv2d(3, 5, 1), INPUT, OUTPUT)
     assert repr(conv) == "QuantizedConv2d(3, 5, scale=0.047, zero_point=70, relu=False)"

@@ -29,8 +29,9 @@ def both_matches(program, pattern, remove_overlapping_matches=True):
         graph = library.symbolic_trace(program).graph
         options = {"remove_overlapping_matches": remove_overlapping_matches}
         matches = matcher(library.symbolic_trace(pattern).graph, **options).match(graph)
-        found.append([{p.name: getattr(g, "name", g) for p, g in m.nodes_map.items()}
-                      for m in matches])
+        found.append(
+            [{p.name: getattr(g, "name", g) for p, g in m.nodes_map.items()} for m in matches]
+        )
     return found
 
 
@@ -81,6 +82,7 @@ def test_two_placeholders_never_match_the_same_node():
 
 def test_one_anchor_without_candidates_means_no_match():
     """Difference: torch.fx raises KeyError here (the anchor is skipped, then looked up)."""
+
     def tanh_and_relu(x):
         return torch.tanh(x), torch.relu(x)
 
@@ -104,6 +106,7 @@ def chain_program(names: list[str]):
         for name in names:
             x = OPS[name](x)
         return x
+
     return program
 
 
@@ -131,13 +134,14 @@ def multiply_one(x):
     return x * 1
 
 
-REWRITES = [(relu, relu_relu), (neg_neg, identity), (plus_zero, multiply_one),
-            (relu_relu, relu)]
+REWRITES = [(relu, relu_relu), (neg_neg, identity), (plus_zero, multiply_one), (relu_relu, relu)]
 
 
 @settings(max_examples=60, deadline=None, derandomize=True)
-@given(names=st.lists(st.sampled_from(sorted(OPS)), min_size=1, max_size=8),
-       rewrite=st.sampled_from(REWRITES))
+@given(
+    names=st.lists(st.sampled_from(sorted(OPS)), min_size=1, max_size=8),
+    rewrite=st.sampled_from(REWRITES),
+)
 def test_value_preserving_rewrites_keep_outputs_and_match_torch_fx(names, rewrite):
     pattern, replacement = rewrite
     program = chain_program(names)
@@ -186,6 +190,7 @@ UNARY_OPS = {"relu": torch.relu, "sigmoid": torch.sigmoid, "neg": torch.neg}
 def dag_program(steps: list[tuple[str, int, int]]):
     """Each step applies an op to recent values (0 is the latest, 1 the one before, ...);
     the values nobody uses are returned."""
+
     def program(x, y):
         values, used = [x, y], set()
         for name, i, j in steps:
@@ -195,6 +200,7 @@ def dag_program(steps: list[tuple[str, int, int]]):
             args = [values[k] for k in picked]
             values.append(UNARY_OPS[name](*args) if name in UNARY_OPS else BINARY[name](*args))
         return tuple(v for k, v in enumerate(values) if k not in used and k > 1) or values[-1]
+
     return program
 
 
@@ -226,13 +232,17 @@ MACROS = {
     "swish": lambda i, j: [("sigmoid", i, 0), ("mul", i + 1, 0)],
     "relu_plus": lambda i, j: [("relu", i, 0), ("add", 0, j + 1)],
 }
-STEP = st.tuples(st.sampled_from(sorted([*BINARY, *UNARY_OPS, *MACROS])), st.integers(0, 3),
-                 st.integers(0, 3))
+STEP = st.tuples(
+    st.sampled_from(sorted([*BINARY, *UNARY_OPS, *MACROS])), st.integers(0, 3), st.integers(0, 3)
+)
 
 
 def expand(steps: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
-    return [part for name, i, j in steps
-            for part in (MACROS[name](i, j) if name in MACROS else [(name, i, j)])]
+    return [
+        part
+        for name, i, j in steps
+        for part in (MACROS[name](i, j) if name in MACROS else [(name, i, j)])
+    ]
 
 
 @settings(max_examples=150, deadline=None, derandomize=True)
@@ -249,7 +259,8 @@ def test_random_graphs_rewrite_as_in_torch_fx(steps, rewrite):
         return
     ours.graph.lint()
     assert str(ours.graph) == str(theirs.graph) and ours.code == theirs.code
-    assert [{p.name: g.name for p, g in m.nodes_map.items()} for m in our_matches] == \
-        [{p.name: g.name for p, g in m.nodes_map.items()} for m in their_matches]
+    assert [{p.name: g.name for p, g in m.nodes_map.items()} for m in our_matches] == [
+        {p.name: g.name for p, g in m.nodes_map.items()} for m in their_matches
+    ]
     x, y = torch.randn(5), torch.randn(5)
     torch.testing.assert_close(ours(x, y), program(x, y))

@@ -82,22 +82,28 @@ def add_mul(x, y):
     return (x + y) * x
 
 
-@pytest.mark.parametrize("left,right", [
-    (add_mul, add_mul),
-    (add_mul, lambda x, y: (x + y) * y),
-    (add_mul, lambda x, y: (y + x) * x),
-    (add_mul, lambda x, y: (x - y) * x),
-    (add_mul, lambda x, y: ((x + y) * x).relu()),
-    (lambda x: torch.relu(x) + 1, lambda x: torch.relu(x) + 1),
-    (lambda x: torch.relu(x) + 1, lambda x: torch.relu(x) + 2),
-], ids=["same", "other-input", "swapped-args", "other-op", "longer", "literal", "other-literal"])
+@pytest.mark.parametrize(
+    "left,right",
+    [
+        (add_mul, add_mul),
+        (add_mul, lambda x, y: (x + y) * y),
+        (add_mul, lambda x, y: (y + x) * x),
+        (add_mul, lambda x, y: (x - y) * x),
+        (add_mul, lambda x, y: ((x + y) * x).relu()),
+        (lambda x: torch.relu(x) + 1, lambda x: torch.relu(x) + 1),
+        (lambda x: torch.relu(x) + 1, lambda x: torch.relu(x) + 2),
+    ],
+    ids=["same", "other-input", "swapped-args", "other-op", "longer", "literal", "other-literal"],
+)
 def test_both_options_tell_whether_two_graphs_are_the_same(left, right):
     """torch.fx's `compare_graphs` is SubgraphMatcher(left, match_output=True,
     match_placeholder=True).match(right) != []."""
-    expected = compare_graphs(torch.fx.symbolic_trace(left).graph,
-                              torch.fx.symbolic_trace(right).graph)
-    matcher = SubgraphMatcher(minifx.symbolic_trace(left).graph, match_output=True,
-                              match_placeholder=True)
+    expected = compare_graphs(
+        torch.fx.symbolic_trace(left).graph, torch.fx.symbolic_trace(right).graph
+    )
+    matcher = SubgraphMatcher(
+        minifx.symbolic_trace(left).graph, match_output=True, match_placeholder=True
+    )
     assert bool(matcher.match(minifx.symbolic_trace(right).graph)) == expected
 
 
@@ -130,6 +136,7 @@ def test_ignore_literals_lets_a_placeholder_stand_for_two_different_literals():
 def test_ignore_literals_never_lets_a_computed_pattern_node_match_a_literal():
     """Difference: torch.fx counts it as matched, then fails with KeyError, having
     recorded nothing for the pattern's inputs behind that node."""
+
     def program(a):
         return a + 5
 
@@ -138,8 +145,9 @@ def test_ignore_literals_never_lets_a_computed_pattern_node_match_a_literal():
 
     ours = SubgraphMatcher(minifx.symbolic_trace(pattern).graph, ignore_literals=True)
     assert ours.match(minifx.symbolic_trace(program).graph) == []
-    theirs = matcher_utils.SubgraphMatcher(torch.fx.symbolic_trace(pattern).graph,
-                                           ignore_literals=True)
+    theirs = matcher_utils.SubgraphMatcher(
+        torch.fx.symbolic_trace(pattern).graph, ignore_literals=True
+    )
     with pytest.raises(KeyError):
         theirs.match(torch.fx.symbolic_trace(program).graph)
 
@@ -157,8 +165,9 @@ class AddmmModel(torch.nn.Module):
 def test_get_attr_nodes_of_an_overload_call_match_by_type():
     ours = SubgraphMatcher(minifx.symbolic_trace(AddmmModel(5)).graph)
     theirs = matcher_utils.SubgraphMatcher(torch.fx.symbolic_trace(AddmmModel(5)).graph)
-    assert names(ours.match(minifx.symbolic_trace(AddmmModel(3)).graph)) == \
-        names(theirs.match(torch.fx.symbolic_trace(AddmmModel(3)).graph))
+    assert names(ours.match(minifx.symbolic_trace(AddmmModel(3)).graph)) == names(
+        theirs.match(torch.fx.symbolic_trace(AddmmModel(3)).graph)
+    )
 
 
 def test_list_arguments_holding_nodes_and_literals():
@@ -175,11 +184,13 @@ def test_list_arguments_holding_nodes_and_literals():
 def test_list_arguments_of_another_length_do_not_match():
     def program(x, y):
         return torch.ops.aten._reshape_alias_copy.default(
-            x, [1, y.shape[0]], [y.shape[1], y.shape[1]])
+            x, [1, y.shape[0]], [y.shape[1], y.shape[1]]
+        )
 
     def pattern(x, y, b):
         return torch.ops.aten._reshape_alias_copy.default(
-            x, [b, y.shape[0], y.shape[1]], [y.shape[1]])
+            x, [b, y.shape[0], y.shape[1]], [y.shape[1]]
+        )
 
     assert both_matches(program, pattern) == [[], []]
 
@@ -188,22 +199,28 @@ def max_pool(x, kernel, stride, padding, dilation):
     return torch.ops.aten.max_pool2d_with_indices.default(x, kernel, stride, padding, dilation)
 
 
-@pytest.mark.parametrize("program", [
-    max_pool,
-    lambda x: torch.ops.aten.max_pool2d_with_indices.default(x, [2, 2], [1, 1]),
-    lambda x: torch.ops.aten.max_pool2d_with_indices.default(x, [2, 2], [], [1, 1]),
-    lambda x: torch.ops.aten.max_pool2d_with_indices.default(x, [2, 2], padding=[1, 1]),
-    lambda x: torch.ops.aten.max_pool2d_with_indices.default(x, [2, 2], stride=[1, 1],
-                                                             padding=[1, 1]),
-], ids=["all", "stride", "padding", "padding-keyword", "both-keywords"])
+@pytest.mark.parametrize(
+    "program",
+    [
+        max_pool,
+        lambda x: torch.ops.aten.max_pool2d_with_indices.default(x, [2, 2], [1, 1]),
+        lambda x: torch.ops.aten.max_pool2d_with_indices.default(x, [2, 2], [], [1, 1]),
+        lambda x: torch.ops.aten.max_pool2d_with_indices.default(x, [2, 2], padding=[1, 1]),
+        lambda x: torch.ops.aten.max_pool2d_with_indices.default(
+            x, [2, 2], stride=[1, 1], padding=[1, 1]
+        ),
+    ],
+    ids=["all", "stride", "padding", "padding-keyword", "both-keywords"],
+)
 def test_an_overload_pattern_with_every_argument_matches_any_spelling(program):
     theirs, ours = both_matches(program, max_pool)
     assert ours == theirs and len(ours) == 1
 
 
 def test_internal_match_has_torch_fx_s_fields_and_copies_its_maps():
-    assert [f.name for f in dataclasses.fields(InternalMatch)] == \
-        [f.name for f in dataclasses.fields(matcher_utils.InternalMatch)]
+    assert [f.name for f in dataclasses.fields(InternalMatch)] == [
+        f.name for f in dataclasses.fields(matcher_utils.InternalMatch)
+    ]
     graph = minifx.symbolic_trace(relu).graph
     match = SubgraphMatcher(graph).match(graph)[0]
     copied = copy.copy(match)
@@ -213,9 +230,14 @@ def test_internal_match_has_torch_fx_s_fields_and_copies_its_maps():
     assert copied.anchors is match.anchors and match.name_node_map == {}
 
 
-OPTIONS = st.fixed_dictionaries({
-    "match_output": st.booleans(), "match_placeholder": st.booleans(),
-    "remove_overlapping_matches": st.booleans(), "ignore_literals": st.booleans()})
+OPTIONS = st.fixed_dictionaries(
+    {
+        "match_output": st.booleans(),
+        "match_placeholder": st.booleans(),
+        "remove_overlapping_matches": st.booleans(),
+        "ignore_literals": st.booleans(),
+    }
+)
 PATTERNS = [pattern for pattern, _ in DAG_REWRITES] + [plus_one, "the program itself"]
 
 
@@ -229,8 +251,9 @@ def matches_or_error(library, matcher, program, pattern, options) -> list | type
 
 
 @settings(max_examples=200, deadline=None, derandomize=True)
-@given(steps=st.lists(STEP, min_size=1, max_size=8), pattern=st.sampled_from(PATTERNS),
-       options=OPTIONS)
+@given(
+    steps=st.lists(STEP, min_size=1, max_size=8), pattern=st.sampled_from(PATTERNS), options=OPTIONS
+)
 def test_random_graphs_and_options_match_as_in_torch_fx(steps, pattern, options):
     program = dag_program(expand(steps))
     pattern = program if pattern == "the program itself" else pattern

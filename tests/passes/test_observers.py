@@ -27,13 +27,20 @@ def test_observer_records_the_true_min_and_max_and_returns_its_input():
     assert observer.has_seen_data and not MinMaxObserver().has_seen_data
 
 
-@pytest.mark.parametrize("scheme", [ACTIVATION, WEIGHT, {"dtype": torch.quint8},
-                                    {"dtype": torch.qint8, "qscheme": torch.per_tensor_symmetric,
-                                     "reduce_range": True},
-                                    {"dtype": torch.quint8, "qscheme": torch.per_tensor_symmetric}])
+@pytest.mark.parametrize(
+    "scheme",
+    [
+        ACTIVATION,
+        WEIGHT,
+        {"dtype": torch.quint8},
+        {"dtype": torch.qint8, "qscheme": torch.per_tensor_symmetric, "reduce_range": True},
+        {"dtype": torch.quint8, "qscheme": torch.per_tensor_symmetric},
+    ],
+)
 @pytest.mark.parametrize("low, high", [(-3.0, 5.0), (0.5, 2.0), (-4.0, -1.0), (0.0, 0.0)])
 def test_qparams_equal_torch_ao_observers(scheme, low, high):
     from torch.ao.quantization import MinMaxObserver as AoObserver
+
     data = torch.tensor([low, (low + high) / 3, high])
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "Please use quant_min and quant_max", UserWarning)

@@ -28,8 +28,11 @@ from minifx.passes.quantize import (
 
 pytestmark = pytest.mark.ch8
 
-CASES = {"mlp": (MLP, (32, 16)), "cnn": (SmallCNN, (4, 3, 12, 12)),
-         "autoencoder": (lambda: AutoEncoder(256), (16, 256))}
+CASES = {
+    "mlp": (MLP, (32, 16)),
+    "cnn": (SmallCNN, (4, 3, 12, 12)),
+    "autoencoder": (lambda: AutoEncoder(256), (16, 256)),
+}
 # Bounds on ||int8 - float|| / ||float||, about twice what these seeds give
 # (0.042, 0.0064 and 0.059): int8 keeps 7 bits of each activation.
 MAX_RELATIVE_ERROR = {"mlp": 0.08, "cnn": 0.015, "autoencoder": 0.12}
@@ -39,7 +42,11 @@ def _model_and_data(case: str, device: str = "cpu"):
     build, shape = CASES[case]
     torch.manual_seed(0)
     model = build().eval().to(device)
-    return model, [torch.randn(shape, device=device) for _ in range(4)], torch.randn(shape, device=device)
+    return (
+        model,
+        [torch.randn(shape, device=device) for _ in range(4)],
+        torch.randn(shape, device=device),
+    )
 
 
 def _torch_ao(model: nn.Module, calibration: list[torch.Tensor]):
@@ -51,13 +58,19 @@ def _torch_ao(model: nn.Module, calibration: list[torch.Tensor]):
     from torch.ao.quantization import MinMaxObserver as AoObserver
     from torch.ao.quantization import QConfig, QConfigMapping
     from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
-    qconfig = QConfig(activation=AoObserver.with_args(**ACTIVATION), weight=AoObserver.with_args(**WEIGHT))
+
+    qconfig = QConfig(
+        activation=AoObserver.with_args(**ACTIVATION), weight=AoObserver.with_args(**WEIGHT)
+    )
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "torch.ao.quantization is deprecated", DeprecationWarning)
         warnings.filterwarnings("ignore", "Please use quant_min and quant_max", UserWarning)
         warnings.filterwarnings("ignore", "torch.quantize_per_tensor", UserWarning)
-        prepared = prepare_fx(copy.deepcopy(model), QConfigMapping().set_global(qconfig),
-                              example_inputs=(calibration[0],))
+        prepared = prepare_fx(
+            copy.deepcopy(model),
+            QConfigMapping().set_global(qconfig),
+            example_inputs=(calibration[0],),
+        )
         with torch.no_grad():
             for batch in calibration:
                 prepared(batch)
@@ -95,9 +108,17 @@ def test_prepare_puts_one_observer_after_each_value_around_a_linear():
     model, _, _ = _model_and_data("mlp")
     prepared = prepare(model)
     assert str(prepared.graph) == PREPARED_MLP
-    observers = {name for name, module in prepared.named_modules() if isinstance(module, MinMaxObserver)}
-    assert observers == {"x_observer", "relu_observer", "fc2_observer", "fc3_observer", "selu_observer",
-                         "fc4_observer"}
+    observers = {
+        name for name, module in prepared.named_modules() if isinstance(module, MinMaxObserver)
+    }
+    assert observers == {
+        "x_observer",
+        "relu_observer",
+        "fc2_observer",
+        "fc3_observer",
+        "selu_observer",
+        "fc4_observer",
+    }
     prepared.graph.lint()
 
 
@@ -114,8 +135,13 @@ def test_calibration_records_the_true_range_of_each_observed_value(case, device)
     model, calibration, _ = _model_and_data(case, device)
     prepared = prepare(model)
     seen: dict[str, list[torch.Tensor]] = {}
-    hooks = [module.register_forward_hook(lambda m, args, out, name=name: seen.setdefault(name, []).append(args[0]))
-             for name, module in prepared.named_modules() if isinstance(module, MinMaxObserver)]
+    hooks = [
+        module.register_forward_hook(
+            lambda m, args, out, name=name: seen.setdefault(name, []).append(args[0])
+        )
+        for name, module in prepared.named_modules()
+        if isinstance(module, MinMaxObserver)
+    ]
     with torch.no_grad():
         for batch in calibration:
             prepared(batch)
@@ -158,11 +184,19 @@ def test_a_model_without_quantizable_ops_gets_no_observer():
 
 
 def test_convs_the_int8_kernels_cannot_run_stay_float():
-    model = nn.Sequential(nn.Conv2d(3, 4, 3, padding="same"), nn.Conv2d(4, 4, 3, padding_mode="reflect"),
-                          nn.Linear(2, 2)).eval()
+    model = nn.Sequential(
+        nn.Conv2d(3, 4, 3, padding="same"),
+        nn.Conv2d(4, 4, 3, padding_mode="reflect"),
+        nn.Linear(2, 2),
+    ).eval()
     prepared = prepare(model)
     assert [n.target for n in prepared.graph.nodes if n.op == "call_module"] == [
-        "0", "1", "_1_observer", "2", "_2_observer"]
+        "0",
+        "1",
+        "_1_observer",
+        "2",
+        "_2_observer",
+    ]
 
 
 def test_a_value_read_by_float_and_int8_ops_reaches_each_in_its_form():
@@ -178,7 +212,9 @@ def test_a_value_read_by_float_and_int8_ops_reaches_each_in_its_form():
     torch.manual_seed(0)
     model = Branches().eval()
     converted = quantize(model, [torch.randn(16, 8) for _ in range(3)])
-    assert str(converted.graph) == """\
+    assert (
+        str(converted.graph)
+        == """\
 graph():
     %x : [num_users=2] = placeholder[target=x]
     %x_scale : [num_users=1] = get_attr[target=x_scale]
@@ -196,6 +232,7 @@ graph():
     %add : [num_users=1] = call_function[target=operator.add](args = (%dequantize_1, %selu), kwargs = {})
     %add_1 : [num_users=1] = call_function[target=operator.add](args = (%add, %x), kwargs = {})
     return add_1"""
+    )
     x = torch.randn(4, 8)
     assert relative_error(converted(x), model(x)) < 0.05
 
@@ -220,7 +257,8 @@ def test_prepare_refuses_a_training_mode_model():
     assert str(info.value) == (
         "prepare: the MLP is in training mode; post-training quantization calibrates the model as "
         "it will run (dropout off, BatchNorm using its running statistics). Call model.eval() before "
-        "prepare(model).")
+        "prepare(model)."
+    )
 
 
 def test_prepare_refuses_a_linear_called_twice():
@@ -237,7 +275,8 @@ def test_prepare_refuses_a_linear_called_twice():
     assert str(info.value) == (
         "prepare: the module 'fc' is called by 2 nodes (%fc, %fc_1); its int8 version has one output "
         "scale, so each call needs its own module. Give each call its own nn.Linear / nn.Conv2d "
-        "(copy.deepcopy the shared one).")
+        "(copy.deepcopy the shared one)."
+    )
 
 
 # --- convert ------------------------------------------------------------------------
@@ -290,6 +329,7 @@ def test_minifx_quantization_warns_nothing(case):
     """No deprecation warning (torch 2.13 deprecates quantized tensors): plain uint8 / int8
     tensors, `torch._int_mm`, ordinary arithmetic, from prepare to the converted model's run."""
     from minifx.interpreter import Interpreter
+
     model, calibration, x = _model_and_data(case)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -311,6 +351,7 @@ def test_minifx_quantization_warns_nothing(case):
 
 def test_converted_graph_is_a_minifx_graph_that_lints_prints_and_runs_as_interpreted():
     from minifx.interpreter import Interpreter
+
     model, calibration, x = _model_and_data("cnn")
     converted = quantize(model, calibration)
     converted.graph.lint()
@@ -323,8 +364,14 @@ def test_converted_graph_is_a_minifx_graph_that_lints_prints_and_runs_as_interpr
 def test_cnn_convs_become_int8_convs_with_fused_relus():
     model, calibration, x = _model_and_data("cnn")
     converted = quantize(model, calibration)
-    assert [type(converted.get_submodule(n)) for n in ("stem", "down", "grouped")] == [QuantizedConv2d] * 3
-    assert [converted.get_submodule(n).relu for n in ("stem", "down", "grouped")] == [True, False, True]
+    assert [type(converted.get_submodule(n)) for n in ("stem", "down", "grouped")] == [
+        QuantizedConv2d
+    ] * 3
+    assert [converted.get_submodule(n).relu for n in ("stem", "down", "grouped")] == [
+        True,
+        False,
+        True,
+    ]
     assert "8, 16, scale=" in repr(converted.down)
     assert converted(x).dtype == torch.float32
 
@@ -338,16 +385,27 @@ def test_same_scales_and_close_outputs_as_torch_ao(case):
             prepared(batch)
     ours = convert(prepared)
     ao_prepared, theirs = _torch_ao(model, calibration)
-    ours_qparams = sorted(m.calculate_qparams() for m in prepared.modules() if isinstance(m, MinMaxObserver))
-    ao_qparams = [m.calculate_qparams() for n, m in ao_prepared.named_modules() if "activation_post_process" in n]
+    ours_qparams = sorted(
+        m.calculate_qparams() for m in prepared.modules() if isinstance(m, MinMaxObserver)
+    )
+    ao_qparams = [
+        m.calculate_qparams()
+        for n, m in ao_prepared.named_modules()
+        if "activation_post_process" in n
+    ]
     ao_qparams = {(s.item(), z.item()) for s, z in ao_qparams}
     # torch.ao fuses nn.ReLU into the Linear before it, not SmallCNN's x.relu() / torch.relu
     # after a Conv2d: there it observes the conv's output instead. It also runs the relu and
     # the mean on int8 tensors (they keep their input's scale); minifx runs them in float.
     # Every other range minifx records is one torch.ao records too.
-    fused_here_only = {"relu_observer", "relu_1_observer", "mean_observer"} if case == "cnn" else set()
-    compared = {n: m.calculate_qparams() for n, m in prepared.named_modules()
-                if isinstance(m, MinMaxObserver) and n not in fused_here_only}
+    fused_here_only = (
+        {"relu_observer", "relu_1_observer", "mean_observer"} if case == "cnn" else set()
+    )
+    compared = {
+        n: m.calculate_qparams()
+        for n, m in prepared.named_modules()
+        if isinstance(m, MinMaxObserver) and n not in fused_here_only
+    }
     assert len(compared) == len(ours_qparams) - len(fused_here_only)
     assert set(compared.values()) <= ao_qparams
     with torch.no_grad():
@@ -376,13 +434,16 @@ def test_convert_before_calibration_says_to_calibrate():
     assert str(info.value) == (
         "convert: the observer 'x_observer' (after %x) has seen no data, so there is no range to "
         "quantize with. Calibrate first: run representative inputs through the prepared module "
-        "(prepared(x) for a few batches), then convert.")
+        "(prepared(x) for a few batches), then convert."
+    )
 
 
 def _not_cpu_message(device: str) -> str:
-    return (f"convert: the prepared module is on {device}, but minifx's int8 kernels run and are tested "
-            "on the CPU only (torch._int_mm's CUDA kernel has rules of its own). Calibrate on "
-            "any device, then convert a CPU copy: convert(prepared.cpu()), and run it on CPU inputs.")
+    return (
+        f"convert: the prepared module is on {device}, but minifx's int8 kernels run and are tested "
+        "on the CPU only (torch._int_mm's CUDA kernel has rules of its own). Calibrate on "
+        "any device, then convert a CPU copy: convert(prepared.cpu()), and run it on CPU inputs."
+    )
 
 
 def test_convert_off_the_cpu_says_int8_kernels_are_cpu_only(device):
@@ -394,7 +455,9 @@ def test_convert_off_the_cpu_says_int8_kernels_are_cpu_only(device):
     away = prepared.to("meta") if device == "cpu" else prepared
     with pytest.raises(RuntimeError) as info:
         convert(away)
-    assert str(info.value) == _not_cpu_message("meta" if device == "cpu" else str(next(away.parameters()).device))
+    assert str(info.value) == _not_cpu_message(
+        "meta" if device == "cpu" else str(next(away.parameters()).device)
+    )
     if device != "cpu":  # calibrated on the GPU, converted on the CPU
         converted = convert(prepared.cpu())
         assert relative_error(converted(x.cpu()), model.cpu()(x.cpu())) < MAX_RELATIVE_ERROR["mlp"]
@@ -412,4 +475,5 @@ def test_convert_refuses_a_graph_edited_after_prepare():
         convert(prepared)
     assert str(info.value) == (
         "convert: %fc2 should be read by exactly one observer, the one prepare put after it, but its "
-        "users are ['%fc3']. Run convert on what prepare returned, without editing its graph in between.")
+        "users are ['%fc3']. Run convert on what prepare returned, without editing its graph in between."
+    )

@@ -40,7 +40,8 @@ def test_pattern_and_replacement_with_different_numbers_of_inputs():
     assert str(error.value) == (
         "replace_pattern: the pattern takes 2 input(s) (x, y) but the replacement takes 1 (x). "
         "Inputs pair up by position. How to fix: give the replacement the same parameters as "
-        "the pattern, even those it does not use.")
+        "the pattern, even those it does not use."
+    )
     assert isinstance(error.value, AssertionError)
     with pytest.raises(AssertionError, match="Placeholder count mismatch: 2 vs 1"):
         torch.fx.replace_pattern(torch.fx.symbolic_trace(program), pattern, relu)
@@ -48,6 +49,7 @@ def test_pattern_and_replacement_with_different_numbers_of_inputs():
 
 def test_the_arity_is_checked_even_without_a_match():
     """Difference: torch.fx only notices the mismatch when something matched."""
+
     def pattern(x, y):
         return torch.tanh(x) + y
 
@@ -65,7 +67,8 @@ def test_an_unused_pattern_parameter():
     assert str(error.value) == (
         "replace_pattern: the pattern's parameter 'y' is never used. Matching follows values "
         "from the pattern's output back to its inputs, so an unused parameter can never be "
-        "matched. How to fix: remove the parameter from the pattern (and from the replacement).")
+        "matched. How to fix: remove the parameter from the pattern (and from the replacement)."
+    )
     assert isinstance(error.value, KeyError)
     with pytest.raises(KeyError):  # torch.fx fails while recording the match
         torch.fx.replace_pattern(torch.fx.symbolic_trace(program), pattern, pattern)
@@ -81,7 +84,8 @@ def test_dead_code_in_the_pattern():
     assert str(error.value) == (
         "replace_pattern: the pattern computes %neg (call_function) but never uses it "
         "(dead code), so no match could ever account for it. How to fix: return it from the "
-        "pattern or delete it.")
+        "pattern or delete it."
+    )
     assert isinstance(error.value, AssertionError)
     with pytest.raises(AssertionError, match="dead code"):
         torch.fx.replace_pattern(torch.fx.symbolic_trace(program), pattern, relu)
@@ -90,6 +94,7 @@ def test_dead_code_in_the_pattern():
 def test_an_unused_in_place_call_in_the_pattern():
     """Difference: torch.fx accepts it (a call with side effects is not dead code), leaves it
     out of every match, and fails with KeyError when erasing the match."""
+
     def pattern(x):
         torch.ops.aten.add_.Tensor(x, 1)
         return torch.relu(x)
@@ -106,7 +111,8 @@ def test_an_empty_pattern_graph():
         SubgraphMatcher(Graph())
     assert str(error.value) == (
         "SubgraphMatcher: the pattern graph is empty (it has no output node). How to fix: "
-        "trace a function that returns something.")
+        "trace a function that returns something."
+    )
 
 
 def test_an_untraceable_pattern_keeps_the_trace_error_and_says_which_side():
@@ -121,7 +127,8 @@ def test_an_untraceable_pattern_keeps_the_trace_error_and_says_which_side():
     assert error.value.__notes__ == [
         "(while replace_pattern traced the pattern "
         "test_an_untraceable_pattern_keeps_the_trace_error_and_says_which_side.<locals>.pattern; "
-        "the pattern must be traceable like any model)"]
+        "the pattern must be traceable like any model)"
+    ]
 
 
 def test_a_pattern_that_is_not_callable():
@@ -129,7 +136,8 @@ def test_a_pattern_that_is_not_callable():
         replace_pattern(minifx.symbolic_trace(program), relu, "torch.sigmoid")
     assert str(error.value) == (
         "replace_pattern: the replacement must be a function, an nn.Module, a GraphModule or a "
-        "Graph, not str. How to fix: write the replacement as a function of its inputs.")
+        "Graph, not str. How to fix: write the replacement as a function of its inputs."
+    )
     assert isinstance(error.value, AssertionError)
     with pytest.raises(AssertionError, match="Must provide either a replacement"):
         torch.fx.replace_pattern(torch.fx.symbolic_trace(program), relu, "torch.sigmoid")
@@ -145,11 +153,13 @@ def test_no_replacement_and_no_callback():
     assert str(error.value) == (
         "replace_pattern_with_filters: there is no replacement: `replacement` is None and no "
         "`replacement_callback` was given. How to fix: pass the replacement (a function, "
-        "module, GraphModule or Graph), or a callback that builds one Graph per match.")
+        "module, GraphModule or Graph), or a callback that builds one Graph per match."
+    )
     assert isinstance(error.value, AssertionError)
     with pytest.raises(AssertionError, match="Must provide either a replacement"):
         torch.fx.subgraph_rewriter.replace_pattern_with_filters(
-            torch.fx.symbolic_trace(program), relu)
+            torch.fx.symbolic_trace(program), relu
+        )
 
 
 def test_a_callbacks_replacement_with_another_number_of_inputs():
@@ -157,8 +167,9 @@ def test_a_callbacks_replacement_with_another_number_of_inputs():
         return minifx.symbolic_trace(lambda x, y: x + y).graph
 
     with pytest.raises(ValueError, match=r"takes 1 input\(s\) \(x\) but the replacement takes 2"):
-        replace_pattern_with_filters(minifx.symbolic_trace(program), relu,
-                                     replacement_callback=callback)
+        replace_pattern_with_filters(
+            minifx.symbolic_trace(program), relu, replacement_callback=callback
+        )
 
 
 def test_a_replacement_that_returns_a_different_number_of_values():
@@ -172,7 +183,8 @@ def test_a_replacement_that_returns_a_different_number_of_values():
         "replace_pattern: the pattern returns 1 value(s) but the replacement returns 2. Each "
         "returned value takes over the uses of the pattern's value in the same position. How "
         "to fix: return as many values from the replacement as from the pattern, in the same "
-        "order.")
+        "order."
+    )
     assert isinstance(error.value, AssertionError)
     with pytest.raises(AssertionError, match="Returning nodes count mismatch: 1 vs 2"):
         torch.fx.replace_pattern(torch.fx.symbolic_trace(program), relu, two)
@@ -192,7 +204,8 @@ def test_get_attr_of_something_that_is_not_a_tensor():
     assert str(error.value) == (
         "replace_pattern: the pattern's get_attr %k reads a int, but only tensor attributes "
         "can be matched. How to fix: make the pattern read a tensor (a parameter or buffer), "
-        "or pass the value in as an argument.")
+        "or pass the value in as an argument."
+    )
     assert isinstance(error.value, RuntimeError)
     theirs = graph_reading({"k": 3}, torch.fx)
     with pytest.raises(RuntimeError, match="Unsupported type 3"):
@@ -227,11 +240,13 @@ def test_a_replacement_module_missing_an_attribute_its_graph_reads():
     assert str(error.value) == (
         "replace_pattern: the rewritten graph's %missing (get_attr) refers to 'missing', which "
         "neither the module nor the replacement has. How to fix: make the replacement a module "
-        "that owns this attribute.")
+        "that owns this attribute."
+    )
     assert isinstance(error.value, RuntimeError)
     with pytest.raises(RuntimeError, match="references nonexistent attribute"):
-        torch.fx.replace_pattern(torch.fx.symbolic_trace(program), relu,
-                                 reading_a_missing_attribute(torch.fx))
+        torch.fx.replace_pattern(
+            torch.fx.symbolic_trace(program), relu, reading_a_missing_attribute(torch.fx)
+        )
 
 
 def test_a_pattern_that_returns_its_input():
@@ -244,7 +259,8 @@ def test_a_pattern_that_returns_its_input():
         "replace_pattern: the pattern returns its input 'x' unchanged. A match is what the "
         "pattern computes from its inputs, and the uses of each returned value are handed to "
         "the replacement, so an input returned as is would hand over every use of whatever it "
-        "matched. How to fix: return only values the pattern computes.")
+        "matched. How to fix: return only values the pattern computes."
+    )
     assert isinstance(error.value, AssertionError)
     with pytest.raises(AssertionError, match="The insert point can't be None"):
         torch.fx.replace_pattern(torch.fx.symbolic_trace(program), pattern, relu)
@@ -252,12 +268,16 @@ def test_a_pattern_that_returns_its_input():
 
 def test_a_matcher_pattern_that_returns_its_input_matches_every_node():
     """The matcher alone accepts it, as torch.fx's does: the input stands for anything."""
+
     def pattern(x):
         return x
 
     ours = SubgraphMatcher(minifx.symbolic_trace(pattern).graph)
     theirs = TorchSubgraphMatcher(torch.fx.symbolic_trace(pattern).graph)
-    found = [[m.nodes_map for m in matcher.match(library.symbolic_trace(program).graph)]
-             for matcher, library in ((theirs, torch.fx), (ours, minifx))]
-    assert [[{p.name: g.name for p, g in m.items()} for m in f] for f in found] == \
-        [[{"x": n} for n in ("x", "y", "relu", "add", "output")]] * 2
+    found = [
+        [m.nodes_map for m in matcher.match(library.symbolic_trace(program).graph)]
+        for matcher, library in ((theirs, torch.fx), (ours, minifx))
+    ]
+    assert [[{p.name: g.name for p, g in m.items()} for m in f] for f in found] == [
+        [{"x": n} for n in ("x", "y", "relu", "add", "output")]
+    ] * 2

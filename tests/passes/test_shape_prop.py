@@ -56,7 +56,9 @@ def assert_same_metadata(root: Callable[[], Any], *inputs: Any) -> dict[str, tup
 
 def test_fields_mirror_torch_fx():
     assert TensorMetadata._fields == fx_shape_prop.TensorMetadata._fields
-    assert TensorMetadata.__annotations__.keys() == fx_shape_prop.TensorMetadata.__annotations__.keys()
+    assert (
+        TensorMetadata.__annotations__.keys() == fx_shape_prop.TensorMetadata.__annotations__.keys()
+    )
 
 
 MODELS = {
@@ -74,7 +76,9 @@ def test_models_match_torch_fx(name, device):
     factory, shape = MODELS[name]
     x = torch.randn(*shape, device=device)
     found = assert_same_metadata(lambda: factory().to(device).eval(), x)
-    assert all(meta.shape is not None for meta, _ in found.values() if isinstance(meta, TensorMetadata))
+    assert all(
+        meta.shape is not None for meta, _ in found.values() if isinstance(meta, TensorMetadata)
+    )
     output_meta, output_type = found["output"]
     assert output_type is torch.Tensor and output_meta.shape[0] == shape[0]
 
@@ -83,8 +87,15 @@ def test_every_tensor_node_gets_metadata_and_parameters_require_grad():
     gm = minifx.symbolic_trace(MLP())
     ShapeProp(gm).propagate(torch.randn(4, 32))
     metas = {n.name: n.meta["tensor_meta"] for n in gm.graph.nodes}
-    assert metas["x"] == (torch.Size([4, 32]), torch.float32, False, (32, 1),
-                          torch.contiguous_format, False, {})
+    assert metas["x"] == (
+        torch.Size([4, 32]),
+        torch.float32,
+        False,
+        (32, 1),
+        torch.contiguous_format,
+        False,
+        {},
+    )
     assert metas["layers_0"].requires_grad and metas["output"].shape == torch.Size([4, 10])
 
 
@@ -126,13 +137,16 @@ def views(x):
 
 def test_views_empty_and_scalar_tensors(device):
     found = assert_same_metadata(lambda: views, torch.randn(3, 4, device=device))
-    assert found["output"][0][0].memory_format is None      # x.t()
-    assert found["output"][0][5].stride == ()                # a 0-d sum
+    assert found["output"][0][0].memory_format is None  # x.t()
+    assert found["output"][0][5].stride == ()  # a 0-d sum
 
 
 # Layouts made by permuting a dense tensor: the fastest-moving dimension first.
-_ORDERS = {"row_major": lambda n: list(range(n)), "channels_last": lambda n: [0, *range(2, n), 1],
-           "random": None}
+_ORDERS = {
+    "row_major": lambda n: list(range(n)),
+    "channels_last": lambda n: [0, *range(2, n), 1],
+    "random": None,
+}
 
 
 @pytest.mark.parametrize("sliced", [False, True], ids=["dense", "sliced"])
@@ -142,12 +156,22 @@ _ORDERS = {"row_major": lambda n: list(range(n)), "channels_last": lambda n: [0,
 def test_memory_format_agrees_with_torch_on_many_layouts(seed, ndim, order, sliced):
     generator = torch.Generator().manual_seed(seed * 100 + ndim)
     shape = torch.randint(1, 4, (ndim,), generator=generator).tolist()
-    dims = _ORDERS[order](ndim) if _ORDERS[order] else torch.randperm(ndim, generator=generator).tolist()
+    dims = (
+        _ORDERS[order](ndim)
+        if _ORDERS[order]
+        else torch.randperm(ndim, generator=generator).tolist()
+    )
     # Allocate in the permuted order, then view it back in the logical order.
     x = torch.randn(*[shape[d] for d in dims]).permute(*[dims.index(d) for d in range(ndim)])
     x = x[..., ::2] if sliced else x
-    expected = next((f for f in (torch.contiguous_format, torch.channels_last, torch.channels_last_3d)
-                     if is_contiguous_for_memory_format_or_false(x, memory_format=f)), None)
+    expected = next(
+        (
+            f
+            for f in (torch.contiguous_format, torch.channels_last, torch.channels_last_3d)
+            if is_contiguous_for_memory_format_or_false(x, memory_format=f)
+        ),
+        None,
+    )
     assert memory_format_of(x) == expected
 
 
@@ -175,14 +199,19 @@ def test_quantized_per_tensor():
 @_QUANTIZED_DEPRECATED
 def test_quantized_per_channel():
     scales, zero_points = torch.tensor([0.1, 0.2, 0.3]), torch.tensor([0, 1, -1])
-    found = assert_same_metadata(lambda: quantize_per_channel, torch.randn(2, 3), scales, zero_points)
+    found = assert_same_metadata(
+        lambda: quantize_per_channel, torch.randn(2, 3), scales, zero_points
+    )
     assert found["quantize_per_channel"][0].qparams == {
-        "qscheme": torch.per_channel_affine, "scale": pytest.approx([0.1, 0.2, 0.3]),
-        "zero_point": [0, 1, -1], "axis": 1}
+        "qscheme": torch.per_channel_affine,
+        "scale": pytest.approx([0.1, 0.2, 0.3]),
+        "zero_point": [0, 1, -1],
+        "axis": 1,
+    }
 
 
 def test_sparse_tensors_have_no_strides():
-    found = assert_same_metadata(lambda: (lambda x: x.to_sparse()), torch.eye(3))
+    found = assert_same_metadata(lambda: lambda x: x.to_sparse(), torch.eye(3))
     assert found["to_sparse"][0].stride == () and found["to_sparse"][0].memory_format is None
 
 
@@ -225,8 +254,9 @@ def test_tensors_stay_on_their_device(device):
 
 
 def test_extract_tensor_metadata_of_a_plain_tensor():
-    assert extract_tensor_metadata(torch.zeros(2, 3, dtype=torch.float16)) == fx_shape_prop._extract_tensor_metadata(
-        torch.zeros(2, 3, dtype=torch.float16))
+    assert extract_tensor_metadata(
+        torch.zeros(2, 3, dtype=torch.float16)
+    ) == fx_shape_prop._extract_tensor_metadata(torch.zeros(2, 3, dtype=torch.float16))
 
 
 def test_failing_node_is_named_like_torch_fx(capsys):
@@ -240,13 +270,17 @@ def test_failing_node_is_named_like_torch_fx(capsys):
     first_line, cause, hint = str(info.value).split("\n")
     # torch.fx's Interpreter appends "While executing ..." to the message; minifx's adds a note.
     assert first_line == str(fx_info.value).split("\n")[0]
-    assert first_line == ("ShapeProp error for: node=%linear : [num_users=1] = call_function"
-                          "[target=torch._C._nn.linear](args = (%input_1, %weight, %bias), kwargs = {}) "
-                          "with meta={}")
+    assert first_line == (
+        "ShapeProp error for: node=%linear : [num_users=1] = call_function"
+        "[target=torch._C._nn.linear](args = (%input_1, %weight, %bias), kwargs = {}) "
+        "with meta={}"
+    )
     assert cause == f"    RuntimeError: {info.value.__cause__}"
     assert "mat1 and mat2 shapes cannot be multiplied" in cause
-    assert hint == ("Shape propagation runs the model on the example inputs given to propagate(); "
-                    "check that they have the number, shapes, dtypes and device the model's forward expects.")
+    assert hint == (
+        "Shape propagation runs the model on the example inputs given to propagate(); "
+        "check that they have the number, shapes, dtypes and device the model's forward expects."
+    )
     assert capsys.readouterr().err == ""
 
 
@@ -256,7 +290,8 @@ def test_fake_mode_is_not_supported():
     assert str(info.value) == (
         "ShapeProp(gm, fake_mode=...): minifx does not implement fake tensors. Call ShapeProp(gm) "
         "and propagate real example inputs (small ones are enough: only shapes, dtypes and layouts "
-        "are recorded).")
+        "are recorded)."
+    )
 
 
 def test_propagate_returns_the_output_and_can_run_twice():

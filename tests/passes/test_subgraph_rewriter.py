@@ -26,12 +26,15 @@ pytestmark = pytest.mark.ch7
 
 def match_names(matches: list) -> list[tuple[str, dict[str, Any]]]:
     """Matches as names, comparable across the two libraries."""
-    return [(m.anchor.name, {p.name: getattr(g, "name", g) for p, g in m.nodes_map.items()})
-            for m in matches]
+    return [
+        (m.anchor.name, {p.name: getattr(g, "name", g) for p, g in m.nodes_map.items()})
+        for m in matches
+    ]
 
 
-def rewrite_both(make_root: Callable[[], Any], pattern: Any, replacement: Any,
-                 times: int = 1) -> tuple[Any, Any, list, list]:
+def rewrite_both(
+    make_root: Callable[[], Any], pattern: Any, replacement: Any, times: int = 1
+) -> tuple[Any, Any, list, list]:
     """Rewrite a fresh root with each library `times` times; the last matches of each."""
     torch.manual_seed(0)
     theirs = torch.fx.symbolic_trace(make_root())
@@ -43,8 +46,9 @@ def rewrite_both(make_root: Callable[[], Any], pattern: Any, replacement: Any,
     return theirs, ours, their_matches, our_matches
 
 
-def assert_same_rewrite(make_root: Callable[[], Any], pattern: Any, replacement: Any,
-                        inputs: tuple, times: int = 1) -> list:
+def assert_same_rewrite(
+    make_root: Callable[[], Any], pattern: Any, replacement: Any, inputs: tuple, times: int = 1
+) -> list:
     theirs, ours, their_matches, our_matches = rewrite_both(make_root, pattern, replacement, times)
     assert str(ours.graph) == str(theirs.graph)
     assert ours.code == theirs.code
@@ -56,6 +60,7 @@ def assert_same_rewrite(make_root: Callable[[], Any], pattern: Any, replacement:
 
 
 # --- the cases -------------------------------------------------------------------------
+
 
 class CatSum(nn.Module):
     """The example of torch.fx's `replace_pattern` docstring."""
@@ -149,8 +154,9 @@ def test_several_anchors_are_matched_by_backtracking():
     def replacement(x):
         return torch.tanh(x), torch.neg(x)
 
-    matches = assert_same_rewrite(lambda: relu_and_sigmoid, pattern, replacement,
-                                  (torch.randn(3), torch.randn(3)))
+    matches = assert_same_rewrite(
+        lambda: relu_and_sigmoid, pattern, replacement, (torch.randn(3), torch.randn(3))
+    )
     assert len(matches) == 2
 
 
@@ -314,8 +320,9 @@ def test_graph_modules_and_graphs_as_pattern_and_replacement():
         return torch.sigmoid(x)
 
     theirs = torch.fx.symbolic_trace(relu3)
-    torch.fx.replace_pattern(theirs, torch.fx.symbolic_trace(pattern),
-                             torch.fx.symbolic_trace(replacement).graph)
+    torch.fx.replace_pattern(
+        theirs, torch.fx.symbolic_trace(pattern), torch.fx.symbolic_trace(replacement).graph
+    )
     ours = minifx.symbolic_trace(relu3)
     replace_pattern(ours, minifx.symbolic_trace(pattern), minifx.symbolic_trace(replacement).graph)
     assert str(ours.graph) == str(theirs.graph) and ours.code == theirs.code
@@ -329,6 +336,7 @@ def test_the_public_names():
 
 
 # --- real models -------------------------------------------------------------------------
+
 
 def test_resnet18_residual_adds():
     def pattern(x, y):
@@ -376,18 +384,23 @@ def add_then_scale(x, y):
     return torch.add(x, y) * y
 
 
-@pytest.mark.parametrize("program", [
-    lambda a, b: torch.add(a, 2) * 2,   # y stands for 2 twice: a match
-    lambda a, b: torch.add(a, 2) * 3,   # y cannot be 2 and 3
-    lambda a, b: torch.add(a, b) * 2,   # y cannot be %b and 2
-    lambda a, b: torch.add(a, 2) * a,   # y cannot be 2 and %a
-], ids=["same-literal", "other-literal", "node-then-literal", "literal-then-node"])
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda a, b: torch.add(a, 2) * 2,  # y stands for 2 twice: a match
+        lambda a, b: torch.add(a, 2) * 3,  # y cannot be 2 and 3
+        lambda a, b: torch.add(a, b) * 2,  # y cannot be %b and 2
+        lambda a, b: torch.add(a, 2) * a,  # y cannot be 2 and %a
+    ],
+    ids=["same-literal", "other-literal", "node-then-literal", "literal-then-node"],
+)
 def test_a_placeholder_seen_twice_stands_for_one_value(program):
     def replacement(x, y):
         return (x + y) * y
 
-    assert_same_rewrite(lambda: program, add_then_scale, replacement,
-                        (torch.randn(3), torch.randn(3)))
+    assert_same_rewrite(
+        lambda: program, add_then_scale, replacement, (torch.randn(3), torch.randn(3))
+    )
 
 
 def test_literals_never_match_computed_values_and_back():
@@ -465,5 +478,6 @@ def test_a_nested_replacement_parameter_goes_into_a_new_submodule():
     assert [name for name, _ in gm.named_parameters()] == ["scales.w"]
     torch.testing.assert_close(gm(x), want * 9)
     with pytest.raises(KeyError, match=r'parameter name can.+t contain "\."'):
-        torch.fx.replace_pattern(torch.fx.symbolic_trace(relu3), relu_only,
-                                 NestedScaleReplacement())
+        torch.fx.replace_pattern(
+            torch.fx.symbolic_trace(relu3), relu_only, NestedScaleReplacement()
+        )

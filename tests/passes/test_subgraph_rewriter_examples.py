@@ -14,8 +14,13 @@ pytestmark = pytest.mark.ch7
 
 CASES = {  # name -> (root, pattern, replacement, inputs, matches)
     "swish_block": (ex.SwishBlock, ex.swish, ex.silu, (torch.randn(2, 4),), 2),
-    "near_misses": (lambda: ex.gate_and_swish, ex.swish, ex.silu,
-                    (torch.randn(3), torch.randn(3)), 1),
+    "near_misses": (
+        lambda: ex.gate_and_swish,
+        ex.swish,
+        ex.silu,
+        (torch.randn(3), torch.randn(3)),
+        1,
+    ),
     "overlap": (lambda: ex.relu_chain, ex.double_relu, ex.one_relu, (torch.randn(3),), 1),
 }
 

@@ -22,8 +22,14 @@ pytestmark = pytest.mark.ch7
 
 def replaced_names(results: list) -> list[tuple]:
     """Each record as names: anchor, pattern node -> graph value, replacement nodes."""
-    return [(r.anchor.name, {p.name: getattr(g, "name", g) for p, g in r.nodes_map.items()},
-             [n.name for n in r.replacements]) for r in results]
+    return [
+        (
+            r.anchor.name,
+            {p.name: getattr(g, "name", g) for p, g in r.nodes_map.items()},
+            [n.name for n in r.replacements],
+        )
+        for r in results
+    ]
 
 
 def rewrite_both(program, pattern, replacement=None, callback=None, **options):
@@ -34,12 +40,20 @@ def rewrite_both(program, pattern, replacement=None, callback=None, **options):
     """
     theirs = torch.fx.symbolic_trace(program)
     their_results = torch_rewriter.replace_pattern_with_filters(
-        theirs, pattern, replacement, replacement_callback=callback and (
-            lambda *args: callback(*args, library=torch.fx)), **options)
+        theirs,
+        pattern,
+        replacement,
+        replacement_callback=callback and (lambda *args: callback(*args, library=torch.fx)),
+        **options,
+    )
     ours = minifx.symbolic_trace(program)
     our_results = replace_pattern_with_filters(
-        ours, pattern, replacement, replacement_callback=callback and (
-            lambda *args: callback(*args, library=minifx)), **options)
+        ours,
+        pattern,
+        replacement,
+        replacement_callback=callback and (lambda *args: callback(*args, library=minifx)),
+        **options,
+    )
     assert str(ours.graph) == str(theirs.graph) and ours.code == theirs.code
     assert replaced_names(our_results) == replaced_names(their_results)
     ours.graph.lint()
@@ -64,11 +78,15 @@ def second_input_is_a_number(match, original_graph, pattern_graph):
     return isinstance(match.nodes_map[num], (int, float))
 
 
-@pytest.mark.parametrize("filters,count", [(None, 2), ([], 2), ([second_input_is_a_number], 1)],
-                         ids=["none", "empty", "number-only"])
+@pytest.mark.parametrize(
+    "filters,count",
+    [(None, 2), ([], 2), ([second_input_is_a_number], 1)],
+    ids=["none", "empty", "number-only"],
+)
 def test_match_filters_decide_which_matches_are_replaced(filters, count):
-    ours, theirs, results = rewrite_both(add_scalar_relu, add_relu_scale, mul_scale,
-                                         match_filters=filters)
+    ours, theirs, results = rewrite_both(
+        add_scalar_relu, add_relu_scale, mul_scale, match_filters=filters
+    )
     assert len(results) == count
     x, y = torch.randn(3), torch.randn(3)
     torch.testing.assert_close(ours(x, y), theirs(x, y))
@@ -84,10 +102,13 @@ def test_every_filter_gets_the_match_and_both_graphs():
     pattern = minifx.symbolic_trace(add_relu_scale).graph
     gm = minifx.symbolic_trace(add_scalar_relu)
     replace_pattern_with_filters(gm, pattern, mul_scale, [record, lambda *args: False])
-    assert [(kind, g is gm.graph, p is pattern) for kind, g, p, _ in seen] == \
-        [(InternalMatch, True, True)] * 2
-    assert [[getattr(v, "name", v) for v in values] for *_, values in seen] == \
-        [["x", 2, 3], ["mul", "y", 3]]
+    assert [(kind, g is gm.graph, p is pattern) for kind, g, p, _ in seen] == [
+        (InternalMatch, True, True)
+    ] * 2
+    assert [[getattr(v, "name", v) for v in values] for *_, values in seen] == [
+        ["x", 2, 3],
+        ["mul", "y", 3],
+    ]
     assert "mul_scale" not in gm.code and "relu" in gm.code  # the second filter said no
 
 
@@ -137,8 +158,10 @@ def test_a_replacement_callback_builds_one_graph_per_match():
         return library.symbolic_trace(lambda x, y: torch.mul(x, y)).graph
 
     ours, theirs, results = rewrite_both(program, pattern, callback=callback)
-    assert [[n.target for n in r.replacements] for r in results] == \
-        [[torch.mul], [operator.neg, torch.sub]]
+    assert [[n.target for n in r.replacements] for r in results] == [
+        [torch.mul],
+        [operator.neg, torch.sub],
+    ]
     x, y = torch.randn(3), torch.randn(3)
     torch.testing.assert_close(ours(x, y), theirs(x, y))
 
@@ -170,14 +193,16 @@ def test_ignore_literals_lets_a_literal_match_any_argument():
     # With ignore_literals, the pattern's 1 matches 2, 2.5, the node %y, and even the
     # node %add_2 in `%add_3 = %mul + %add_2` (x standing for %mul), as in torch.fx.
     for ignore_literals, count in ((False, 1), (True, 5)):
-        ours, theirs, results = rewrite_both(program, pattern, replacement,
-                                             ignore_literals=ignore_literals)
+        ours, theirs, results = rewrite_both(
+            program, pattern, replacement, ignore_literals=ignore_literals
+        )
         assert len(results) == count
 
 
 def test_the_records_are_torch_fx_s():
-    assert [f.name for f in dataclasses.fields(ReplacedPatterns)] == \
-        [f.name for f in dataclasses.fields(torch_rewriter.ReplacedPatterns)]
+    assert [f.name for f in dataclasses.fields(ReplacedPatterns)] == [
+        f.name for f in dataclasses.fields(torch_rewriter.ReplacedPatterns)
+    ]
     assert minifx.passes.replace_pattern_with_filters is replace_pattern_with_filters
     assert minifx.passes.ReplacedPatterns is ReplacedPatterns
 
@@ -188,10 +213,14 @@ def test_node_name_match_is_not_offered():
 
     from minifx.passes.matcher import SubgraphMatcher
 
-    theirs = [inspect.signature(torch_rewriter.replace_pattern_with_filters).parameters,
-              inspect.signature(TorchSubgraphMatcher.match).parameters]
-    ours = [inspect.signature(replace_pattern_with_filters).parameters,
-            inspect.signature(SubgraphMatcher.match).parameters]
+    theirs = [
+        inspect.signature(torch_rewriter.replace_pattern_with_filters).parameters,
+        inspect.signature(TorchSubgraphMatcher.match).parameters,
+    ]
+    ours = [
+        inspect.signature(replace_pattern_with_filters).parameters,
+        inspect.signature(SubgraphMatcher.match).parameters,
+    ]
     assert all("node_name_match" in p for p in theirs)
     assert not any("node_name_match" in p for p in ours)
     assert [list(p)[:-1] for p in theirs] == [list(p) for p in ours]  # all the others

@@ -206,7 +206,8 @@ def fused_linear_and_product(x, w, b):
 def test_keyword_arguments_and_a_wrapped_replacement():
     # Not the code: its line that re-registers the wrapped function is chapter 3's business.
     theirs, ours, their_matches, matches = rewrite_both(
-        LinearTimesInput, linear_and_product, fused_linear_and_product)
+        LinearTimesInput, linear_and_product, fused_linear_and_product
+    )
     assert str(ours.graph) == str(theirs.graph)
     assert match_names(matches) == match_names(their_matches) and len(matches) == 1
     assert [n.target for n in ours.graph.nodes].count(scale_and_shift) == 1
@@ -243,8 +244,9 @@ def test_a_failed_candidate_is_undone_and_the_next_one_matches():
         y = F.linear(x, w, bias=b)
         return y, torch.mul(c, y)
 
-    matches = assert_same_rewrite(ThreeCandidates, linear_times, replacement,
-                                  (torch.randn(2, 4), torch.randn(2, 4)))
+    matches = assert_same_rewrite(
+        ThreeCandidates, linear_times, replacement, (torch.randn(2, 4), torch.randn(2, 4))
+    )
     assert len(matches) == 2
 
 
@@ -277,8 +279,9 @@ class MinusConstant(nn.Module):
 
 
 def test_plain_tensor_attributes_in_pattern_and_replacement():
-    matches = assert_same_rewrite(TensorConstants, PlusConstant(), MinusConstant(),
-                                  (torch.randn(3),))
+    matches = assert_same_rewrite(
+        TensorConstants, PlusConstant(), MinusConstant(), (torch.randn(3),)
+    )
     assert len(matches) == 1
 
 
@@ -324,6 +327,7 @@ def test_submodules_no_node_calls_are_deleted_and_the_replacements_copied_in():
 
 # --- torch.ops overloads ---------------------------------------------------------------
 
+
 def test_placeholders_bound_to_list_arguments_of_an_overload():
     def program(x):
         return torch.ops.aten.repeat.default(x, [2, 1]) + 1
@@ -338,11 +342,17 @@ def test_placeholders_bound_to_list_arguments_of_an_overload():
     assert match_names(matches)[0][1]["sizes"] == [2, 1]
 
 
-@pytest.mark.parametrize("program", [
-    lambda x: torch.ops.aten.max_pool2d_with_indices.default(x, [2, 2], stride=[2, 2])[0],
-    lambda x: torch.ops.aten.max_pool2d_with_indices.default(x, [2, 2], [2, 2], [0, 0])[0],
-    lambda x: torch.ops.aten.max_pool2d_with_indices.default(x, [2, 2], [2, 2], dilation=[1, 1])[0],
-], ids=["keyword-stride", "positional-padding", "default-padding"])
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda x: torch.ops.aten.max_pool2d_with_indices.default(x, [2, 2], stride=[2, 2])[0],
+        lambda x: torch.ops.aten.max_pool2d_with_indices.default(x, [2, 2], [2, 2], [0, 0])[0],
+        lambda x: torch.ops.aten.max_pool2d_with_indices.default(
+            x, [2, 2], [2, 2], dilation=[1, 1]
+        )[0],
+    ],
+    ids=["keyword-stride", "positional-padding", "default-padding"],
+)
 def test_an_overload_call_matches_whatever_spells_the_same_arguments(program):
     def pattern(x, kernel, stride):
         return torch.ops.aten.max_pool2d_with_indices.default(x, kernel, stride, padding=[0, 0])
@@ -351,12 +361,16 @@ def test_an_overload_call_matches_whatever_spells_the_same_arguments(program):
     assert len(matches) == 1
 
 
-@pytest.mark.parametrize("program,count", [
-    (lambda x: torch.ops.aten.clamp.default(x, min=0.0), 1),
-    (lambda x: torch.ops.aten.clamp.default(x, 0.0, None), 1),
-    (lambda x: torch.ops.aten.clamp.default(x, 0.0, 1.0), 0),  # max differs from the default
-    (lambda x: torch.clamp(x, min=0.0), 0),  # torch.clamp has no schema to consult
-], ids=["keyword", "positional", "other-max", "not-an-overload"])
+@pytest.mark.parametrize(
+    "program,count",
+    [
+        (lambda x: torch.ops.aten.clamp.default(x, min=0.0), 1),
+        (lambda x: torch.ops.aten.clamp.default(x, 0.0, None), 1),
+        (lambda x: torch.ops.aten.clamp.default(x, 0.0, 1.0), 0),  # max differs from the default
+        (lambda x: torch.clamp(x, min=0.0), 0),  # torch.clamp has no schema to consult
+    ],
+    ids=["keyword", "positional", "other-max", "not-an-overload"],
+)
 def test_keyword_and_positional_spellings_of_an_overload(program, count):
     def pattern(x, low):
         return torch.ops.aten.clamp.default(x, low)

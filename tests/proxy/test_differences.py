@@ -36,6 +36,7 @@ pytestmark = pytest.mark.ch1
 
 # -- the tape ------------------------------------------------------------------------------
 
+
 def add_relu_sum(x):
     return torch.relu(x + 1).sum()
 
@@ -47,8 +48,9 @@ def test_torch_fx_records_into_a_graph_stage_1_into_a_tape():
     ours = trace_to_tape(add_relu_sum)
     assert type(theirs) is torch.fx.Graph
     assert type(ours) is Tape and isinstance(ours.records, list)
-    assert [(r.name, r.op, r.target) for r in ours] == \
-        [(n.name, n.op, n.target) for n in theirs.nodes]
+    assert [(r.name, r.op, r.target) for r in ours] == [
+        (n.name, n.op, n.target) for n in theirs.nodes
+    ]
 
 
 def test_proxy_and_tracer_base_are_torch_fx_s_and_record_into_any_graph():
@@ -65,6 +67,7 @@ def test_proxy_and_tracer_base_are_torch_fx_s_and_record_into_any_graph():
 
 
 # -- errors --------------------------------------------------------------------------------
+
 
 def branch(x, other):
     return x if x.sum() > 0 else -x
@@ -118,18 +121,25 @@ def raised(lib, program) -> BaseException:
     return error.value
 
 
-@pytest.mark.parametrize("program, torch_fx_type, words", [
-    (branch, torch.fx.proxy.TraceError,
-     "symbolically traced variables cannot be used as inputs to control flow"),
-    (loop, torch.fx.proxy.TraceError, "Proxy object cannot be iterated"),
-    (length, RuntimeError, "'len' is not supported in symbolic tracing by default"),
-    (dict_key, RuntimeError, "ictionaries used as an argument cannot contain a Node"),
-    (two_tracers, RuntimeError, None),
-    (to_int, TypeError, None),
-    (to_range, TypeError, None),
-    (assign_item, TypeError, None),
-    (unrecordable, NotImplementedError, None),
-], ids=lambda value: getattr(value, "__name__", None))
+@pytest.mark.parametrize(
+    "program, torch_fx_type, words",
+    [
+        (
+            branch,
+            torch.fx.proxy.TraceError,
+            "symbolically traced variables cannot be used as inputs to control flow",
+        ),
+        (loop, torch.fx.proxy.TraceError, "Proxy object cannot be iterated"),
+        (length, RuntimeError, "'len' is not supported in symbolic tracing by default"),
+        (dict_key, RuntimeError, "ictionaries used as an argument cannot contain a Node"),
+        (two_tracers, RuntimeError, None),
+        (to_int, TypeError, None),
+        (to_range, TypeError, None),
+        (assign_item, TypeError, None),
+        (unrecordable, NotImplementedError, None),
+    ],
+    ids=lambda value: getattr(value, "__name__", None),
+)
 def test_trace_errors_are_the_types_torch_fx_raises(program, torch_fx_type, words):
     """minifx raises a `TraceError` (a `ValueError`, as torch.fx's) wherever tracing must
     stop, and it is also the type torch.fx raises for the same mistake: a `TraceError`, a
@@ -145,8 +155,9 @@ def test_trace_errors_are_the_types_torch_fx_raises(program, torch_fx_type, word
         assert words in str(theirs) and words in str(ours)
 
 
-@pytest.mark.parametrize("program", [lambda x, other: round(x), lambda x, other: divmod(x, 2)],
-                         ids=["round", "divmod"])
+@pytest.mark.parametrize(
+    "program", [lambda x, other: round(x), lambda x, other: divmod(x, 2)], ids=["round", "divmod"]
+)
 def test_builtins_that_need_a_number_raise_python_s_type_error_in_both(program):
     """Other builtins that need a number (`round(p)`, `divmod(p, 2)`) raise Python's
     `TypeError` in both."""
@@ -157,6 +168,7 @@ def test_builtins_that_need_a_number_raise_python_s_type_error_in_both(program):
 
 # -- printing ------------------------------------------------------------------------------
 
+
 def test_the_tape_prints_no_user_counts_and_summarises_tensors():
     """The tape prints without torch.fx's `[num_users=N]`, and a constant tensor argument
     prints as `<Tensor 2x3 float32>`, not its values."""
@@ -164,8 +176,11 @@ def test_the_tape_prints_no_user_counts_and_summarises_tensors():
     x = graph.placeholder("x")
     graph.output(graph.call_function(operator.add, (x, torch.zeros(2, 3))))
     x = tape.create_node("placeholder", "x")
-    tape.create_node("output", "output",
-                     (tape.create_node("call_function", operator.add, (x, torch.zeros(2, 3))),))
+    tape.create_node(
+        "output",
+        "output",
+        (tape.create_node("call_function", operator.add, (x, torch.zeros(2, 3))),),
+    )
     theirs = re.sub(r" : \[num_users=\d\]", "", str(graph)).replace("graph():", "tape():")
     values = "tensor([[0., 0., 0.],\n        [0., 0., 0.]])"
     assert values in theirs and "[num_users=1]" in str(graph)
@@ -173,6 +188,7 @@ def test_the_tape_prints_no_user_counts_and_summarises_tensors():
 
 
 # -- inputs and constants ------------------------------------------------------------------
+
 
 def variadic(*xs):
     return xs[0]
@@ -207,6 +223,7 @@ def test_parameters_and_constant_tensors_are_plain_arguments(program):
 
 
 # -- not covered ---------------------------------------------------------------------------
+
 
 def asserting(x):
     assert x.sum() > 0

@@ -22,16 +22,17 @@ pytestmark = pytest.mark.ch1
 
 # -- the corpus: small plain functions, no parameters, no tensor constants --------
 
+
 def arithmetic(x, y):
-    return (x + y, x - y, x * y, x / y, x // y, x % y, x ** y, x @ y)
+    return (x + y, x - y, x * y, x / y, x // y, x % y, x**y, x @ y)
 
 
 def arithmetic_with_numbers(x):
-    return x + 1, x - 2.5, x * 3, x / 4, x // 5, x % 6, x ** 2
+    return x + 1, x - 2.5, x * 3, x / 4, x // 5, x % 6, x**2
 
 
 def reflected_arithmetic(x):
-    return 1 + x, 2 - x, 3 * x, 4 / x, 5 // x, 6 % x, 2 ** x
+    return 1 + x, 2 - x, 3 * x, 4 / x, 5 // x, 6 % x, 2**x
 
 
 def comparisons(x, y):
@@ -201,7 +202,7 @@ def dedup_getitem(x):
 
 
 def dedup_builtin_names(x):
-    return abs(x) + abs(x.relu()) + x ** 2 + (x + 1) ** 3
+    return abs(x) + abs(x.relu()) + x**2 + (x + 1) ** 3
 
 
 def dedup_getattr(x):
@@ -258,32 +259,78 @@ def lambda_function(x):
 
 
 CORPUS = [
-    arithmetic, arithmetic_with_numbers, reflected_arithmetic, comparisons,
-    comparisons_with_numbers_on_the_left, bitwise, reflected_bitwise, unary,
-    index_int, index_tuple_with_slice, index_ellipsis_none, index_step_slice,
-    index_with_proxy, slice_with_proxy_bound, torch_positional, torch_keyword_proxy,
-    torch_cat_list, torch_stack_tuple_dim, torch_nested_calls, torch_where,
-    functional_calls, functional_linear, tensor_methods, chained_methods,
-    attributes_as_values, attribute_shape_index,
-    attribute_dtype_argument, unused_attribute, method_of_attribute, unpacking_chunk,
-    unpacking_three, returns_tuple, returns_list, returns_dict, returns_nested,
-    returns_input, keyword_only, defaulted, three_inputs, dedup_add, dedup_getitem,
-    dedup_builtin_names, dedup_getattr, dedup_float_method, long_chain, lambda_function,
-    unpacking_shape, attributes_as_torch_arguments, in_place_methods, method_arguments,
-    advanced_indexing, torch_misc, shape_arithmetic, repeated_tuple, returns_string,
+    arithmetic,
+    arithmetic_with_numbers,
+    reflected_arithmetic,
+    comparisons,
+    comparisons_with_numbers_on_the_left,
+    bitwise,
+    reflected_bitwise,
+    unary,
+    index_int,
+    index_tuple_with_slice,
+    index_ellipsis_none,
+    index_step_slice,
+    index_with_proxy,
+    slice_with_proxy_bound,
+    torch_positional,
+    torch_keyword_proxy,
+    torch_cat_list,
+    torch_stack_tuple_dim,
+    torch_nested_calls,
+    torch_where,
+    functional_calls,
+    functional_linear,
+    tensor_methods,
+    chained_methods,
+    attributes_as_values,
+    attribute_shape_index,
+    attribute_dtype_argument,
+    unused_attribute,
+    method_of_attribute,
+    unpacking_chunk,
+    unpacking_three,
+    returns_tuple,
+    returns_list,
+    returns_dict,
+    returns_nested,
+    returns_input,
+    keyword_only,
+    defaulted,
+    three_inputs,
+    dedup_add,
+    dedup_getitem,
+    dedup_builtin_names,
+    dedup_getattr,
+    dedup_float_method,
+    long_chain,
+    lambda_function,
+    unpacking_shape,
+    attributes_as_torch_arguments,
+    in_place_methods,
+    method_arguments,
+    advanced_indexing,
+    torch_misc,
+    shape_arithmetic,
+    repeated_tuple,
+    returns_string,
     annotated,
 ]
 
 
 # -- comparing a torch.fx graph with a tape ---------------------------------------
 
+
 def named(value):
     """`value` with every Node or Record replaced by its name, containers kept."""
     if isinstance(value, (torch.fx.Node, Record)):
         return ("%", value.name)
     if isinstance(value, (list, tuple)):
-        return type(value)(named(v) for v in value) if not hasattr(value, "_fields") \
+        return (
+            type(value)(named(v) for v in value)
+            if not hasattr(value, "_fields")
             else type(value)(*(named(v) for v in value))
+        )
     if isinstance(value, dict):
         return {k: named(v) for k, v in value.items()}
     if isinstance(value, slice):
@@ -294,8 +341,7 @@ def named(value):
 def summary(records):
     """`(name, op, target)` per record; for `output`, the op and the returned structure."""
     return [
-        (r.op, named(r.args[0])) if r.op == "output" else (r.name, r.op, r.target)
-        for r in records
+        (r.op, named(r.args[0])) if r.op == "output" else (r.name, r.op, r.target) for r in records
     ]
 
 
@@ -319,23 +365,53 @@ def test_args_and_kwargs_match_torch_fx(fn):
 
 
 def test_corpus_covers_every_python_operator():
-    recorded = {
-        r.target for fn in CORPUS for r in trace_to_tape(fn) if r.op == "call_function"
-    }
+    recorded = {r.target for fn in CORPUS for r in trace_to_tape(fn) if r.op == "call_function"}
     operators = {
-        operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
-        operator.mod, operator.pow, operator.matmul, operator.eq, operator.ne,
-        operator.lt, operator.le, operator.gt, operator.ge, operator.and_, operator.or_,
-        operator.xor, operator.lshift, operator.rshift, operator.invert, operator.neg,
-        operator.pos, operator.abs, operator.getitem, getattr,
+        operator.add,
+        operator.sub,
+        operator.mul,
+        operator.truediv,
+        operator.floordiv,
+        operator.mod,
+        operator.pow,
+        operator.matmul,
+        operator.eq,
+        operator.ne,
+        operator.lt,
+        operator.le,
+        operator.gt,
+        operator.ge,
+        operator.and_,
+        operator.or_,
+        operator.xor,
+        operator.lshift,
+        operator.rshift,
+        operator.invert,
+        operator.neg,
+        operator.pos,
+        operator.abs,
+        operator.getitem,
+        getattr,
     }
     assert operators - recorded == set()
 
 
 def test_deduplicated_names_appear_in_the_corpus():
     names = {r.name for fn in CORPUS for r in trace_to_tape(fn)}
-    expected = {"add", "add_1", "add_3", "getitem_2", "abs_1", "abs_2", "getattr_1",
-                "getattr_2", "float_1", "float_3", "pow_1", "pow_2"}
+    expected = {
+        "add",
+        "add_1",
+        "add_3",
+        "getitem_2",
+        "abs_1",
+        "abs_2",
+        "getattr_1",
+        "getattr_2",
+        "float_1",
+        "float_3",
+        "pow_1",
+        "pow_2",
+    }
     assert expected - names == set()
 
 
@@ -352,10 +428,22 @@ def fx_lines(fn):
 # Functions that return a dict or a string, and annotated ones, are compared in their
 # own tests below.
 PRINTED = [
-    arithmetic, reflected_bitwise, index_tuple_with_slice, index_ellipsis_none,
-    index_step_slice, slice_with_proxy_bound, torch_keyword_proxy, torch_stack_tuple_dim,
-    tensor_methods, attributes_as_values, unpacking_chunk, returns_list, defaulted,
-    long_chain, advanced_indexing, torch_misc,
+    arithmetic,
+    reflected_bitwise,
+    index_tuple_with_slice,
+    index_ellipsis_none,
+    index_step_slice,
+    slice_with_proxy_bound,
+    torch_keyword_proxy,
+    torch_stack_tuple_dim,
+    tensor_methods,
+    attributes_as_values,
+    unpacking_chunk,
+    returns_list,
+    defaulted,
+    long_chain,
+    advanced_indexing,
+    torch_misc,
 ]
 
 
@@ -374,8 +462,9 @@ def test_printed_tape_golden():
     )
 
 
-@pytest.mark.parametrize("fn", [returns_dict, returns_nested, returns_string],
-                         ids=lambda fn: fn.__name__)
+@pytest.mark.parametrize(
+    "fn", [returns_dict, returns_nested, returns_string], ids=lambda fn: fn.__name__
+)
 def test_printed_return_of_dict_matches_torch_fx(fn):
     assert str(trace_to_tape(fn)).splitlines()[-1] == fx_lines(fn)[-1]
 

@@ -89,7 +89,9 @@ def test_chained_comparison_and_max_name_the_value():
         # marker: max
         return max(x, 1)
 
-    assert trace_error(chained) == bool_message("gt", where("chained", "chained", "return 0 < x < 1"))
+    assert trace_error(chained) == bool_message(
+        "gt", where("chained", "chained", "return 0 < x < 1")
+    )
     assert trace_error(maximum) == bool_message("lt", where("max", "maximum", "return max(x, 1)"))
 
 
@@ -268,8 +270,10 @@ def test_errors_name_the_innermost_user_frame():
 
 def test_location_without_source_line():
     namespace = {}
-    exec(compile("def generated(x):\n    if x:\n        return x\n", "<generated>", "exec"),
-         namespace)
+    exec(
+        compile("def generated(x):\n    if x:\n        return x\n", "<generated>", "exec"),
+        namespace,
+    )
     assert trace_error(namespace["generated"]) == bool_message(
         "x", '  File "<generated>", line 2, in generated'
     )

@@ -30,17 +30,67 @@ def helper(x):
 # torch.nn.functional, tensor methods (C and Python: split, __rsub__), operators,
 # other modules, user functions and classes.
 TARGETS = [
-    getattr, len, abs, max, isinstance, int, slice, range,
-    *(getattr(operator, name) for name in ("add", "sub", "truediv", "getitem", "not_", "iadd",
-                                             "setitem", "abs", "neg", "contains", "is_")),
-    torch.relu, torch.add, torch.cat, torch.flatten, torch.where, torch.Size, torch.device,
-    torch.tensor, torch._assert, torch.special.erf, torch.nn.init.normal_,
-    F.relu, F.linear, F.conv2d, F.softmax, F.gelu, F.dropout, F.batch_norm, F.layer_norm,
-    torch.Tensor.add, torch.Tensor.relu, torch.Tensor.view, torch.Tensor.__getitem__,
-    torch.Tensor.__add__, torch.Tensor.size, torch.Tensor.split, torch.Tensor.__rsub__,
-    torch.Tensor.unflatten, torch.Tensor.norm,
-    torch.ops.aten.add.Tensor, torch.ops.aten.add, torch.ops.aten.relu.default,
-    math.sqrt, math.floor, typing.cast, helper, nn.Linear,
+    getattr,
+    len,
+    abs,
+    max,
+    isinstance,
+    int,
+    slice,
+    range,
+    *(
+        getattr(operator, name)
+        for name in (
+            "add",
+            "sub",
+            "truediv",
+            "getitem",
+            "not_",
+            "iadd",
+            "setitem",
+            "abs",
+            "neg",
+            "contains",
+            "is_",
+        )
+    ),
+    torch.relu,
+    torch.add,
+    torch.cat,
+    torch.flatten,
+    torch.where,
+    torch.Size,
+    torch.device,
+    torch.tensor,
+    torch._assert,
+    torch.special.erf,
+    torch.nn.init.normal_,
+    F.relu,
+    F.linear,
+    F.conv2d,
+    F.softmax,
+    F.gelu,
+    F.dropout,
+    F.batch_norm,
+    F.layer_norm,
+    torch.Tensor.add,
+    torch.Tensor.relu,
+    torch.Tensor.view,
+    torch.Tensor.__getitem__,
+    torch.Tensor.__add__,
+    torch.Tensor.size,
+    torch.Tensor.split,
+    torch.Tensor.__rsub__,
+    torch.Tensor.unflatten,
+    torch.Tensor.norm,
+    torch.ops.aten.add.Tensor,
+    torch.ops.aten.add,
+    torch.ops.aten.relu.default,
+    math.sqrt,
+    math.floor,
+    typing.cast,
+    helper,
+    nn.Linear,
 ]
 
 
@@ -70,15 +120,19 @@ def test_qualified_name_is_torch_fx_s(target):
     assert qualified_name(target) == torch.fx.node._get_qualified_name(target)
 
 
-@pytest.mark.parametrize("target, printed, qualified", [
-    (operator.add, "operator.add", "_operator.add"),
-    (getattr, "builtins.getattr", "getattr"),
-    (torch.relu, "torch.relu", "torch.relu"),
-    (torch.Tensor.split, "torch.Tensor.split", "torch.Tensor.split"),
-    ("relu", "relu", None),
-])
+@pytest.mark.parametrize(
+    "target, printed, qualified",
+    [
+        (operator.add, "operator.add", "_operator.add"),
+        (getattr, "builtins.getattr", "getattr"),
+        (torch.relu, "torch.relu", "torch.relu"),
+        (torch.Tensor.split, "torch.Tensor.split", "torch.Tensor.split"),
+        ("relu", "relu", None),
+    ],
+)
 def test_printed_target_and_qualified_name_differ_only_for_builtins_and_operator(
-        target, printed, qualified):
+    target, printed, qualified
+):
     # Printing says where a function comes from; generated code calls builtins by
     # name and imports the operator module's functions from `_operator`.
     assert format_target(target) == printed
@@ -95,14 +149,26 @@ def test_qualified_name_of_a_plain_function_and_a_callable_instance():
     assert qualified_name(Scale()) == f"{__name__}.Scale"
 
 
-@pytest.mark.parametrize("annotation", [int, torch.Tensor, list[int], typing.List[int],
-                                        typing.Optional[torch.Tensor], ..., helper, "int"],
-                         ids=str)
+@pytest.mark.parametrize(
+    "annotation",
+    [
+        int,
+        torch.Tensor,
+        list[int],
+        typing.List[int],
+        typing.Optional[torch.Tensor],
+        ...,
+        helper,
+        "int",
+    ],
+    ids=str,
+)
 def test_type_repr_is_torch_fx_s(annotation):
     assert type_repr(annotation) == torch.fx.node._type_repr(annotation)
 
 
 # -- The printer, differential: each torch.fx node printed by minifx's format_line ----
+
 
 class _Net(nn.Module):
     def __init__(self):
@@ -127,9 +193,11 @@ def _models():
     s = graph.call_function(operator.add, (x, w), type_expr=torch.Tensor)
     graph.call_method("relu", (s,))  # unused: [num_users=0]
     graph.output((s, [x, {"k": w}]), type_expr=tuple[torch.Tensor, list])
-    return {"net": torch.fx.symbolic_trace(_Net()).graph,
-            "plain": torch.fx.symbolic_trace(plain).graph,
-            "by_hand": graph}
+    return {
+        "net": torch.fx.symbolic_trace(_Net()).graph,
+        "plain": torch.fx.symbolic_trace(plain).graph,
+        "by_hand": graph,
+    }
 
 
 MODELS = _models()
@@ -140,8 +208,15 @@ def _stand_ins(graph: torch.fx.Graph) -> dict:
     copies: dict = {}
     for node in graph.nodes:
         args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: copies[n])
-        copies[node] = SimpleNamespace(name=node.name, op=node.op, target=node.target,
-                                       args=args, kwargs=kwargs, type=node.type, graph=None)
+        copies[node] = SimpleNamespace(
+            name=node.name,
+            op=node.op,
+            target=node.target,
+            args=args,
+            kwargs=kwargs,
+            type=node.type,
+            graph=None,
+        )
     return copies
 
 
@@ -162,6 +237,7 @@ def test_format_line_prints_each_node_as_torch_fx(model):
 
 
 # -- The grammar: every line torch.fx prints parses, and the parts are right -----------
+
 
 def _check_line(line: str, with_users: bool) -> None:
     if line.startswith("return "):
@@ -211,10 +287,12 @@ def test_the_grammar_names_the_opcodes_and_its_example_parses():
 
 
 def test_a_line_that_breaks_the_grammar_does_not_parse():
-    for line in ["%x : [num_users=1] placeholder[target=x]",   # no " = "
-                 "%x : [num_users=1] = call_fn[target=f](args = (), kwargs = {})",
-                 "%1x = placeholder[target=x]",
-                 "%add = call_function[target=operator.add](args = %x, kwargs = {})"]:
+    for line in [
+        "%x : [num_users=1] placeholder[target=x]",  # no " = "
+        "%x : [num_users=1] = call_fn[target=f](args = (), kwargs = {})",
+        "%1x = placeholder[target=x]",
+        "%add = call_function[target=operator.add](args = %x, kwargs = {})",
+    ]:
         assert NODE_LINE.fullmatch(line) is None, line
 
 

@@ -16,9 +16,33 @@ from minifx.proxy.names import Namespace, snake_case, target_to_name
 pytestmark = pytest.mark.ch1
 
 CANDIDATES = [
-    "add", "add_1", "add_2", "x", "x_2", "x_0", "getattr", "abs", "len", "torch", "inf",
-    "nan", "device", "layer1.0.conv1", "layer1_0_conv1", "1bad", "", "camelCase",
-    "for", "class", "_", "__", "getattr_1", "relu", "a b", "-", "add_01",
+    "add",
+    "add_1",
+    "add_2",
+    "x",
+    "x_2",
+    "x_0",
+    "getattr",
+    "abs",
+    "len",
+    "torch",
+    "inf",
+    "nan",
+    "device",
+    "layer1.0.conv1",
+    "layer1_0_conv1",
+    "1bad",
+    "",
+    "camelCase",
+    "for",
+    "class",
+    "_",
+    "__",
+    "getattr_1",
+    "relu",
+    "a b",
+    "-",
+    "add_01",
 ]
 
 
@@ -60,8 +84,7 @@ def test_names_are_unique_valid_identifiers(candidates):
         (["layer1.0.conv1", "layer1.0.conv1"], ["layer1_0_conv1", "layer1_0_conv1_1"]),
         (["1bad", "", "camelCase"], ["_1bad", "_unnamed", "camelCase"]),
     ],
-    ids=["repeat", "suffix-first", "free-suffix-kept", "builtin", "reserved",
-         "dotted", "invalid"],
+    ids=["repeat", "suffix-first", "free-suffix-kept", "builtin", "reserved", "dotted", "invalid"],
 )
 def test_namespace_examples(candidates, expected):
     assert minifx_names(candidates) == expected == fx_names(candidates)
@@ -88,17 +111,33 @@ def fx_target_to_str(target):
 
 @pytest.mark.parametrize(
     "target",
-    [operator.add, operator.getitem, getattr, torch.relu, F.relu, torch.Tensor.add,
-     F.batch_norm, "relu", "size", "__call__", "__getitem__", "batchNorm", "camelCaseName",
-     "layer1.0.conv1", "ALL_CAPS", "x"],
+    [
+        operator.add,
+        operator.getitem,
+        getattr,
+        torch.relu,
+        F.relu,
+        torch.Tensor.add,
+        F.batch_norm,
+        "relu",
+        "size",
+        "__call__",
+        "__getitem__",
+        "batchNorm",
+        "camelCaseName",
+        "layer1.0.conv1",
+        "ALL_CAPS",
+        "x",
+    ],
     ids=str,
 )
 def test_target_to_name_matches_torch_fx(target):
     assert target_to_name(target) == fx_target_to_str(target)
 
 
-@pytest.mark.parametrize("target", [torch.Tensor.__getitem__, torch.Tensor.__add__],
-                         ids=lambda target: target.__name__)
+@pytest.mark.parametrize(
+    "target", [torch.Tensor.__getitem__, torch.Tensor.__add__], ids=lambda target: target.__name__
+)
 def test_target_to_name_of_a_magic_callable_matches_torch_fx(target):
     assert target_to_name(target) == fx_target_to_str(target)
 

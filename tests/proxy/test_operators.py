@@ -25,8 +25,9 @@ FX_ONLY = {"div"}
 
 
 def test_the_table_is_torch_fx_s():
-    assert OPERATOR_SYNTAX == {name: syntax for name, syntax in torch.fx.graph.magic_methods.items()
-                               if name not in FX_ONLY}
+    assert OPERATOR_SYNTAX == {
+        name: syntax for name, syntax in torch.fx.graph.magic_methods.items() if name not in FX_ONLY
+    }
     assert INPLACE_OPERATORS == torch.fx.graph.inplace_methods
 
 
@@ -37,8 +38,12 @@ def test_reflectable_operators_are_torch_fx_s_less_getitem():
 
 
 def test_the_groups_make_up_the_table():
-    assert OPERATOR_SYNTAX == {**REFLECTABLE_OPERATORS, **COMPARISONS,
-                               "getitem": "{}[{}]", **UNARY_OPERATORS}
+    assert OPERATOR_SYNTAX == {
+        **REFLECTABLE_OPERATORS,
+        **COMPARISONS,
+        "getitem": "{}[{}]",
+        **UNARY_OPERATORS,
+    }
 
 
 def _operands(name: str) -> dict:
@@ -52,7 +57,7 @@ def _operands(name: str) -> dict:
 @pytest.mark.parametrize("name", OPERATOR_SYNTAX)
 def test_each_syntax_means_its_operator_function(name):
     values, syntax = _operands(name), OPERATOR_SYNTAX[name]
-    names = ["a", "b"][:syntax.count("{}")]
+    names = ["a", "b"][: syntax.count("{}")]
     result = eval(syntax.format(*names), dict(values))
     expected = getattr(operator, name)(*(values[n] for n in names))
     assert torch.equal(torch.as_tensor(result), torch.as_tensor(expected))
@@ -61,7 +66,7 @@ def test_each_syntax_means_its_operator_function(name):
 @pytest.mark.parametrize("name", INPLACE_OPERATORS)
 def test_each_inplace_syntax_means_its_operator_function(name):
     syntax = INPLACE_OPERATORS[name]
-    names = ["a", "b", "c"][:syntax.count("{}")]
+    names = ["a", "b", "c"][: syntax.count("{}")]
     namespace = _operands(name)
     exec(syntax.format(*names), namespace)
     values = _operands(name)

@@ -59,6 +59,7 @@ def walk(value):
 
 # -- records hold records --------------------------------------------------------
 
+
 def test_records_hold_records_in_place_of_proxies():
     def fn(x, y):
         h = torch.cat([x, y[:, 1:]], dim=0)
@@ -83,6 +84,7 @@ def test_record_fields_and_repr():
 
 
 # -- Attribute --------------------------------------------------------------------
+
 
 def test_attribute_records_nothing_until_used(tracer, x):
     shape = x.shape
@@ -109,6 +111,7 @@ def test_calling_an_attribute_records_a_method_not_a_getattr(tracer, x):
 
 
 # -- Proxy(node) ------------------------------------------------------------------
+
 
 def test_proxy_without_tracer_appends_to_the_nodes_tape():
     tape = trace_to_tape(lambda x: x + 1)
@@ -140,7 +143,10 @@ def test_calling_a_proxy_records_call_method(tracer, x):
     x(1, key=2)
     record = tracer.graph.records[-1]
     assert (record.op, record.target, record.args, record.kwargs) == (
-        "call_method", "__call__", (x.node, 1), {"key": 2}
+        "call_method",
+        "__call__",
+        (x.node, 1),
+        {"key": 2},
     )
 
 
@@ -152,9 +158,7 @@ def test_double_star_records_keys(tracer, x):
         # `**x` first calls x.keys(), which is recorded; iterating over the
         # keys then needs their number, which is unknown.
         takes_kwargs(**x)
-    assert (tracer.graph.records[1].op, tracer.graph.records[1].target) == (
-        "call_method", "keys"
-    )
+    assert (tracer.graph.records[1].op, tracer.graph.records[1].target) == ("call_method", "keys")
 
 
 def test_tensor_method_through_torch_function_is_a_call_method(tracer, x):
@@ -174,6 +178,7 @@ def test_torch_function_finds_proxies_in_nested_keyword_arguments(tracer, x):
 
 # -- create_arg -------------------------------------------------------------------
 
+
 def test_create_arg_keeps_namedtuples(tracer, x):
     arg = tracer.create_arg(Point(x, 3))
     assert type(arg) is Point
@@ -191,8 +196,19 @@ def test_create_arg_converts_dicts_lists_and_tuples(tracer, x):
 
 
 def test_create_arg_keeps_base_types(tracer):
-    values = [1, 2.5, True, 1j, "s", None, ..., torch.float16, torch.device("cpu"),
-              torch.contiguous_format, torch.strided]
+    values = [
+        1,
+        2.5,
+        True,
+        1j,
+        "s",
+        None,
+        ...,
+        torch.float16,
+        torch.device("cpu"),
+        torch.contiguous_format,
+        torch.strided,
+    ]
     assert [tracer.create_arg(v) for v in values] == values
     tensor = torch.ones(2)
     assert tracer.create_arg(tensor) is tensor
@@ -208,14 +224,16 @@ def test_create_arg_rejects_a_proxy_inside_a_tuple_key(tracer, x):
         tracer.create_arg({("k", x): 1})
 
 
-@pytest.mark.parametrize("value", [object(), {1, 2}, lambda: 0, b"bytes"],
-                         ids=["object", "set", "lambda", "bytes"])
+@pytest.mark.parametrize(
+    "value", [object(), {1, 2}, lambda: 0, b"bytes"], ids=["object", "set", "lambda", "bytes"]
+)
 def test_create_arg_rejects_unsupported_types(tracer, value):
     with pytest.raises(TraceError, match=f"an argument of type {type(value).__qualname__}"):
         tracer.create_arg(value)
 
 
 # -- custom tracers ---------------------------------------------------------------
+
 
 class Tagged(Proxy):
     """A Proxy subclass a custom tracer hands out."""
@@ -230,10 +248,18 @@ class CustomTracer(TracerBase):
         self.kinds.append(kind)
         return super().create_node(kind, target, args, kwargs, name, type_expr)
 
-    def create_proxy(self, kind, target, args, kwargs, name=None, type_expr=None,
-                     proxy_factory_fn=None):
-        return super().create_proxy(kind, target, args, kwargs, name, type_expr,
-                                    proxy_factory_fn=lambda node: Tagged(node, self))
+    def create_proxy(
+        self, kind, target, args, kwargs, name=None, type_expr=None, proxy_factory_fn=None
+    ):
+        return super().create_proxy(
+            kind,
+            target,
+            args,
+            kwargs,
+            name,
+            type_expr,
+            proxy_factory_fn=lambda node: Tagged(node, self),
+        )
 
     def to_bool(self, obj):
         return True
@@ -268,9 +294,15 @@ def test_custom_iter_is_used_by_for_loops():
 
 
 def test_proxy_factory_and_name_and_type_expr(tracer, x):
-    proxy = tracer.create_proxy("call_function", torch.relu, (x,), {}, name="my_relu",
-                                type_expr=torch.Tensor,
-                                proxy_factory_fn=lambda node: Tagged(node, tracer))
+    proxy = tracer.create_proxy(
+        "call_function",
+        torch.relu,
+        (x,),
+        {},
+        name="my_relu",
+        type_expr=torch.Tensor,
+        proxy_factory_fn=lambda node: Tagged(node, tracer),
+    )
     assert type(proxy) is Tagged
     assert (proxy.node.name, proxy.node.type) == ("my_relu", torch.Tensor)
 
@@ -288,6 +320,7 @@ def test_two_tracers_in_one_call_raise():
 
 # -- the tape ---------------------------------------------------------------------
 
+
 def test_tape_rejects_an_unknown_opcode():
     with pytest.raises(ValueError) as error:
         Tape().create_node("call_everything", torch.relu)
@@ -298,7 +331,12 @@ def test_tape_rejects_an_unknown_opcode():
 
 def test_opcodes_are_torch_fx_opcodes():
     assert set(OPCODES) == {
-        "placeholder", "get_attr", "call_function", "call_method", "call_module", "output"
+        "placeholder",
+        "get_attr",
+        "call_function",
+        "call_method",
+        "call_module",
+        "output",
     }
 
 
@@ -351,7 +389,9 @@ def test_placeholder_defaults_are_kept():
 
     tape = trace_to_tape(fn)
     assert [(r.name, r.args) for r in tape if r.op == "placeholder"] == [
-        ("x", ()), ("y", (3,)), ("scale", (0.5,))
+        ("x", ()),
+        ("y", (3,)),
+        ("scale", (0.5,)),
     ]
     assert str(tape).splitlines()[1:4] == [
         "    %x = placeholder[target=x]",
@@ -385,7 +425,11 @@ def test_tracers_are_found_inside_slices():
 
 @pytest.mark.parametrize(
     "annotation, printed",
-    [("typing.Optional[int]", "typing.Optional[int]"), ("int", "int"), ("torch.Tensor", "torch.Tensor")],
+    [
+        ("typing.Optional[int]", "typing.Optional[int]"),
+        ("int", "int"),
+        ("torch.Tensor", "torch.Tensor"),
+    ],
 )
 def test_annotations_print_like_torch_fx(annotation, printed):
     import typing
