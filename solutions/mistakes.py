@@ -19,8 +19,9 @@ _REGISTER = (
 _INSERT = (
     "        with graph.inserting_before(node):\n"
     '            weight = graph.get_attr(state_name(node.target, "weight"))\n'
-    '            bias = graph.get_attr(state_name(node.target, "bias")) if linear.bias is not '
-    "None else None\n"
+    "            bias = (\n"
+    '                graph.get_attr(state_name(node.target, "bias")) if linear.bias is not None else None\n'
+    "            )\n"
     "            call = graph.call_function(F.linear, (node.args[0], weight, bias))\n"
 )
 
@@ -197,8 +198,8 @@ MISTAKES: dict[str, list[Mistake]] = {
     "2.2": [
         Mistake(
             "dropout layers in training mode count as no-ops",
-            "isinstance(module, DROPOUT_MODULES) and not module.training)",
-            "isinstance(module, DROPOUT_MODULES))",
+            "isinstance(module, DROPOUT_MODULES) and not module.training\n",
+            "isinstance(module, DROPOUT_MODULES)\n",
             "in training mode",
         ),
         Mistake(
@@ -335,9 +336,8 @@ MISTAKES: dict[str, list[Mistake]] = {
         ),
         Mistake(
             "a bias get_attr for a Linear without bias",
-            'bias = graph.get_attr(state_name(node.target, "bias")) if linear.bias is not None '
-            "else None",
-            'bias = graph.get_attr(state_name(node.target, "bias"))',
+            'graph.get_attr(state_name(node.target, "bias")) if linear.bias is not None else None\n',
+            'graph.get_attr(state_name(node.target, "bias"))\n',
             "gets no bias get_attr",
         ),
         Mistake(
@@ -362,10 +362,12 @@ MISTAKES: dict[str, list[Mistake]] = {
         Mistake(
             "the bias's get_attr first",
             '            weight = graph.get_attr(state_name(node.target, "weight"))\n'
-            '            bias = graph.get_attr(state_name(node.target, "bias")) if linear.bias '
-            "is not None else None\n",
-            '            bias = graph.get_attr(state_name(node.target, "bias")) if linear.bias '
-            "is not None else None\n"
+            "            bias = (\n"
+            '                graph.get_attr(state_name(node.target, "bias")) if linear.bias is not None else None\n'
+            "            )\n",
+            "            bias = (\n"
+            '                graph.get_attr(state_name(node.target, "bias")) if linear.bias is not None else None\n'
+            "            )\n"
             '            weight = graph.get_attr(state_name(node.target, "weight"))\n',
             "the weight's get_attr first",
         ),
@@ -451,8 +453,10 @@ MISTAKES: dict[str, list[Mistake]] = {
         ),
         Mistake(
             "methods not counted",
-            ' or \\\n                (n.op == "call_method" and n.target in MATMUL_METHODS)',
-            "",
+            "if (function and n.target in MATMUL_FUNCTIONS) or (\n"
+            '            n.op == "call_method" and n.target in MATMUL_METHODS\n'
+            "        ):",
+            "if function and n.target in MATMUL_FUNCTIONS:",
             "call_method nodes",
         ),
         Mistake(
@@ -771,26 +775,26 @@ MISTAKES: dict[str, list[Mistake]] = {
         ),
         Mistake(
             "a training-mode Linear fused",
-            "type(linear) is nn.Linear and not linear.training",
-            "type(linear) is nn.Linear",
+            "type(linear) is nn.Linear\n        and not linear.training\n",
+            "type(linear) is nn.Linear\n",
             "a Linear in training mode",
         ),
         Mistake(
             "another use of the Linear module ignored",
-            "and len(linear_node.users) == 1 and not other_uses(linear_node))",
-            "and len(linear_node.users) == 1)",
+            "and len(linear_node.users) == 1\n        and not other_uses(linear_node)\n",
+            "and len(linear_node.users) == 1\n",
             "other_uses(linear_node)",
         ),
         Mistake(
             "another user of the Linear's output ignored",
-            "and len(linear_node.users) == 1 and not other_uses(linear_node))",
-            "and not other_uses(linear_node))",
+            "and len(linear_node.users) == 1\n        and not other_uses(linear_node)\n",
+            "and not other_uses(linear_node)\n",
             "len(linear_node.users) == 1",
         ),
         Mistake(
             "any module taken for a Linear",
-            "type(linear) is nn.Linear and not linear.training",
-            "linear is not None and not linear.training",
+            "type(linear) is nn.Linear\n        and not linear.training\n",
+            "linear is not None\n        and not linear.training\n",
             "exactly an nn.Linear",
         ),
         Mistake(
@@ -840,8 +844,8 @@ MISTAKES: dict[str, list[Mistake]] = {
         ),
         Mistake(
             "the dtype not kept",
-            "device=first.weight.device, dtype=first.weight.dtype)",
-            "device=first.weight.device)",
+            "        device=first.weight.device,\n        dtype=first.weight.dtype,\n",
+            "        device=first.weight.device,\n",
             "dtype=first.weight.dtype",
         ),
         Mistake(
@@ -858,14 +862,14 @@ MISTAKES: dict[str, list[Mistake]] = {
         ),
         Mistake(
             "a first Linear in training mode merged",
-            "return (type(first) is nn.Linear and not first.training and len(first_node.users) == 1",
-            "return (type(first) is nn.Linear and len(first_node.users) == 1",
+            "type(first) is nn.Linear\n        and not first.training\n",
+            "type(first) is nn.Linear\n",
             "the first Linear is in training mode",
         ),
         Mistake(
             "another use of the first module ignored",
-            "and len(first_node.users) == 1\n            and not other_uses(first_node))",
-            "and len(first_node.users) == 1)",
+            "and len(first_node.users) == 1\n        and not other_uses(first_node)\n",
+            "and len(first_node.users) == 1\n",
             "other_uses(first_node)",
         ),
         Mistake(
