@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -22,3 +23,20 @@ def test_book_builds_strict(tmp_path):
     problems = [line for line in run.stderr.splitlines() if not line.startswith("INFO")]
     assert run.returncode == 0, "`mkdocs build --strict` failed:\n" + "\n".join(problems)
     assert (tmp_path / "site" / "index.html").is_file(), "the build wrote no index.html"
+
+
+@pytest.mark.meta
+def test_every_snippet_include_in_the_chapters_is_intact():
+    """`--8<-- "path:name"` exactly: a formatter once rewrote it as `--8 < --"path:name"`,
+    which the strict build accepts and the page shows as text instead of the code."""
+    broken = [
+        f"{page.relative_to(ROOT)}:{number}: {line.strip()}"
+        for page in sorted((ROOT / "chapters").rglob("*.md"))
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), start=1)
+        if re.search(r"--8\s*<\s*--", line)
+        and not re.fullmatch(r'\s*--8<-- "[^"]+"\s*', line)  # an include
+        and not re.search(r"--8<-- \[(start|end):[\w-]+\]", line)  # a section marker
+    ]
+    assert not broken, "snippet includes that pymdownx.snippets will not expand:\n" + "\n".join(
+        broken
+    )
