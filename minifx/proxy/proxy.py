@@ -1,12 +1,9 @@
-"""`Proxy`, a stand-in for a tensor that records what is done to it, and
-`TracerBase`, the tracer it records through.
+"""`Proxy`, a stand-in for a tensor that records what is done to it, and `TracerBase`,
+the tracer it records through.
 
-Each operator, `torch.*` call, method call or attribute of a Proxy becomes one
-record, written by its tracer's `create_proxy`, and a new Proxy for the result.
-The Proxy knows nothing about where records go: `TracerBase` writes them with
-`self.graph.create_node(...)`, so the same Proxy records into stage 1's `Tape`
-or stage 2's `Graph`. The two classes need each other (a tracer makes Proxies;
-`Proxy(node)` makes a tracer), so they share this module, as in torch.fx.
+Each operator, `torch.*` call, method call or attribute of a Proxy becomes a record,
+written by `tracer.create_proxy` into `tracer.graph` (stage 1's `Tape`, stage 2's
+`Graph`). The two classes need each other, so they share this module, as in torch.fx.
 """
 
 from __future__ import annotations
@@ -18,8 +15,8 @@ from typing import Any, Callable, Iterator
 from . import errors
 from .arguments import create_other_arg
 from .copying import CopyableProxy
+from .interfaces import IRGraph, IRNode
 from .introspection import current_instruction, is_tensor_method_or_property
-from .ir import IRGraph, IRNode
 from .mutation import check_for_mutable_operation
 from .names import target_to_name
 from .operators import OPERATOR_SYNTAX, REFLECTABLE_OPERATORS
@@ -50,8 +47,7 @@ def _records_reflected(function: Callable) -> Callable:
 
 
 def _with_operators(cls: type) -> type:
-    """Give `cls` a recording dunder for every operator of the table (`operators.py`):
-    `__add__` and `__radd__`, `__eq__`, `__getitem__`, `__neg__`, ..."""
+    """Give `cls` a recording dunder for each operator in `operators.py` (`__radd__` too)."""
     for name in OPERATOR_SYNTAX:
         function = getattr(operator, name)
         setattr(cls, f"__{name.strip('_')}__", _records(function))
@@ -74,9 +70,7 @@ class Proxy(CopyableProxy):
     """
 
     def __init__(self, node: IRNode, tracer: TracerBase | None = None) -> None:
-        if tracer is None:
-            tracer = GraphAppendingTracer(node.graph)
-        self.tracer = tracer
+        self.tracer = GraphAppendingTracer(node.graph) if tracer is None else tracer
         self.node = node
 
     def __repr__(self) -> str:
@@ -96,12 +90,8 @@ class Proxy(CopyableProxy):
     def __torch_function__(
         cls, function: Callable, types: tuple, args: tuple = (), kwargs: dict | None = None
     ) -> Proxy:
-        """Record a `torch.*` or `torch.nn.functional.*` call that received a Proxy.
-
-        torch calls this hook instead of the real function whenever an argument
-        (also inside a list, tuple or keyword argument) has it. Tensor methods
-        reached this way (`torch.Tensor.add(x, y)`) are recorded as methods.
-        """
+        """Record a `torch.*` call that received a Proxy (also inside a list, tuple or
+        keyword argument); `torch.Tensor.add(x, y)` is recorded as a method."""
         kwargs = kwargs or {}
         tracer = _the_one_tracer(function, (args, kwargs))
         if is_tensor_method_or_property(function):
@@ -161,12 +151,8 @@ class Proxy(CopyableProxy):
 
 # --8<-- [start:attribute]
 class Attribute(Proxy):
-    """`proxy.name`, recorded only when it is used as a value.
-
-    `x.size(0)` is a method call: calling the Attribute records
-    `call_method size`. `x.shape` used as a value is recorded the first time
-    its `node` is needed, as `call_function builtins.getattr(x, "shape")`.
-    """
+    """`proxy.name`, recorded as `call_method` when called (`x.size(0)`), or as
+    `builtins.getattr` the first time its `node` is needed (`x.shape`)."""
 
     def __init__(self, root: Proxy, attr: str) -> None:
         self.root = root
@@ -211,14 +197,11 @@ def _proxies_in(value: Any) -> Iterator[Proxy]:
 
 
 class TracerBase:
-    """Records operations on Proxies into `self.graph` (a `Tape`, a `Graph`).
-
-    Subclasses override its methods to change what gets recorded.
-    """
+    """Records operations on Proxies into `self.graph` (a `Tape`, a `Graph`);
+    subclasses override its methods to change what gets recorded."""
 
     graph: IRGraph
-    # Refuse torch operators that change an argument in place (see mutation.py);
-    # off by default, as in torch.fx.
+    # Refuse torch operators that change an argument (mutation.py); off, as in torch.fx.
     check_mutable_operations: bool = False
     # Store the user's frames in node.meta["stack_trace"]: chapter 2's Tracer does.
     record_stack_traces: bool = False
@@ -232,11 +215,8 @@ class TracerBase:
         name: str | None = None,
         type_expr: Any = None,
     ) -> IRNode:
-        """Append one record to `self.graph` and return it.
-
-        Raises:
-            RuntimeError: with `check_mutable_operations`, for a mutating operator.
-        """
+        """Append one record to `self.graph` and return it (with
+        `check_mutable_operations`, a mutating operator raises `RuntimeError`)."""
         if kind == "call_function" and self.check_mutable_operations:
             check_for_mutable_operation(target, args, kwargs)
         return self.graph.create_node(kind, target, args, kwargs, name, type_expr)
@@ -258,14 +238,8 @@ class TracerBase:
     ) -> Proxy:
         """Record `kind` `target(*args, **kwargs)` and return a Proxy for its result.
 
-        Args:
-            kind: the opcode, such as `call_function` or `call_method`.
-            target: the function, or the method's or placeholder's name.
-            args: positional arguments; Proxies among them become their records.
-            kwargs: keyword arguments, converted the same way.
-            name: a name for the record; by default one is made from `target`.
-            type_expr: an optional type annotation, kept on the record.
-            proxy_factory_fn: makes the Proxy from the record instead of `proxy()`.
+        `args` and `kwargs` go through `create_arg`; `name` defaults to one made from
+        `target`; `proxy_factory_fn`, if given, makes the Proxy instead of `proxy()`.
         """
         args, kwargs = self.create_arg(tuple(args)), self.create_arg(dict(kwargs))
         node = self.create_node(kind, target, args, kwargs, name, type_expr)
@@ -274,15 +248,9 @@ class TracerBase:
     # --8<-- [end:create_proxy]
 
     def create_arg(self, a: Any) -> Any:
-        """Convert an argument into a value a record can hold.
-
-        Proxies become their records, tuples, lists and dicts are converted item
-        by item, plain values are kept; `create_other_arg` (in `arguments.py`)
-        converts the rest as torch.fx does.
-
-        Raises:
-            TraceError: for a type that a record could not reproduce.
-        """
+        """Convert an argument into a value a record can hold: Proxies become their
+        records, containers are converted item by item, plain values are kept;
+        `create_other_arg` (`arguments.py`) converts the rest, or raises `TraceError`."""
         if isinstance(a, Proxy):
             return a.node
         if type(a) in PLAIN_VALUE_TYPES:
@@ -297,27 +265,20 @@ class TracerBase:
         proxy = next(_proxies_in(key), None)
         if proxy is not None:
             raise errors.proxy_as_dict_key(proxy.node.name)
-        # Keys go through the same conversion as values, as in torch.fx, so an
-        # unsupported key is refused with the same message as an unsupported value.
+        # Keys are converted like values, as in torch.fx: a bad one is refused alike.
         return self.create_arg(key)
 
     # --8<-- [start:to_bool]
     def to_bool(self, obj: Proxy) -> bool:
-        """Called by `bool(proxy)`: `if`, `while`, `and`, `or`, `not`, `assert`.
-
-        Raises:
-            TraceError: always; a subclass may return a value instead.
-        """
+        """Called by `bool(proxy)` (`if`, `while`, `and`, `or`, `not`, `assert`):
+        raises `TraceError`; a subclass may return a value instead."""
         raise errors.used_as_bool(obj.node.name)
 
     # --8<-- [end:to_bool]
 
     def iter(self, obj: Proxy) -> Iterator:
-        """Called by `iter(proxy)`: `for` loops, `*proxy`, `list(proxy)`, `**proxy`.
-
-        Raises:
-            TraceError: always; a subclass may return an iterator instead.
-        """
+        """Called by `iter(proxy)` (`for` loops, `*proxy`, `list(proxy)`, `**proxy`):
+        raises `TraceError`; a subclass may return an iterator instead."""
         raise errors.iterated(obj.node.name)
 
     def keys(self, obj: Proxy) -> Proxy:
