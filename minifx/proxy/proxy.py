@@ -21,7 +21,7 @@ from .mutation import check_for_mutable_operation
 from .names import target_to_name
 from .operators import OPERATOR_SYNTAX, REFLECTABLE_OPERATORS
 
-# Values a record keeps as they are, by exact type: the commonest after Proxies.
+# The commonest values after Proxies, kept as they are (exact types: a subclass may differ).
 PLAIN_VALUE_TYPES = frozenset({int, float, bool, str, type(None)})
 
 
@@ -256,7 +256,8 @@ class TracerBase:
         if type(a) in PLAIN_VALUE_TYPES:
             return a
         if type(a) in (tuple, list):
-            return type(a)(self.create_arg(item) for item in a)
+            items = [self.create_arg(item) for item in a]
+            return items if type(a) is list else tuple(items)
         if type(a) is dict:
             return {self._dict_key(key): self.create_arg(value) for key, value in a.items()}
         return create_other_arg(self, a)
