@@ -28,8 +28,9 @@ from typing import Any, Callable
 import torch
 from torch.utils import _pytree as pytree
 
+from ..proxy.arguments import BASE_TYPES
 from ..proxy.errors import untraceable
-from ..proxy.proxy import BASE_TYPES, PLAIN_VALUE_TYPES, Proxy, TracerBase
+from ..proxy.proxy import PLAIN_VALUE_TYPES, Proxy, TracerBase
 from .errors import NotTraceable, SelfInStarArgs
 from .graph import Graph
 from .node import Node

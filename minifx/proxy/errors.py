@@ -206,3 +206,12 @@ def not_recordable(value: object) -> TraceError:
         "__fx_create_arg__(self, tracer) that records it.",
         TraceNotImplementedError,
     )
+
+
+def variadic_parameter(function_name: str, parameter: object) -> TraceError:
+    """The tape cannot trace a function that takes `*args` or `**kwargs`."""
+    return untraceable(
+        f"{function_name}() takes {parameter}, which has no fixed number of inputs.",
+        "each input becomes one placeholder, so the inputs must be named.",
+        "give the function named parameters, or trace a small wrapper that has them.",
+    )

@@ -39,12 +39,13 @@ and `%x : int = placeholder[target=x]` when the parameter is annotated.
 
 from __future__ import annotations
 
-import builtins
 import re
-import types
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable
 
-import torch
+from .qualnames import qualified_name, type_repr
+
+if TYPE_CHECKING:
+    from .interfaces import IRNode
 
 OPCODES = ("placeholder", "get_attr", "call_function", "call_method", "call_module", "output")
 
@@ -58,42 +59,14 @@ NODE_LINE = re.compile(
 )
 
 
-class IRNode(Protocol):
-    """One line of the IR: chapter 1's `Record` and chapter 2's `Node` are both one."""
-
-    graph: IRGraph
-    name: str
-    op: str
-    target: Any
-    args: tuple
-    kwargs: dict
-    type: Any
-
-
-class IRGraph(Protocol):
-    """What a tracer records into: chapter 1's `Tape` and chapter 2's `Graph` are both one."""
-
-    def create_node(
-        self,
-        op: str,
-        target: Any,
-        args: tuple = (),
-        kwargs: dict | None = None,
-        name: str | None = None,
-        type_expr: Any = None,
-    ) -> IRNode: ...
-
-
 # --8<-- [start:format_line]
 def format_line(node: IRNode, leaf: Callable[[Any], str], num_users: int | None = None) -> str:
-    """`node` as one line of the printout, in torch.fx's format (see the grammar above).
+    """`node` (a `Record` or a `Node`) as a line of the printout, in torch.fx's format.
 
     Args:
-        node: a tape `Record` or a graph `Node`.
-        leaf: prints one argument that is not a list, tuple or dict; it prints
-            a recorded value as `%name`.
-        num_users: printed as `[num_users=N]` when given (the graph counts
-            users; the tape does not).
+        node: the line's record or node.
+        leaf: prints an argument that is no list, tuple or dict (a record as `%name`).
+        num_users: printed as `[num_users=N]` when given (the tape does not count users).
     """
     if node.op == "output":
         return f"return {node.args[0]}"  # Python's str; a node's repr is its name
@@ -117,12 +90,7 @@ def format_line(node: IRNode, leaf: Callable[[Any], str], num_users: int | None 
 
 
 def format_arg(arg: Any, leaf: Callable[[Any], str]) -> str:
-    """Print an argument as torch.fx does: containers element by element, the rest with `leaf`.
-
-    Args:
-        arg: the argument; lists, tuples and dicts are printed recursively.
-        leaf: prints everything else (a recorded value as `%name`).
-    """
+    """Print an argument as torch.fx does: containers item by item, the rest with `leaf`."""
     if hasattr(arg, "_custom_fx_repr_fn"):  # torch.fx's hook: a value that prints itself
         return arg._custom_fx_repr_fn()
     if isinstance(arg, list):
@@ -137,8 +105,7 @@ def format_arg(arg: Any, leaf: Callable[[Any], str]) -> str:
 
 def format_target(target: Any) -> str:
     """Print a target as torch.fx does: a string as it is, a function by its qualified
-    name, except that builtins and the `operator` module's functions say where they
-    come from (`builtins.getattr`, `operator.add`; code calls them `getattr`, `_operator.add`)."""
+    name, but `builtins.getattr` and `operator.add` (code calls them `getattr`, `_operator.add`)."""
     if isinstance(target, str):
         return target
     module, name = getattr(target, "__module__", None), getattr(target, "__name__", None)
@@ -147,39 +114,3 @@ def format_target(target: Any) -> str:
     if name is not None and module == "_operator":
         return f"operator.{name}"
     return qualified_name(target)
-
-
-def qualified_name(value: Any) -> str:
-    """The dotted path where Python finds `value`, as torch.fx names it: `getattr`,
-    `torch.relu`, `torch.Tensor.add`, `torch.ops.aten.add.Tensor`, `math.sqrt`, `_operator.add`.
-
-    Builtins are bare (generated code calls them by name); a tensor method is
-    `torch.Tensor.<name>`, also when it is written in Python; an object with no
-    `__name__` (a callable instance) is named after its class.
-    """
-    name = getattr(value, "__name__", type(value).__name__)
-    if getattr(builtins, name, None) is value:
-        return name
-    if getattr(torch.Tensor, name, None) is value and isinstance(
-        value, (types.MethodDescriptorType, types.WrapperDescriptorType, types.FunctionType)
-    ):
-        return f"torch.Tensor.{name}"
-    module = getattr(value, "__module__", None) or ""
-    module = module.replace("torch._ops", "torch.ops")  # operators live at torch.ops.*
-    return f"{module}.{name}" if module else name
-
-
-def type_repr(annotation: Any) -> str:
-    """Print a type annotation as torch.fx does: `int`, `torch.Tensor`, `list[int]`."""
-    if isinstance(annotation, type) and not isinstance(annotation, types.GenericAlias):
-        module = annotation.__module__
-        return (
-            annotation.__qualname__
-            if module == "builtins"
-            else f"{module}.{annotation.__qualname__}"
-        )
-    if annotation is ...:
-        return "..."
-    if isinstance(annotation, types.FunctionType):
-        return annotation.__name__
-    return repr(annotation)

@@ -1,8 +1,7 @@
 """Python's operators, in one table: the Proxy records them, code generation writes them back.
 
-A Proxy records `x + 1` as a call of `operator.add` (chapter 1); chapter 3
-writes that call back as `x + 1`. Both read how Python spells each operator
-here, keyed by the function's name in the `operator` module, as in torch.fx.
+A Proxy records `x + 1` as a call of `operator.add` (chapter 1); chapter 3 writes it
+back as `x + 1`. The keys are the functions' names in the `operator` module.
 """
 
 # --8<-- [start:table]
@@ -41,9 +40,8 @@ OPERATOR_SYNTAX = {
 }
 # --8<-- [end:table]
 
-# Statements that change their left side. A Proxy never records them (it has
-# no `__iadd__`, so Python runs `x = x + 1` instead), but a graph built by hand
-# or by another tracer may call `operator.iadd`; code generation writes it back.
+# Statements that change their left side. A Proxy never records them (it has no
+# `__iadd__`), but a graph built by hand may call `operator.iadd`: codegen writes it back.
 INPLACE_OPERATORS = {
     "iadd": "{} += {}",
     "isub": "{} -= {}",

@@ -1,79 +1,27 @@
-"""`Proxy`, a stand-in for a tensor that records what is done to it, and
-`TracerBase`, the tracer it records through.
+"""`Proxy`, a stand-in for a tensor that records what is done to it, and `TracerBase`,
+the tracer it records through.
 
-Python lets a class decide what every operator, method call and attribute
-access means for its objects. A `Proxy` uses that to turn each of them into a
-record, through its tracer's `create_proxy`, and returns a new `Proxy` for the
-result, so the rest of the program keeps running on stand-ins:
-
-| the program does      | Python calls                 | the tracer records                         |
-|-----------------------|------------------------------|--------------------------------------------|
-| `x + 1`, `1 + x`      | `__add__`, `__radd__`        | `call_function operator.add`               |
-| `x[0, 1:]`            | `__getitem__`                | `call_function operator.getitem`           |
-| `torch.relu(x)`       | `__torch_function__`         | `call_function torch.relu`                 |
-| `x.relu()`            | `__getattr__`, then the call | `call_method relu`                         |
-| `x.shape`             | `__getattr__`                | `call_function builtins.getattr` (lazily)  |
-| `if x:`, `len(x)`     | `__bool__`, `__len__`        | nothing: a `TraceError`                    |
-
-The Proxy knows nothing about where records go. It calls five methods of its
-tracer, named as in torch.fx: `create_proxy(kind, target, args, kwargs)`
-(record one operation, through `create_arg` and `create_node`, and return a
-Proxy for its result), `to_bool` and `iter` (called by `if proxy:` and
-`for v in proxy:`; they raise) and `keys` (called by `**proxy`).
-`TracerBase` implements them on top of `self.graph.create_node(...)`, so the
-same Proxy records into stage 1's flat `Tape` or stage 2's `Graph`. The two
-classes need each other (a tracer makes Proxies; `Proxy(node)` makes a
-tracer), so they share this module, as in torch.fx.
+Each operator, `torch.*` call, method call or attribute of a Proxy becomes a record,
+written by `tracer.create_proxy` into `tracer.graph` (stage 1's `Tape`, stage 2's
+`Graph`). The two classes need each other, so they share this module, as in torch.fx.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import dis
-import enum
-import functools
 import operator
 import sys
-from bisect import bisect_left
-from types import FrameType
 from typing import Any, Callable, Iterator
 
-import torch
-
+from . import errors
+from .arguments import create_other_arg
 from .copying import CopyableProxy
-from .errors import (
-    converted_to_number,
-    item_assigned,
-    iterated,
-    len_called,
-    not_recordable,
-    proxy_as_dict_key,
-    several_tracers,
-    used_as_bool,
-)
-from .ir import IRGraph, IRNode
+from .interfaces import IRGraph, IRNode
+from .introspection import current_instruction, is_tensor_method_or_property
 from .mutation import check_for_mutable_operation
 from .names import target_to_name
 from .operators import OPERATOR_SYNTAX, REFLECTABLE_OPERATORS
 
-# Values stored in a record as they are.
-BASE_TYPES = (
-    str,
-    int,
-    float,
-    bool,
-    complex,
-    torch.dtype,
-    torch.Tensor,
-    torch.device,
-    torch.memory_format,
-    torch.layout,
-    enum.Enum,
-    type(None),
-    type(Ellipsis),
-)
-# The commonest values after Proxies, by exact type: `create_arg` returns them
-# before trying the slower checks (a subclass may define `__fx_create_arg__`).
+# The commonest values after Proxies, kept as they are (exact types: a subclass may differ).
 PLAIN_VALUE_TYPES = frozenset({int, float, bool, str, type(None)})
 
 
@@ -99,8 +47,7 @@ def _records_reflected(function: Callable) -> Callable:
 
 
 def _with_operators(cls: type) -> type:
-    """Give `cls` a recording dunder for every operator of the table (`operators.py`):
-    `__add__` and `__radd__`, `__eq__`, `__getitem__`, `__neg__`, ..."""
+    """Give `cls` a recording dunder for each operator in `operators.py` (`__radd__` too)."""
     for name in OPERATOR_SYNTAX:
         function = getattr(operator, name)
         setattr(cls, f"__{name.strip('_')}__", _records(function))
@@ -116,22 +63,14 @@ def _with_operators(cls: type) -> type:
 class Proxy(CopyableProxy):
     """A symbolic value: every operation on it is recorded, not computed.
 
-    A Proxy wraps one recorded operation (`node`: a tape `Record` in stage 1,
-    a graph `Node` from stage 2 on) and the tracer that records further
-    operations (`tracer`). Operations return new Proxies, so a whole program
-    runs on Proxies and leaves behind a record of what it did.
-
     Args:
-        node: the recorded operation this Proxy stands for.
-        tracer: the tracer that records operations on this Proxy. When it is
-            `None`, a `GraphAppendingTracer` for `node.graph` is made, so
-            `Proxy(node)` appends to the graph (or tape) that holds `node`.
+        node: the recorded operation it stands for (a tape `Record`, a graph `Node`).
+        tracer: records operations on this Proxy; by default a `GraphAppendingTracer`,
+            so `Proxy(node)` appends to the graph (or tape) that holds `node`.
     """
 
     def __init__(self, node: IRNode, tracer: TracerBase | None = None) -> None:
-        if tracer is None:
-            tracer = GraphAppendingTracer(node.graph)
-        self.tracer = tracer
+        self.tracer = GraphAppendingTracer(node.graph) if tracer is None else tracer
         self.node = node
 
     def __repr__(self) -> str:
@@ -151,15 +90,11 @@ class Proxy(CopyableProxy):
     def __torch_function__(
         cls, function: Callable, types: tuple, args: tuple = (), kwargs: dict | None = None
     ) -> Proxy:
-        """Record a `torch.*` or `torch.nn.functional.*` call that received a Proxy.
-
-        torch calls this hook instead of the real function whenever an argument
-        (also inside a list, tuple or keyword argument) has it. Tensor methods
-        reached this way (`torch.Tensor.add(x, y)`) are recorded as methods.
-        """
+        """Record a `torch.*` call that received a Proxy (also inside a list, tuple or
+        keyword argument); `torch.Tensor.add(x, y)` is recorded as a method."""
         kwargs = kwargs or {}
         tracer = _the_one_tracer(function, (args, kwargs))
-        if _is_tensor_method_or_property(function):
+        if is_tensor_method_or_property(function):
             return tracer.create_proxy("call_method", function.__name__, args, kwargs)
         # The name is passed explicitly, as torch.fx does: a tracer that swaps the
         # target in create_proxy still gets a node named after the call written.
@@ -190,7 +125,7 @@ class Proxy(CopyableProxy):
         return self.tracer.to_bool(self)
 
     def __iter__(self):
-        instruction = _current_instruction(sys._getframe(1))
+        instruction = current_instruction(sys._getframe(1))
         if instruction.opname == "UNPACK_SEQUENCE":
             # `a, b = proxy`: the count is written in the source code, so the
             # loop is static. Record proxy[0], proxy[1], ... as torch.fx does.
@@ -198,30 +133,26 @@ class Proxy(CopyableProxy):
         return self.tracer.iter(self)
 
     def __len__(self) -> int:
-        raise len_called(self.node.name)
+        raise errors.len_called(self.node.name)
 
     def __setitem__(self, index: Any, value: Any) -> None:
-        raise item_assigned(self.node.name)
+        raise errors.item_assigned(self.node.name)
 
     def __index__(self) -> int:
-        raise converted_to_number(self.node.name, "an int (int(), range() or a list index)")
+        raise errors.converted_to_number(self.node.name, "an int (int(), range() or a list index)")
 
     __int__ = __index__
 
     def __float__(self) -> float:
-        raise converted_to_number(self.node.name, "a float (float() or a math function)")
+        raise errors.converted_to_number(self.node.name, "a float (float() or a math function)")
 
     # --8<-- [end:untraceable]
 
 
 # --8<-- [start:attribute]
 class Attribute(Proxy):
-    """`proxy.name`, recorded only when it is used as a value.
-
-    `x.size(0)` is a method call: calling the Attribute records
-    `call_method size`. `x.shape` used as a value is recorded the first time
-    its `node` is needed, as `call_function builtins.getattr(x, "shape")`.
-    """
+    """`proxy.name`, recorded as `call_method` when called (`x.size(0)`), or as
+    `builtins.getattr` the first time its `node` is needed (`x.shape`)."""
 
     def __init__(self, root: Proxy, attr: str) -> None:
         self.root = root
@@ -244,25 +175,10 @@ class Attribute(Proxy):
 # --8<-- [end:attribute]
 
 
-def _is_tensor_method_or_property(function: Callable) -> bool:
-    """`torch.overrides.is_tensor_method_or_property`, without its cost per call.
-
-    torch's version enters `warnings.catch_warnings()` on every call (about 2 µs,
-    a sixth of recording a node); the set of tensor methods it looks in is
-    fixed, so it is read once.
-    """
-    return function in _tensor_methods() or function.__name__ == "__get__"
-
-
-@functools.cache
-def _tensor_methods() -> frozenset:
-    return frozenset(torch.overrides.get_overridable_functions()[torch.Tensor])
-
-
 def _the_one_tracer(function: Callable, arguments: Any) -> TracerBase:
     tracers = {proxy.tracer for proxy in _proxies_in(arguments)}
     if len(tracers) != 1:
-        raise several_tracers(getattr(function, "__name__", str(function)), len(tracers))
+        raise errors.several_tracers(getattr(function, "__name__", str(function)), len(tracers))
     return tracers.pop()
 
 
@@ -280,24 +196,12 @@ def _proxies_in(value: Any) -> Iterator[Proxy]:
         yield from _proxies_in((value.start, value.stop, value.step))
 
 
-def _current_instruction(frame: FrameType) -> dis.Instruction:
-    """The bytecode instruction that `frame` is executing."""
-    instructions = list(dis.get_instructions(frame.f_code))
-    return instructions[bisect_left(instructions, frame.f_lasti, key=lambda i: i.offset)]
-
-
 class TracerBase:
-    """Records operations on Proxies into `self.graph`.
-
-    Subclasses set `graph` (anything with a `create_node` method, such as a
-    `Tape` or a `Graph`) and may override any method to change what gets
-    recorded; a check that refuses some operations belongs in `create_proxy`
-    or `create_node`.
-    """
+    """Records operations on Proxies into `self.graph` (a `Tape`, a `Graph`);
+    subclasses override its methods to change what gets recorded."""
 
     graph: IRGraph
-    # Refuse torch operators that change an argument in place (see mutation.py);
-    # off by default, as in torch.fx.
+    # Refuse torch operators that change an argument (mutation.py); off, as in torch.fx.
     check_mutable_operations: bool = False
     # Store the user's frames in node.meta["stack_trace"]: chapter 2's Tracer does.
     record_stack_traces: bool = False
@@ -311,11 +215,8 @@ class TracerBase:
         name: str | None = None,
         type_expr: Any = None,
     ) -> IRNode:
-        """Append one record to `self.graph` and return it.
-
-        Raises:
-            RuntimeError: with `check_mutable_operations`, for a mutating operator.
-        """
+        """Append one record to `self.graph` and return it (with
+        `check_mutable_operations`, a mutating operator raises `RuntimeError`)."""
         if kind == "call_function" and self.check_mutable_operations:
             check_for_mutable_operation(target, args, kwargs)
         return self.graph.create_node(kind, target, args, kwargs, name, type_expr)
@@ -337,91 +238,49 @@ class TracerBase:
     ) -> Proxy:
         """Record `kind` `target(*args, **kwargs)` and return a Proxy for its result.
 
-        Args:
-            kind: the opcode, such as `call_function` or `call_method`.
-            target: the function, or the method's or placeholder's name.
-            args: positional arguments; Proxies among them become their records.
-            kwargs: keyword arguments, converted the same way.
-            name: a name for the record; by default one is made from `target`.
-            type_expr: an optional type annotation, kept on the record.
-            proxy_factory_fn: makes the Proxy from the record instead of `proxy()`.
+        `args` and `kwargs` go through `create_arg`; `name` defaults to one made from
+        `target`; `proxy_factory_fn`, if given, makes the Proxy instead of `proxy()`.
         """
-        node = self.create_node(
-            kind,
-            target,
-            self.create_arg(tuple(args)),
-            self.create_arg(dict(kwargs)),
-            name,
-            type_expr,
-        )
+        args, kwargs = self.create_arg(tuple(args)), self.create_arg(dict(kwargs))
+        node = self.create_node(kind, target, args, kwargs, name, type_expr)
         return proxy_factory_fn(node) if proxy_factory_fn else self.proxy(node)
 
     # --8<-- [end:create_proxy]
 
     def create_arg(self, a: Any) -> Any:
-        """Convert an argument into a value a record can hold.
-
-        Proxies become their records; tuples (named ones too), lists, dicts,
-        slices and ranges are converted element by element; numbers, strings,
-        tensors, dtypes, devices, `None` and `...` are kept as they are. As in
-        torch.fx, an object with a method `__fx_create_arg__(tracer)` converts
-        itself, and a dataclass instance becomes a record that builds it
-        again from its fields.
-
-        Raises:
-            TraceError: for any other type, which a record could not reproduce.
-        """
+        """Convert an argument into a value a record can hold: Proxies become their
+        records, containers are converted item by item, plain values are kept;
+        `create_other_arg` (`arguments.py`) converts the rest, or raises `TraceError`."""
         if isinstance(a, Proxy):
             return a.node
         if type(a) in PLAIN_VALUE_TYPES:
             return a
-        if hasattr(a, "__fx_create_arg__"):  # the object knows how to be recorded
-            return a.__fx_create_arg__(self)
-        if isinstance(a, tuple):
+        if type(a) in (tuple, list):
             items = [self.create_arg(item) for item in a]
-            return type(a)(*items) if hasattr(a, "_fields") else type(a)(items)
-        if isinstance(a, list):
-            return [self.create_arg(item) for item in a]
-        if isinstance(a, dict):
+            return items if type(a) is list else tuple(items)
+        if type(a) is dict:
             return {self._dict_key(key): self.create_arg(value) for key, value in a.items()}
-        if isinstance(a, (slice, range)):
-            return type(a)(
-                self.create_arg(a.start), self.create_arg(a.stop), self.create_arg(a.step)
-            )
-        if dataclasses.is_dataclass(a) and not isinstance(a, type):
-            fields = {f.name: self.create_arg(getattr(a, f.name)) for f in dataclasses.fields(a)}
-            return self.create_node("call_function", type(a), (), fields)
-        if isinstance(a, BASE_TYPES):
-            return a
-        raise not_recordable(a)
+        return create_other_arg(self, a)
 
     def _dict_key(self, key: Any) -> Any:
         proxy = next(_proxies_in(key), None)
         if proxy is not None:
-            raise proxy_as_dict_key(proxy.node.name)
-        # Keys go through the same conversion as values, as in torch.fx, so an
-        # unsupported key is refused with the same message as an unsupported value.
+            raise errors.proxy_as_dict_key(proxy.node.name)
+        # Keys are converted like values, as in torch.fx: a bad one is refused alike.
         return self.create_arg(key)
 
     # --8<-- [start:to_bool]
     def to_bool(self, obj: Proxy) -> bool:
-        """Called by `bool(proxy)`: `if`, `while`, `and`, `or`, `not`, `assert`.
-
-        Raises:
-            TraceError: always; a subclass may return a value instead.
-        """
-        raise used_as_bool(obj.node.name)
+        """Called by `bool(proxy)` (`if`, `while`, `and`, `or`, `not`, `assert`):
+        raises `TraceError`; a subclass may return a value instead."""
+        raise errors.used_as_bool(obj.node.name)
 
     # --8<-- [end:to_bool]
 
     def iter(self, obj: Proxy) -> Iterator:
-        """Called by `iter(proxy)`: `for` loops, `*proxy`, `list(proxy)`, and `**proxy`
-        (which first records `proxy.keys()`, then iterates over the keys).
-
-        Raises:
-            TraceError: always; a subclass may return an iterator instead.
-        """
-        raise iterated(obj.node.name)
+        """Called by `iter(proxy)` (`for` loops, `*proxy`, `list(proxy)`, `**proxy`):
+        raises `TraceError`; a subclass may return an iterator instead."""
+        raise errors.iterated(obj.node.name)
 
     def keys(self, obj: Proxy) -> Proxy:
         """Called by `**proxy`: records `obj.keys()`."""
@@ -429,14 +288,8 @@ class TracerBase:
 
 
 class GraphAppendingTracer(TracerBase):
-    """A tracer that appends to an existing graph (or tape).
-
-    `Proxy(node)` uses one, so operations on that Proxy are appended to the
-    graph that holds `node`: a rewrite can be written as ordinary Python.
-
-    Args:
-        graph: anything with `create_node`, such as a `Tape` or a `Graph`.
-    """
+    """Appends to an existing graph (or tape): `Proxy(node)` uses one, so a
+    rewrite can be written as ordinary Python on Proxies."""
 
     def __init__(self, graph: IRGraph) -> None:
         self.graph = graph

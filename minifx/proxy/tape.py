@@ -9,9 +9,7 @@
         %relu = call_method[target=relu](args = (%add,), kwargs = {})
         return relu
 
-Each record has a name, an opcode (`op`), a `target`, and `args` / `kwargs`
-in which earlier records stand for the values they produce. Chapter 2 turns
-this list into torch.fx's Graph; the Proxy stays exactly the same.
+Chapter 2 turns this list into torch.fx's Graph; the Proxy stays the same.
 """
 
 from __future__ import annotations
@@ -21,24 +19,17 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from .errors import untraceable
+from .errors import variadic_parameter
 from .ir import OPCODES, format_line
 from .names import Namespace, target_to_name
 from .proxy import Proxy, TracerBase
 
 
 class Record:
-    """One recorded operation: `name = op[target](*args, **kwargs)`.
+    """One recorded operation, `name = op[target](*args, **kwargs)`, on the tape `graph`.
 
-    Attributes:
-        name: unique within its tape, such as `add_1`; printed as `%add_1`.
-        op: one of the six opcodes in `OPCODES`.
-        target: a function for `call_function`; a string (method name,
-            parameter name, `"output"`) otherwise.
-        args: positional arguments; a `Record` stands for the value it produced.
-        kwargs: keyword arguments, likewise.
-        graph: the `Tape` that holds this record.
-        type: an optional type annotation.
+    In `args` and `kwargs`, a `Record` stands for the value it produced; `type`
+    is an optional type annotation.
     """
 
     def __init__(
@@ -58,7 +49,7 @@ class Record:
         return self.name
 
     def format(self) -> str:
-        """This record as one line of the tape's printout (the graph's line, less `[num_users=N]`)."""
+        """This record as a line of the tape's printout (no `[num_users=N]`)."""
         return format_line(self, leaf=_format_leaf)
 
 
@@ -111,14 +102,11 @@ class TapeRecorder(TracerBase):
 
     # --8<-- [start:trace]
     def trace(self, fn: Callable) -> Tape:
-        """Call `fn` with one Proxy per parameter; return the tape it leaves.
-
-        Parameters become `placeholder` records (a default value is kept in
-        the record's `args`), the return value becomes the `output` record.
+        """Call `fn` with one Proxy per parameter (a `placeholder` record, holding the
+        default value if any); return the tape, ending in an `output` record.
 
         Raises:
-            TraceError: if `fn` takes `*args` / `**kwargs`, or does something
-                a Proxy cannot record.
+            TraceError: if `fn` takes `*args` or `**kwargs`, or does what a Proxy cannot.
         """
         self.graph = Tape()
         positional, keywords = [], {}
@@ -138,26 +126,15 @@ class TapeRecorder(TracerBase):
 
     def _placeholder(self, fn: Callable, parameter: inspect.Parameter) -> Proxy:
         if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
-            raise untraceable(
-                f"{getattr(fn, '__qualname__', type(fn).__name__)}() takes {parameter}, "
-                "which has no fixed number of inputs.",
-                "each input becomes one placeholder, so the inputs must be named.",
-                "give the function named parameters, or trace a small wrapper that has them.",
-            )
+            name = getattr(fn, "__qualname__", type(fn).__name__)
+            raise variadic_parameter(name, parameter)
         default = () if parameter.default is parameter.empty else (parameter.default,)
         annotation = None if parameter.annotation is parameter.empty else parameter.annotation
         return self.create_proxy("placeholder", parameter.name, default, {}, type_expr=annotation)
 
 
 def trace_to_tape(fn: Callable) -> Tape:
-    """Trace the plain function (or module) `fn` into a flat `Tape`.
-
-    Example:
-        ```python
-        tape = trace_to_tape(lambda x: torch.relu(x + 1))
-        print(tape)
-        ```
-    """
+    """Trace the plain function (or module) `fn` into a flat `Tape`."""
     return TapeRecorder().trace(fn)
 
 

@@ -17,7 +17,8 @@ from torch import nn
 
 import minifx.proxy.ir as ir
 from minifx.proxy import OPCODES, trace_to_tape
-from minifx.proxy.ir import NODE_LINE, format_line, format_target, qualified_name, type_repr
+from minifx.proxy.ir import NODE_LINE, format_line, format_target
+from minifx.proxy.qualnames import qualified_name
 
 pytestmark = pytest.mark.ch1
 
@@ -115,11 +116,6 @@ def test_format_target_prints_like_torch_fx(target):
     assert format_target(target) == torch.fx.Node._pretty_print_target(target)
 
 
-@pytest.mark.parametrize("target", TARGETS, ids=_id)
-def test_qualified_name_is_torch_fx_s(target):
-    assert qualified_name(target) == torch.fx.node._get_qualified_name(target)
-
-
 @pytest.mark.parametrize(
     "target, printed, qualified",
     [
@@ -138,33 +134,6 @@ def test_printed_target_and_qualified_name_differ_only_for_builtins_and_operator
     assert format_target(target) == printed
     if qualified is not None:
         assert qualified_name(target) == qualified
-
-
-def test_qualified_name_of_a_plain_function_and_a_callable_instance():
-    class Scale:
-        def __call__(self, x):
-            return x
-
-    assert qualified_name(helper) == f"{__name__}.helper"
-    assert qualified_name(Scale()) == f"{__name__}.Scale"
-
-
-@pytest.mark.parametrize(
-    "annotation",
-    [
-        int,
-        torch.Tensor,
-        list[int],
-        typing.List[int],
-        typing.Optional[torch.Tensor],
-        ...,
-        helper,
-        "int",
-    ],
-    ids=str,
-)
-def test_type_repr_is_torch_fx_s(annotation):
-    assert type_repr(annotation) == torch.fx.node._type_repr(annotation)
 
 
 # -- The printer, differential: each torch.fx node printed by minifx's format_line ----

@@ -1,0 +1,38 @@
+"""What the Proxy asks of torch and of Python (beside chapter 1's path).
+
+`__torch_function__` asks whether a function is a tensor method (then it is
+recorded as `call_method`); `__iter__` asks which bytecode instruction its
+caller is running (`a, b = proxy` unpacks a count written in the source).
+"""
+
+from __future__ import annotations
+
+import dis
+import functools
+from bisect import bisect_left
+from types import FrameType
+from typing import Callable
+
+import torch
+
+
+def is_tensor_method_or_property(function: Callable) -> bool:
+    """`torch.overrides.is_tensor_method_or_property`, without its cost per call.
+
+    torch's version enters `warnings.catch_warnings()` on every call (about 2 µs,
+    a sixth of recording a node); the set of tensor methods it looks in is
+    fixed, so it is read once.
+    """
+    return function in tensor_methods() or function.__name__ == "__get__"
+
+
+@functools.cache
+def tensor_methods() -> frozenset:
+    """torch's overridable methods of `torch.Tensor`, read once."""
+    return frozenset(torch.overrides.get_overridable_functions()[torch.Tensor])
+
+
+def current_instruction(frame: FrameType) -> dis.Instruction:
+    """The bytecode instruction that `frame` is executing."""
+    instructions = list(dis.get_instructions(frame.f_code))
+    return instructions[bisect_left(instructions, frame.f_lasti, key=lambda i: i.offset)]

@@ -1,0 +1,46 @@
+"""Qualified names of functions and types (`minifx/proxy/qualnames.py`), against torch.fx's."""
+
+from __future__ import annotations
+
+import typing
+
+import pytest
+import torch
+import torch.fx
+
+from minifx.proxy.qualnames import qualified_name, type_repr
+from tests.proxy.test_ir import TARGETS, _id, helper
+
+pytestmark = pytest.mark.ch1
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=_id)
+def test_qualified_name_is_torch_fx_s(target):
+    assert qualified_name(target) == torch.fx.node._get_qualified_name(target)
+
+
+def test_qualified_name_of_a_plain_function_and_a_callable_instance():
+    class Scale:
+        def __call__(self, x):
+            return x
+
+    assert qualified_name(helper) == f"{helper.__module__}.helper"
+    assert qualified_name(Scale()) == f"{__name__}.Scale"
+
+
+@pytest.mark.parametrize(
+    "annotation",
+    [
+        int,
+        torch.Tensor,
+        list[int],
+        typing.List[int],
+        typing.Optional[torch.Tensor],
+        ...,
+        helper,
+        "int",
+    ],
+    ids=str,
+)
+def test_type_repr_is_torch_fx_s(annotation):
+    assert type_repr(annotation) == torch.fx.node._type_repr(annotation)
