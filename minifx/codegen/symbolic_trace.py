@@ -21,15 +21,7 @@ def symbolic_trace(
         concrete_args: inputs to specialise the graph to (see `Tracer.trace`).
 
     Returns:
-        A GraphModule named after `root`'s class (or function), holding the
-        submodules, parameters and buffers the graph uses.
-
-    Example:
-        ```python
-        gm = symbolic_trace(model)
-        print(gm.code)       # the generated forward
-        gm(torch.randn(2, 3))
-        ```
+        A GraphModule named after `root`'s class (or function).
     """
     tracer = Tracer()
     graph = tracer.trace(root, concrete_args)

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from .codegen import PythonCode
 from .copying import import_block
-from .python_code import PythonCode, python_code
+from .python_code import python_code
 
 if TYPE_CHECKING:
     from .graph_module import GraphModule
@@ -30,6 +31,20 @@ _MODULES_WITH_EXACT_REPR = (
     torch.nn.BatchNorm2d,
     torch.nn.BatchNorm3d,
 )
+
+
+class ToFolderMixin(torch.nn.Module):
+    """`GraphModule.to_folder`."""
+
+    def to_folder(self, folder: str | Path, module_name: str = "FxModule") -> None:
+        """Write this module as a Python package that imports and runs on its own.
+
+        `folder/module.py` defines `class <module_name>(torch.nn.Module)` with
+        the generated `forward`; the weights go to `folder/state_dict.pt` and
+        submodules without a simple repr to `folder/<name>.pt`. Then
+        `from folder import <module_name>` works from the folder's parent.
+        """
+        write_folder(self, folder, module_name)
 
 
 def write_folder(gm: GraphModule, folder: str | Path, module_name: str = "FxModule") -> None:
