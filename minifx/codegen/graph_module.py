@@ -7,13 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
+from torch import nn
 
 from ..graph.graph import Graph
 from ..graph.node import Node
-from . import copying
 from .codegen import PythonCode
-from .copying import CopyingMixin, StateOf
+from .copying import CopyingMixin, StateOf, tracer_of
 from .python_code import python_code
 from .readable import ReadableMixin
 from .source import compile_forward, explain_error
@@ -22,9 +21,7 @@ from .to_folder import ToFolderMixin
 
 
 # --8<-- [start:copy_attr]
-def _copy_attr(
-    root: torch.nn.Module, gm: torch.nn.Module, target: str, node: Node | None = None
-) -> None:
+def _copy_attr(root: nn.Module, gm: nn.Module, target: str, node: Node | None = None) -> None:
     """Make `gm.<target>` the same object as `root.<target>`, adding empty
     `nn.Module`s for the parents on the path (`layer1` for `layer1.conv`)."""
     *parents, leaf = target.split(".")
@@ -35,7 +32,7 @@ def _copy_attr(
         if existing is source:  # the whole parent is installed already
             return
         if existing is None:
-            existing = torch.nn.Module()
+            existing = nn.Module()
             setattr(destination, part, existing)
         destination = existing
     install(destination, leaf, child_at(source, leaf, target, node))
@@ -44,7 +41,7 @@ def _copy_attr(
 # --8<-- [end:copy_attr]
 
 
-class GraphModule(CopyingMixin, SubmodulesMixin, ReadableMixin, ToFolderMixin, torch.nn.Module):
+class GraphModule(CopyingMixin, SubmodulesMixin, ReadableMixin, ToFolderMixin, nn.Module):
     """An `nn.Module` whose `forward` is generated from a `Graph`.
 
     Args:
@@ -67,11 +64,11 @@ class GraphModule(CopyingMixin, SubmodulesMixin, ReadableMixin, ToFolderMixin, t
 
     # --8<-- [start:init]
     def __init__(
-        self, root: torch.nn.Module | dict[str, Any], graph: Graph, class_name: str = "GraphModule"
+        self, root: nn.Module | dict[str, Any], graph: Graph, class_name: str = "GraphModule"
     ) -> None:
         super().__init__()
         type(self).__name__ = type(self).__qualname__ = class_name
-        if isinstance(root, torch.nn.Module):
+        if isinstance(root, nn.Module):
             self.training = root.training
             targets = state_targets(graph)
             if isinstance(root, StateOf):  # deepcopy and unpickling keep everything
@@ -87,11 +84,10 @@ class GraphModule(CopyingMixin, SubmodulesMixin, ReadableMixin, ToFolderMixin, t
             )
         self.meta: dict[str, Any] = {}
         # How the graph was traced, so that unpickling can retrace its code the same way.
-        self._tracer_cls, self._tracer_extras = copying.tracer_of(graph)
+        self._tracer_cls, self._tracer_extras = tracer_of(graph)
         self.graph = graph
 
     # --8<-- [end:init]
-
     @property
     def graph(self) -> Graph:
         """The graph; assigning a new one takes ownership of it and recompiles."""
@@ -130,7 +126,6 @@ class GraphModule(CopyingMixin, SubmodulesMixin, ReadableMixin, ToFolderMixin, t
         return code
 
     # --8<-- [end:recompile]
-
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         try:
             return super().__call__(*args, **kwargs)

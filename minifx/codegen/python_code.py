@@ -45,8 +45,7 @@ def python_code(graph: Graph, root_module: str = "self", *, verbose: bool = Fals
         verbose: add `print_readable`'s comments (stack traces, dtypes and shapes).
 
     Raises:
-        ValueError: if a placeholder's target is not a valid parameter name,
-            or a node's argument is a node of another graph.
+        ValueError: for a placeholder target that is no parameter name, or a foreign node.
     """
     return _SourceWriter(graph, root_module, verbose, codegen_of(graph)).write()
 
@@ -181,7 +180,6 @@ class _SourceWriter:
         self.body.append(call_hook(generate_output, node.args[0], repr_fn=self.expression))
 
     # --8<-- [end:opcodes]
-
     def _chain(self, base: str, target: str) -> str:
         # Through global_name: `getattr` unless a parameter took that name.
         return attribute_chain(base, target, self.global_name(builtins.getattr, "getattr"))

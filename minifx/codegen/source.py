@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import linecache
+from traceback import walk_tb
 from typing import TYPE_CHECKING, Callable
 
 from ..proxy.ir import format_target
 from .code_cache import compile_once, register_source
 from .codegen import PythonCode
+from .syntax import syntax_error_note
 
 if TYPE_CHECKING:
     from .graph_module import GraphModule
@@ -23,28 +25,17 @@ def compile_forward(code: PythonCode, co_fields: dict | None = None) -> tuple[Ca
     try:
         compiled = compile_once(code.src, filename)
     except SyntaxError as error:  # a graph python_code could not check: say which line
-        error.add_note(
-            f"The generated code of this graph does not compile; line {error.lineno} "
-            f"is:\n    {(error.text or '').strip()}\nprint the code with "
-            "minifx.codegen.python_code(graph).src, and fix the graph's node."
-        )
+        error.add_note(syntax_error_note(error))
         raise
     exec(compiled, namespace)
     return namespace["forward"], filename
 
 
 # --8<-- [end:compile_forward]
-
-
 # --8<-- [start:explain_error]
 def explain_error(error: BaseException, gm: GraphModule) -> None:
     """Add a note to `error` naming the node of `gm` whose generated line raised it."""
-    frames = []
-    traceback = error.__traceback__
-    while traceback is not None:
-        if traceback.tb_frame.f_code.co_filename == gm._source_file:
-            frames.append(traceback.tb_lineno)
-        traceback = traceback.tb_next
+    frames = [n for f, n in walk_tb(error.__traceback__) if f.f_code.co_filename == gm._source_file]
     index = gm._lineno_map.get(frames[-1] - gm._prologue_start) if frames else None
     if index is None:
         return

@@ -256,3 +256,12 @@ def foreign_node(node: Node) -> ValueError:
         "How to fix: run graph.lint() to find the node that uses it, and pass a node "
         "of this graph instead."
     )
+
+
+def syntax_error_note(error: SyntaxError) -> str:
+    """The note added when generated code does not compile: which line, and how to see it."""
+    return (
+        f"The generated code of this graph does not compile; line {error.lineno} "
+        f"is:\n    {(error.text or '').strip()}\nprint the code with "
+        "minifx.codegen.python_code(graph).src, and fix the graph's node."
+    )
