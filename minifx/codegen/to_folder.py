@@ -69,7 +69,20 @@ def module_source(gm: GraphModule, code: PythonCode, folder: Path, class_name: s
         f"class {class_name}(torch.nn.Module):",
         "    def __init__(self):",
         "        super().__init__()",
+        *_state_lines(gm, folder),
     ]
+    # `wrap(...)` lines must run at module level; the method goes into the class.
+    wraps, _, forward = code.src.strip("\n").rstrip().partition("def forward")
+    method = "\n".join(
+        f"    {line}" if line else "" for line in f"def forward{forward}".split("\n")
+    )
+    wrap_lines = [wraps.strip()] if wraps.strip() else []
+    return "\n".join(lines[:4] + wrap_lines + lines[4:]) + "\n\n" + method + "\n"
+
+
+def _state_lines(gm: GraphModule, folder: Path) -> list[str]:
+    """`__init__`'s lines that rebuild `gm`'s state, saving what has no exact repr."""
+    lines = []
     for name, child in gm.named_children():
         if type(child) in _MODULES_WITH_EXACT_REPR:
             built = f"torch.nn.{child!r}"
@@ -94,10 +107,4 @@ def module_source(gm: GraphModule, code: PythonCode, folder: Path, class_name: s
             "        self._in_spec, self._out_spec = torch.load(os.path.join(_HERE, "
             "'pytree_specs.pt'), weights_only=False)"
         )
-    # `wrap(...)` lines must run at module level; the method goes into the class.
-    wraps, _, forward = code.src.strip("\n").rstrip().partition("def forward")
-    method = "\n".join(
-        f"    {line}" if line else "" for line in f"def forward{forward}".split("\n")
-    )
-    wrap_lines = [wraps.strip()] if wraps.strip() else []
-    return "\n".join(lines[:4] + wrap_lines + lines[4:]) + "\n\n" + method + "\n"
+    return lines
