@@ -5,9 +5,9 @@ A `Graph` becomes Python source (`python_code`), the source becomes the
 whole trip from a module. Imports stages 1 and 2 only.
 """
 
-from .codegen import CodeGen
+from .codegen import CodeGen, PythonCode
 from .graph_module import GraphModule
-from .python_code import PythonCode, attribute_chain, python_code
+from .python_code import attribute_chain, python_code
 from .symbolic_trace import symbolic_trace
 
 __all__ = [

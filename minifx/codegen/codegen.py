@@ -22,16 +22,40 @@ from __future__ import annotations
 
 import inspect
 import re
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from torch.utils import _pytree as pytree
 
+from ..graph.wrapping import wrap
 from . import pytree as fx_pytree_helpers
 from .syntax import is_name, plain
 
 if TYPE_CHECKING:
     from ..graph.graph import Graph
     from ..graph.tracer import PytreeInfo
+    from .python_code import _SourceWriter
+
+
+@dataclass
+class PythonCode:
+    """The generated source and what it needs to run.
+
+    Attributes:
+        src: the source of `def forward(self, ...)`, with `wrap(...)` lines
+            before it when the graph calls wrapped functions.
+        globals: name -> object, for every global name `src` uses; `exec` the
+            source in (a copy of) this dict.
+        lineno_map: line of the function, counted from its `def` line (1 is the
+            first line after it) -> index of the node that line runs, used to
+            say which node an error came from; torch.fx counts the same way.
+        prologue_start: the line number of the `def` in `src`.
+    """
+
+    src: str
+    globals: dict[str, Any]
+    lineno_map: dict[int, int] = field(default_factory=dict)
+    prologue_start: int = 0
 
 
 class CodeGen:
@@ -208,6 +232,36 @@ def mark_keyword_only(parameters: list[tuple[str, bool]]) -> list[str]:
         after_default = after_default or has_default
         texts.append(text)
     return texts
+
+
+def assemble(writer: _SourceWriter) -> PythonCode:
+    """The whole source: `wrap(...)` lines, the CodeGen's `def` line, then the body."""
+    fn_def = call_hook(
+        writer.codegen.gen_fn_def,
+        mark_keyword_only(writer.parameters),
+        writer.return_annotation,
+        root_module=writer.root_module,
+    )
+    wrap_lines = ""
+    if writer.wrapped:
+        wrap_name = writer.global_name(wrap, "wrap")
+        wrap_lines = "\n".join(f'{wrap_name}("{name}")' for name in writer.wrapped)
+    head = f"\n{wrap_lines}\n\n{fn_def}\n"
+    # The CodeGen's body transformer (graph.on_generate_code), if it has one.
+    lines, nodes = transformed_body(
+        writer.codegen, writer.body or ["pass"], writer.line_nodes or [None]
+    )
+    # As torch.fx counts: from the `def` line (1 is the line after it), the line
+    # after the body included.
+    first = fn_def.count("\n") + 1
+    lineno_map = dict(enumerate([*nodes, nodes[-1]], start=first))
+    body = "".join(f"    {line}\n" for line in lines)
+    return PythonCode(
+        head + body + "    ",
+        writer.globals,
+        lineno_map,
+        prologue_start=wrap_lines.count("\n") + 4,
+    )
 
 
 # The marker before a node's lines while a body transformer works on them.

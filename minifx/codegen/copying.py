@@ -27,8 +27,8 @@ import torch
 
 from ..graph.graph import Graph
 from ..graph.tracer import Tracer
+from .code_cache import register_source
 from .python_code import CUSTOM_BUILTINS, python_code
-from .source import register_source
 
 if TYPE_CHECKING:
     from .graph_module import GraphModule

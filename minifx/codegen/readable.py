@@ -12,12 +12,38 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import torch
+
 from ..graph.node import Node
 from .syntax import stack_summary
 
 if TYPE_CHECKING:
     from .graph_module import GraphModule
     from .python_code import _SourceWriter
+
+
+class ReadableMixin(torch.nn.Module):
+    """`GraphModule.print_readable` and `str(gm)`."""
+
+    def print_readable(self, print_output: bool = True) -> str:
+        """The code of this module and of its GraphModule children, as a class.
+
+        Each group of nodes is preceded by a comment saying where it came from
+        (its stack trace, when the tracer recorded one).
+        """
+        text = readable_text(self, self._get_name())
+        if print_output:
+            print(text)
+        return text
+
+    def __str__(self) -> str:
+        return "\n".join(
+            [
+                super().__str__(),
+                self._code,
+                "# To see more debug info, please use `graph_module.print_readable()`",
+            ]
+        )
 
 
 def verbose_comment(writer: _SourceWriter, node: Node) -> None:

@@ -88,6 +88,23 @@ def state_targets(graph: Graph) -> list[tuple[str, Node]]:
     return found
 
 
+_MISSING = object()  # child_at's "no such attribute" (None is a value an attribute may hold)
+
+
+def child_at(module: Any, part: str, target: str, node: Node | None) -> Any:
+    """`module.<part>`, a step of `target`'s path, with an error naming `node` if it is missing."""
+    child = getattr(module, part, _MISSING)  # one lookup: nn.Module's __getattr__ is slow Python
+    if child is _MISSING:
+        where = f"node %{node.name} ({node.op})" if node is not None else "the graph"
+        raise AttributeError(
+            f"GraphModule: {where} refers to {target!r}, but the root module has no "
+            f"attribute {part!r} on that path ({type(module).__name__} has none). "
+            "How to fix: add the attribute to the root (for a submodule, "
+            "gm.add_submodule), or correct the node's target."
+        )
+    return child
+
+
 def install(module: torch.nn.Module, name: str, value: Any) -> None:
     """Set an attribute; a plain tensor becomes a buffer, so it moves with `.to()`."""
     if isinstance(value, torch.Tensor) and not isinstance(value, torch.nn.Parameter):

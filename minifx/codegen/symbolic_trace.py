@@ -17,19 +17,8 @@ def symbolic_trace(
     """Trace `root` with the default `Tracer` and wrap the graph in a `GraphModule`.
 
     Args:
-        root: an `nn.Module` or a function.
+        root: an `nn.Module` or a function; the GraphModule is named after its class.
         concrete_args: inputs to specialise the graph to (see `Tracer.trace`).
-
-    Returns:
-        A GraphModule named after `root`'s class (or function), holding the
-        submodules, parameters and buffers the graph uses.
-
-    Example:
-        ```python
-        gm = symbolic_trace(model)
-        print(gm.code)       # the generated forward
-        gm(torch.randn(2, 3))
-        ```
     """
     tracer = Tracer()
     graph = tracer.trace(root, concrete_args)

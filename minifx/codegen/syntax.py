@@ -131,6 +131,39 @@ def global_hint(value: Any) -> str:
     return f"_{type(value).__name__}_constant"
 
 
+def torch_path(value: Any, torch_name: str | None) -> str | None:
+    """`torch.nn.functional.relu` for an object torch exports under that path, with
+    `torch` spelled `torch_name` (the generated code's name for the module); else None."""
+    module = getattr(value, "__module__", None)
+    if (
+        value is torch.device
+        or not isinstance(module, str)
+        or not TORCH_MODULE.match(module)
+        or torch_name is None
+    ):
+        return None
+    path = qualified_name(value)
+    if path.split(".")[0] != "torch" or resolve_torch_path(path) is not value:
+        return None
+    return torch_name + path[len("torch") :]
+
+
+def is_attribute_read(node: Node) -> bool:
+    """Whether `node` is `getattr(x, "name")`, which the code writes as `x.name`."""
+    args = node.args
+    return (
+        node.target is builtins.getattr
+        and len(args) == 2
+        and not node.kwargs
+        and isinstance(args[1], str)
+        and args[1].isidentifier()
+    )
+
+
+def is_number_literal(arg: Any) -> bool:
+    return type(arg) in (int, float, complex)
+
+
 def resolve_torch_path(path: str) -> Any:
     """Follow a dotted path from `torch`; None if any step is missing."""
     value: Any = torch
@@ -203,3 +236,32 @@ def check_node(node: Any) -> None:
             f"{node.target!r}): {problem}. How to fix: correct the node, then run "
             "graph.lint() to check the rest of the graph."
         )
+
+
+def duplicate_parameter(node: Node, parameter: str, root_module: str) -> ValueError:
+    """The error for a placeholder whose parameter name is taken already."""
+    return ValueError(
+        f"python_code: placeholder %{node.name} has the parameter name "
+        f"{parameter!r}, which an earlier placeholder (or {root_module!r}, "
+        "the module itself) already has; `def forward` cannot take it twice. "
+        "How to fix: give each placeholder its own target."
+    )
+
+
+def foreign_node(node: Node) -> ValueError:
+    """The error for an argument that is a node of another graph."""
+    return ValueError(
+        f"python_code: an argument refers to %{node.name}, which is not a node of this "
+        "graph (was it erased, or copied from another graph without node_copy?). "
+        "How to fix: run graph.lint() to find the node that uses it, and pass a node "
+        "of this graph instead."
+    )
+
+
+def syntax_error_note(error: SyntaxError) -> str:
+    """The note added when generated code does not compile: which line, and how to see it."""
+    return (
+        f"The generated code of this graph does not compile; line {error.lineno} "
+        f"is:\n    {(error.text or '').strip()}\nprint the code with "
+        "minifx.codegen.python_code(graph).src, and fix the graph's node."
+    )

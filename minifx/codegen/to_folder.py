@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from .codegen import PythonCode
 from .copying import import_block
-from .python_code import PythonCode, python_code
+from .python_code import python_code
 
 if TYPE_CHECKING:
     from .graph_module import GraphModule
@@ -30,6 +31,20 @@ _MODULES_WITH_EXACT_REPR = (
     torch.nn.BatchNorm2d,
     torch.nn.BatchNorm3d,
 )
+
+
+class ToFolderMixin(torch.nn.Module):
+    """`GraphModule.to_folder`."""
+
+    def to_folder(self, folder: str | Path, module_name: str = "FxModule") -> None:
+        """Write this module as a Python package that imports and runs on its own.
+
+        `folder/module.py` defines `class <module_name>(torch.nn.Module)` with
+        the generated `forward`; the weights go to `folder/state_dict.pt` and
+        submodules without a simple repr to `folder/<name>.pt`. Then
+        `from folder import <module_name>` works from the folder's parent.
+        """
+        write_folder(self, folder, module_name)
 
 
 def write_folder(gm: GraphModule, folder: str | Path, module_name: str = "FxModule") -> None:
@@ -54,7 +69,20 @@ def module_source(gm: GraphModule, code: PythonCode, folder: Path, class_name: s
         f"class {class_name}(torch.nn.Module):",
         "    def __init__(self):",
         "        super().__init__()",
+        *_state_lines(gm, folder),
     ]
+    # `wrap(...)` lines must run at module level; the method goes into the class.
+    wraps, _, forward = code.src.strip("\n").rstrip().partition("def forward")
+    method = "\n".join(
+        f"    {line}" if line else "" for line in f"def forward{forward}".split("\n")
+    )
+    wrap_lines = [wraps.strip()] if wraps.strip() else []
+    return "\n".join(lines[:4] + wrap_lines + lines[4:]) + "\n\n" + method + "\n"
+
+
+def _state_lines(gm: GraphModule, folder: Path) -> list[str]:
+    """`__init__`'s lines that rebuild `gm`'s state, saving what has no exact repr."""
+    lines = []
     for name, child in gm.named_children():
         if type(child) in _MODULES_WITH_EXACT_REPR:
             built = f"torch.nn.{child!r}"
@@ -79,10 +107,4 @@ def module_source(gm: GraphModule, code: PythonCode, folder: Path, class_name: s
             "        self._in_spec, self._out_spec = torch.load(os.path.join(_HERE, "
             "'pytree_specs.pt'), weights_only=False)"
         )
-    # `wrap(...)` lines must run at module level; the method goes into the class.
-    wraps, _, forward = code.src.strip("\n").rstrip().partition("def forward")
-    method = "\n".join(
-        f"    {line}" if line else "" for line in f"def forward{forward}".split("\n")
-    )
-    wrap_lines = [wraps.strip()] if wraps.strip() else []
-    return "\n".join(lines[:4] + wrap_lines + lines[4:]) + "\n\n" + method + "\n"
+    return lines

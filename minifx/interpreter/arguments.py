@@ -1,4 +1,5 @@
-"""What `Interpreter.run` and `boxed_run` are given, checked as torch.fx users expect.
+"""What `Interpreter.run` and `boxed_run` are given, checked as torch.fx users expect,
+and the values a node's arguments stand for (`map_nodes`).
 
 The Interpreter's teaching code (`interpreter.py`) assumes one value per
 placeholder. These helpers refuse, with a message that says how to fix the
@@ -8,7 +9,7 @@ call, the inputs it cannot run: more arguments than placeholders, a
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import torch
 
@@ -89,6 +90,22 @@ def graph_of(module: torch.nn.Module) -> Graph:
         f"{found}. Pass a minifx GraphModule (minifx.symbolic_trace(module)), or the graph "
         "itself: Interpreter(module, graph=graph)."
     )
+
+
+def map_nodes(a: Any, fn: Callable[[Node], Any]) -> Any:
+    """`map_arg(a, fn)`, but building plain lists and dicts instead of immutable ones."""
+    if isinstance(a, Node):
+        return fn(a)
+    if isinstance(a, tuple):
+        items = [map_nodes(item, fn) for item in a]
+        return type(a)(*items) if hasattr(a, "_fields") else tuple(items)
+    if isinstance(a, list):
+        return [map_nodes(item, fn) for item in a]
+    if isinstance(a, dict):
+        return {key: map_nodes(value, fn) for key, value in a.items()}
+    if isinstance(a, slice):
+        return slice(*(map_nodes(part, fn) for part in (a.start, a.stop, a.step)))
+    return a
 
 
 def _names(nodes: list[Node]) -> str:

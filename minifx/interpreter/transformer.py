@@ -1,18 +1,4 @@
-"""Re-tracing a graph into a new one: the `Transformer`.
-
-A `Transformer` is an `Interpreter` whose values are Proxies. Running the old
-graph on Proxies records every operation again, into a new graph: the result
-is a copy. Override `call_function` (or any opcode method) to return something
-else, and the copy has the change:
-
-    class ReluToGelu(Transformer):
-        def call_function(self, target, args, kwargs):
-            if target is torch.relu:
-                return torch.nn.functional.gelu(*args, **kwargs)   # recorded, not run
-            return super().call_function(target, args, kwargs)
-
-    new_gm = ReluToGelu(gm).transform()
-"""
+"""The `Transformer`: an `Interpreter` on Proxies, which record a new graph."""
 
 from __future__ import annotations
 
@@ -30,12 +16,8 @@ from .interpreter import Interpreter
 
 # --8<-- [start:tracer]
 class TransformerTracer(Tracer):
-    """The tracer a Transformer's Proxies record through.
-
-    It appends to the new graph, treats every submodule as a leaf (the old
-    graph already decided what to trace through), and gives each new node the
-    stack trace and module stack of the old node being transformed.
-    """
+    """Records into the new graph, keeps every submodule a leaf (the old graph decided
+    what to trace through), and gives each new node the origin of the old one."""
 
     def __init__(self, graph: Graph, root: torch.nn.Module) -> None:
         super().__init__()
@@ -47,42 +29,19 @@ class TransformerTracer(Tracer):
         """Always `True`: a `call_module` node stays one node in the new graph."""
         return True
 
-    def create_node(
-        self,
-        kind: str,
-        target: Any,
-        args: tuple,
-        kwargs: dict,
-        name: str | None = None,
-        type_expr: Any = None,
-    ) -> Node:
-        """`Tracer.create_node`, then give the new node the origin of `current_node`
-        (the old node being transformed): its stack trace and module stack."""
-        node = super().create_node(kind, target, args, kwargs, name, type_expr)
+    def create_node(self, *args: Any, **kwargs: Any) -> Node:
+        """`Tracer.create_node`, then copy `current_node`'s stack trace and module stack."""
+        node = super().create_node(*args, **kwargs)
         if self.current_node is not None:
             copy_origin(self.current_node, node)
         return node
 
 
 # --8<-- [end:tracer]
-
-
 # --8<-- [start:transformer]
 class Transformer(Interpreter):
-    """An Interpreter that runs the graph on Proxies and returns the new graph
-    they record, as a `GraphModule`.
-
-    Each opcode method records its node into `self.new_graph` instead of
-    computing a value. `call_method` and `output` need no change: calling a
-    method on a Proxy records it, and the output is the Proxies' structure.
-
-    Args:
-        module: the `GraphModule` to transform.
-
-    Attributes:
-        new_graph: the graph being recorded.
-        tracer: the `TransformerTracer` that records into `new_graph`.
-    """
+    """An Interpreter on Proxies: `transform()` returns what they record in `new_graph`
+    as a `GraphModule`. A Proxy records method calls: `call_method` needs no override."""
 
     def __init__(self, module: GraphModule) -> None:
         super().__init__(module)
@@ -93,8 +52,7 @@ class Transformer(Interpreter):
         self.tracer = TransformerTracer(self.new_graph, module)
 
     def run_node(self, n: Node) -> Any:
-        """`Interpreter.run_node`, with `n` set as the tracer's `current_node`
-        while it runs, so the nodes it records get `n`'s stack trace."""
+        """`Interpreter.run_node`, with `n` as the tracer's `current_node` meanwhile."""
         self.tracer.current_node = n
         try:
             return super().run_node(n)
@@ -120,15 +78,12 @@ class Transformer(Interpreter):
         return self.tracer.call_module(submodule, submodule.forward, args, kwargs)
 
     def transform(self) -> GraphModule:
-        """Run the whole graph on Proxies and return the recorded graph as a
-        `GraphModule` that shares `self.module`'s state."""
+        """Run the graph on Proxies; the recorded graph, as a GraphModule on `self.module`."""
         result = self.run(enable_io_processing=False)
         old_output = next(iter(self.graph.find_nodes(op="output")), None)
         if old_output is not None:
-            new_output = self.new_graph.output(
-                map_aggregate(result, lambda a: a.node if isinstance(a, Proxy) else a)
-            )
-            new_output.meta.update(old_output.meta)
+            result = map_aggregate(result, lambda a: a.node if isinstance(a, Proxy) else a)
+            self.new_graph.output(result).meta.update(old_output.meta)
         return GraphModule(self.module, self.new_graph)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import linecache
+
 import pytest
 import torch
 
@@ -38,3 +40,14 @@ def test_only_the_last_few_compiled_sources_are_kept() -> None:
     for index in range(code_cache._COMPILED_KEPT + 5):
         compile_forward(PythonCode(f"def forward(self):\n    return {index}\n", {}))
     assert len(code_cache._COMPILED) == code_cache._COMPILED_KEPT
+
+
+def test_register_source_names_a_source_once_and_says_where_it_came_from() -> None:
+    src = "def forward(self):\n    return 'register_source'\n"
+    origin = {"co_filename": "model.py", "co_firstlineno": 12, "co_name": "forward"}
+    name = code_cache.register_source(src, origin)
+    assert name.startswith("<eval_with_key>.")
+    assert name.endswith(" from model.py:12 in forward")
+    assert code_cache.register_source(src, origin) == name  # the same source, the same name
+    assert code_cache.register_source(src) != name  # another origin, another name
+    assert linecache.getline(name, 2) == "    return 'register_source'\n"

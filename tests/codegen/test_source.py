@@ -22,8 +22,9 @@ import torch.fx
 
 import minifx.graph
 from minifx.codegen import GraphModule, PythonCode, python_code, symbolic_trace
+from minifx.codegen.code_cache import register_source
 from minifx.codegen.copying import import_block
-from minifx.codegen.source import compile_forward, register_source
+from minifx.codegen.source import compile_forward
 
 pytestmark = pytest.mark.ch3
 

@@ -6,14 +6,25 @@ test_differential.py; these test the helpers one by one.
 
 from __future__ import annotations
 
+import collections
+
 import pytest
 import torch
 
 import minifx
 from minifx.interpreter import Interpreter
-from minifx.interpreter.arguments import boxed_inputs, check_argument_count, graph_of, next_argument
+from minifx.interpreter.arguments import (
+    boxed_inputs,
+    check_argument_count,
+    graph_of,
+    map_nodes,
+    next_argument,
+)
 
 pytestmark = pytest.mark.ch4
+
+
+Point = collections.namedtuple("Point", ["x", "y"])
 
 
 def add(x, y):
@@ -56,3 +67,14 @@ def test_graph_of_refuses_a_module_without_a_minifx_graph() -> None:
     assert graph_of(gm) is gm.graph
     with pytest.raises(TypeError, match="has no `graph` attribute"):
         graph_of(torch.nn.ReLU())
+
+
+def test_map_nodes_builds_plain_containers_and_keeps_named_tuples_and_slices() -> None:
+    graph = minifx.Graph()
+    x = graph.placeholder("x")
+    node = graph.call_function(torch.cat, ([x, x],), {"dim": slice(x, None)})
+    point = Point(x, 1)
+    mapped = map_nodes((node.args, node.kwargs, point), lambda n: n.name)
+    assert mapped == ((["x", "x"],), {"dim": slice("x", None)}, Point("x", 1))
+    assert type(mapped[0][0]) is list and type(mapped[1]) is dict  # not immutable_list/dict
+    assert type(mapped[2]) is Point

@@ -1,5 +1,8 @@
 """Errors of stage 4, with their exact messages.
 
+`minifx.interpreter.errors` words them all; these tests pin them through the
+Interpreter, the Transformer and `decompose`, which raise them.
+
 An error while running a node keeps its type and its message, and gets one
 PEP 678 note that names the node (`%name`, opcode and target), the Interpreter
 class, and the node's line of the printed graph (difference 5: torch.fx
