@@ -33,17 +33,35 @@ ROWS_PER_BLOCK = 4096
 ACTIVATION_RANGE = (0, 255)
 
 
+# Below this many values one conversion costs less than two (see `to_uint8`).
+SMALL = 8192
+
+
 # --8<-- [start:quantize]
 def quantize(x: torch.Tensor, scale: torch.Tensor, zero_point: torch.Tensor) -> torch.Tensor:
     """`clamp(round(x / scale + zero_point), 0, 255)` as a `torch.uint8` tensor.
 
-    `zero_point + x * (1 / scale)` is one `addcmul`, rounded once in float32, as PyTorch's
-    `quantize_per_tensor` computes it: `x / scale`, or the zero point added in a second
-    step, can land a value near a half step on the other side of it.
+    `zero_point + (1 / scale) * x` is one fused multiply-add (`torch.add` with `alpha`),
+    rounded once in float32, as PyTorch's `quantize_per_tensor` computes it: `x / scale`,
+    or the zero point added in a second step, can land a value near a half step on the
+    other side of it. (`1 / scale.item()` is worked out in float64, then rounded to
+    float32 once: the float32 reciprocal exactly.)
     """
     low, high = ACTIVATION_RANGE
-    q = torch.addcmul(zero_point, x, 1 / scale)  # float32
-    return q.round_().clamp_(low, high).to(torch.uint8)
+    q = torch.add(zero_point, x, alpha=1 / scale.item())  # float32
+    return to_uint8(q.round_().clamp_(low, high))
+
+
+def to_uint8(q: torch.Tensor) -> torch.Tensor:
+    """Whole numbers in 0..255, held in float32, as a `torch.uint8` tensor.
+
+    Through int16: torch 2.13 converts float32 to uint8 one value at a time, but float32
+    to int16 and int16 to uint8 with vector instructions, so two conversions take a
+    third of the time of one on a large tensor. On a small one the extra call costs more.
+    """
+    if q.numel() < SMALL:
+        return q.to(torch.uint8)
+    return q.to(torch.int16).to(torch.uint8)
 
 
 def dequantize(q: torch.Tensor, scale: torch.Tensor, zero_point: torch.Tensor) -> torch.Tensor:
@@ -109,12 +127,15 @@ class Int8Layer(nn.Module):
         self.register_buffer("scaled_bias", (bias / self.scale).float())  # bias / s_y
 
     def requantize(self, acc: torch.Tensor) -> torch.Tensor:
-        """Int32 sums, output channels last -> the uint8 output (`relu`: clamped at `z_y`)."""
+        """Int32 sums, output channels last -> the uint8 output (`relu`: clamped at `z_y`).
+
+        `acc` is overwritten: it is a fresh `torch._int_mm` result that nothing else reads.
+        """
         low, high = ACTIVATION_RANGE
-        acc = acc - self.zero_point_correction  # int32: sum_k (q_x - z_x) * q_w
+        acc = acc.sub_(self.zero_point_correction)  # int32, in place: sum_k (q_x - z_x) * q_w
         q = torch.add(self.scaled_bias, acc, alpha=self.multiplier)  # float32: y / s_y
         q = q.round_().add_(self.zero_point)
-        return q.clamp_(self.zero_point if self.relu else low, high).to(torch.uint8)
+        return to_uint8(q.clamp_(self.zero_point if self.relu else low, high))
 
     def extra_repr(self) -> str:
         return f"scale={self.scale:.4g}, zero_point={self.zero_point}, relu={self.relu}"
