@@ -84,6 +84,19 @@ def quantize_weight(weight: torch.Tensor) -> tuple[torch.Tensor, float]:
 # --8<-- [end:quantize]
 
 
+def right_matrix(weight: torch.Tensor) -> torch.Tensor:
+    """An (N, K) weight as the (K, N) right-hand matrix of `torch._int_mm`: its `.t()` view.
+
+    With K = 1 that view has two strides of 1, which torch 2.13's `_int_mm` misreads (it
+    returns wrong sums); the (1, N) view that `reshape` makes of the same memory it reads right.
+    """
+    return weight.reshape(1, -1) if weight.shape[1] == 1 else weight.t()
+
+
+def _float32(number: float) -> torch.Tensor:
+    return torch.tensor(number, dtype=torch.float32)
+
+
 # --8<-- [start:requantize]
 class Int8Layer(nn.Module):
     """What the int8 Linear and Conv2d share: int8 weights, and the requantization.
@@ -96,11 +109,14 @@ class Int8Layer(nn.Module):
         y   = s_x * s_w * acc + bias[n]               # the layer's float output
         q_y = clamp(round(y / s_y) + z_y, 0, 255)     # requantize
 
-    where `w_sum[n] = sum_k q_w[n, k]`. `y / s_y` is one float32 multiply-add,
-    `acc * multiplier + bias / s_y` with `multiplier = s_x * s_w / s_y`, and the zero point
-    is added after rounding, as in PyTorch's kernels: added before, in float32, it can move
-    a value that lies a hair off a half step onto it. A fused relu is a clamp at `z_y`, the
-    integer that stands for 0.0.
+    where `w_sum[n] = sum_k q_w[n, k]`. `y / s_y` is worked out in float32 in the order
+    PyTorch's x86 kernels (fbgemm) use, so that every rounding is theirs:
+    `(acc + bias / (s_x * s_w)) * (s_x * s_w / s_y)`, the bias counted in steps of `acc`
+    (`scaled_bias`), the product `s_x * s_w` and both quotients rounded to float32. One
+    fused `acc * multiplier + bias / s_y` rounds elsewhere: it gave one integer in 10^5
+    that differs by one. The zero point is added after rounding, as in PyTorch's kernels:
+    added before, in float32, it can move a value that lies a hair off a half step onto
+    it. A fused relu is a clamp at `z_y`, the integer that stands for 0.0.
 
     Args:
         layer: The float `nn.Linear` or `nn.Conv2d`.
@@ -122,9 +138,10 @@ class Int8Layer(nn.Module):
         self.input_scale, self.input_zero_point, self.relu = input_scale, input_zero_point, relu
         w_sum = weight.flatten(1).sum(1, dtype=torch.int32)
         self.register_buffer("zero_point_correction", input_zero_point * w_sum)  # z_x * w_sum[n]
-        bias = torch.zeros(len(weight)) if layer.bias is None else layer.bias.detach().cpu().double()
-        self.multiplier = input_scale * self.weight_scale / self.scale  # one step of acc, in output steps
-        self.register_buffer("scaled_bias", (bias / self.scale).float())  # bias / s_y
+        step = _float32(input_scale) * _float32(self.weight_scale)  # s_x * s_w: what one step of acc is worth
+        self.multiplier = (step / _float32(self.scale)).item()  # s_x * s_w / s_y, a float32 value
+        bias = torch.zeros(len(weight)) if layer.bias is None else layer.bias.detach().cpu().float()
+        self.register_buffer("scaled_bias", bias / step)  # bias / (s_x * s_w), in steps of acc
 
     def requantize(self, acc: torch.Tensor) -> torch.Tensor:
         """Int32 sums, output channels last -> the uint8 output (`relu`: clamped at `z_y`).
@@ -133,7 +150,7 @@ class Int8Layer(nn.Module):
         """
         low, high = ACTIVATION_RANGE
         acc = acc.sub_(self.zero_point_correction)  # int32, in place: sum_k (q_x - z_x) * q_w
-        q = torch.add(self.scaled_bias, acc, alpha=self.multiplier)  # float32: y / s_y
+        q = torch.add(acc, self.scaled_bias).mul_(self.multiplier)  # float32: y / s_y
         q = q.round_().add_(self.zero_point)
         return to_uint8(q.clamp_(self.zero_point if self.relu else low, high))
 
@@ -153,7 +170,7 @@ class QuantizedLinear(Int8Layer):
 
     def forward(self, q: torch.Tensor) -> torch.Tensor:
         rows = q.reshape(-1, self.in_features)  # _int_mm multiplies 2-d matrices only
-        acc = torch._int_mm(rows, self.weight.t())  # int32: sum_k q_x[m, k] * q_w[n, k]
+        acc = torch._int_mm(rows, right_matrix(self.weight))  # int32: sum_k q_x[m, k] * q_w[n, k]
         return self.requantize(acc).reshape(*q.shape[:-1], self.out_features)
 
     def extra_repr(self) -> str:
@@ -192,7 +209,7 @@ class QuantizedConv2d(Int8Layer):
         out = torch.empty(pixels, self.out_channels, dtype=torch.uint8)
         for start in range(0, pixels, ROWS_PER_BLOCK):
             block = slice(start, start + ROWS_PER_BLOCK)
-            products = [torch._int_mm(r[block], w.t()) for r, w in zip(rows, weights)]  # int32
+            products = [torch._int_mm(r[block], right_matrix(w)) for r, w in zip(rows, weights)]  # int32
             out[block] = self.requantize(products[0] if self.groups == 1 else torch.cat(products, dim=1))
         return out.reshape(n, out_h, out_w, self.out_channels).permute(0, 3, 1, 2)  # NCHW shape, NHWC memory
 

@@ -94,6 +94,22 @@ def test_linear_writes_the_integers_quantized_linear_writes(relu, bias):
     assert torch.equal(got, want)
 
 
+def test_linear_rounds_as_quantized_linear_on_every_pair_of_inputs():
+    # 2.6 million outputs from every pair of uint8 inputs: some land within a float32
+    # rounding of a half step. `acc * multiplier + bias / s_y` in one fused multiply-add
+    # wrote 8 of them one off; `(acc + bias / (s_x * s_w)) * multiplier`, fbgemm's order, none.
+    torch.manual_seed(0)
+    linear = nn.Linear(2, 40)
+    ours = QuantizedLinear(linear, INPUT, OUTPUT)
+    values = torch.arange(256, dtype=torch.uint8)
+    q = torch.cartesian_prod(values, values)
+    weight, weight_scale = quantize_weight(linear.weight)
+    packed = _silenced(torch.ops.quantized.linear_prepack, _torch_quantized(weight, weight_scale, 0),
+                       linear.bias.detach())
+    want = torch.ops.quantized.linear(_torch_quantized(q, *INPUT), packed, *OUTPUT).int_repr()
+    assert torch.equal(ours(q), want)
+
+
 CONVS = {"plain": {}, "strided": {"stride": 2, "padding": 1},
          "dilated, grouped": {"padding": 2, "dilation": 2, "groups": 4},
          "uneven, no bias": {"stride": (1, 2), "padding": (1, 0), "dilation": (2, 1), "bias": False}}
@@ -118,6 +134,24 @@ def test_conv2d_writes_the_integers_quantized_conv2d_writes(options, relu):
     with pytest.MonkeyPatch.context() as patch:  # output pixels in many blocks, the last one short
         patch.setattr(int8, "ROWS_PER_BLOCK", 7)
         assert torch.equal(ours(q), want)
+
+
+def test_one_input_value_per_output_is_multiplied_right():
+    # K = 1 (a Linear with one input, a 1x1 conv with one channel per group): the weight's
+    # `.t()` view has strides (1, 1), on which torch 2.13's _int_mm returns wrong sums.
+    torch.manual_seed(0)
+    linear, conv = nn.Linear(1, 8), nn.Conv2d(4, 12, 1, stride=2, padding=1, groups=4)
+    q, q_image = _random_input(5, 1), _random_input(2, 4, 9, 10)
+    weight, weight_scale = quantize_weight(linear.weight)
+    packed = _silenced(torch.ops.quantized.linear_prepack, _torch_quantized(weight, weight_scale, 0),
+                       linear.bias.detach())
+    want = torch.ops.quantized.linear(_torch_quantized(q, *INPUT), packed, *OUTPUT).int_repr()
+    assert torch.equal(QuantizedLinear(linear, INPUT, OUTPUT)(q), want)
+    weight, weight_scale = quantize_weight(conv.weight)
+    packed = _silenced(torch.ops.quantized.conv2d_prepack, _torch_quantized(weight, weight_scale, 0),
+                       conv.bias.detach(), [2, 2], [1, 1], [1, 1], 4)
+    want = torch.ops.quantized.conv2d(_torch_quantized(q_image, *INPUT), packed, *OUTPUT).int_repr()
+    assert torch.equal(QuantizedConv2d(conv, INPUT, OUTPUT)(q_image), want)
 
 
 def test_im2col_is_unfold_with_the_zero_point_as_padding():
