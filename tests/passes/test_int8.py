@@ -77,21 +77,25 @@ def test_quantize_weight_gives_symmetric_int8_values_and_the_observers_scale():
     assert torch.equal(q, want.int_repr())
 
 
+@pytest.mark.parametrize("features", [(96, 40), (256, 24)], ids=["plain", "narrowing"])
 @pytest.mark.parametrize("relu", [False, True])
 @pytest.mark.parametrize("bias", [True, False])
-def test_linear_writes_the_integers_quantized_linear_writes(relu, bias):
+def test_linear_writes_the_integers_quantized_linear_writes(relu, bias, features):
     torch.manual_seed(0)
-    linear = nn.Linear(96, 40, bias=bias)
+    in_features, out_features = features
+    linear = nn.Linear(in_features, out_features, bias=bias)
     ours = QuantizedLinear(linear, INPUT, OUTPUT, relu)
-    q = _random_input(2, 5, 96)  # any leading dimensions, as nn.Linear
+    assert (ours.weight_kn is not None) == (in_features >= int8.NARROWING * out_features)
+    q = _random_input(2, 5, in_features)  # any leading dimensions, as nn.Linear
     weight, weight_scale = quantize_weight(linear.weight)
     packed = _silenced(torch.ops.quantized.linear_prepack, _torch_quantized(weight, weight_scale, 0),
                        None if linear.bias is None else linear.bias.detach())
     kernel = torch.ops.quantized.linear_relu if relu else torch.ops.quantized.linear
     want = kernel(_torch_quantized(q, *INPUT), packed, *OUTPUT).int_repr()
     got = ours(q)
-    assert got.dtype == torch.uint8 and got.shape == (2, 5, 40)
+    assert got.dtype == torch.uint8 and got.shape == (2, 5, out_features)
     assert torch.equal(got, want)
+    assert torch.equal(ours(q[0, :1]), want[0, :1])  # one row: the weight's .t() view
 
 
 def test_linear_rounds_as_quantized_linear_on_every_pair_of_inputs():
