@@ -31,7 +31,7 @@ ROWS_PER_BLOCK = 4096
 # oneDNN's int8 product, which torch._int_mm runs on the CPU, reads the weight fastest as
 # the `.t()` view of its (N, K) rows, except for two or more input rows through a Linear that
 # narrows NARROWING times or more: there a (K, N) copy is faster (4096 -> 512 on 16 rows:
-# 131 us instead of 202; the benchmark's AutoEncoder at batch 16: 8% less time). At one row
+# 131 us instead of 202; the benchmark's AutoEncoder at batch 16: 3-8% less time). At one row
 # the copy is 3 times slower, and 1024 -> 512 or 4096 -> 4096 gain nothing from it.
 NARROWING = 4
 
@@ -112,9 +112,10 @@ class Int8Layer(nn.Module):
     `(acc + bias / (s_x * s_w)) * (s_x * s_w / s_y)`, the bias counted in steps of `acc`
     (`scaled_bias`), the product `s_x * s_w` and both quotients rounded to float32. One
     fused `acc * multiplier + bias / s_y` rounds elsewhere: fed every pair of uint8
-    inputs, a Linear(2, 40) wrote 8 of its 2.6 million integers one off. The zero point is added after rounding, as in PyTorch's kernels:
-    added before, in float32, it can move a value that lies a hair off a half step onto
-    it. A fused relu is a clamp at `z_y`, the integer that stands for 0.0.
+    inputs, a Linear(2, 40) wrote 8 of its 2.6 million integers one off. The zero point
+    is added after rounding, as in PyTorch's kernels: added before, in float32, it can
+    move a value that lies a hair off a half step onto it. A fused relu is a clamp at
+    `z_y`, the integer that stands for 0.0.
 
     Args:
         layer: The float `nn.Linear` or `nn.Conv2d`.
@@ -136,7 +137,7 @@ class Int8Layer(nn.Module):
         self.input_scale, self.input_zero_point, self.relu = input_scale, input_zero_point, relu
         w_sum = weight.flatten(1).sum(1, dtype=torch.int32)
         self.register_buffer("zero_point_correction", input_zero_point * w_sum)  # z_x * w_sum[n]
-        step = _float32(input_scale) * _float32(self.weight_scale)  # s_x * s_w: what one step of acc is worth
+        step = _float32(input_scale) * _float32(self.weight_scale)  # s_x * s_w: one step of acc
         bias = torch.zeros(len(weight)) if layer.bias is None else layer.bias.detach().cpu().float()
         self.register_buffer("scaled_bias", bias / step)  # bias / (s_x * s_w), in steps of acc
         # 0-dim float32 tensors, not Python numbers: an in-place op takes one in half the
@@ -229,7 +230,8 @@ class QuantizedConv2d(Int8Layer):
         out = torch.empty(pixels, self.out_channels, dtype=torch.uint8)
         for start in range(0, pixels, ROWS_PER_BLOCK):
             block = slice(start, start + ROWS_PER_BLOCK)
-            products = [torch._int_mm(r[block], right_matrix(w)) for r, w in zip(rows, weights)]  # int32
+            products = [torch._int_mm(r[block], right_matrix(w))  # int32
+                        for r, w in zip(rows, weights)]
             out[block] = self.requantize(products[0] if self.groups == 1 else torch.cat(products, dim=1))
         return out.reshape(n, out_h, out_w, self.out_channels).permute(0, 3, 1, 2)  # NCHW shape, NHWC memory
 
