@@ -28,22 +28,47 @@ from minifx.passes.observers import WEIGHT, MinMaxObserver
 # long on 50,176 rows at once as on blocks of 4,096).
 ROWS_PER_BLOCK = 4096
 
+# oneDNN's int8 product, which torch._int_mm runs on the CPU, reads the weight fastest as
+# the `.t()` view of its (N, K) rows, except for two or more input rows through a Linear that
+# narrows NARROWING times or more: there a (K, N) copy is faster (4096 -> 512 on 16 rows:
+# 131 us instead of 202; the benchmark's AutoEncoder at batch 16: 3-8% less time). At one row
+# the copy is 3 times slower, and 1024 -> 512 or 4096 -> 4096 gain nothing from it.
+NARROWING = 4
+
 # The integers an activation is stored in: all of uint8. Calibration maps the observed
 # range onto 0..127 (reduce_range); 128..255 is headroom for larger values.
 ACTIVATION_RANGE = (0, 255)
+
+
+# Below this many values one conversion costs less than two (see `to_uint8`).
+SMALL = 8192
 
 
 # --8<-- [start:quantize]
 def quantize(x: torch.Tensor, scale: torch.Tensor, zero_point: torch.Tensor) -> torch.Tensor:
     """`clamp(round(x / scale + zero_point), 0, 255)` as a `torch.uint8` tensor.
 
-    `zero_point + x * (1 / scale)` is one `addcmul`, rounded once in float32, as PyTorch's
-    `quantize_per_tensor` computes it: `x / scale`, or the zero point added in a second
-    step, can land a value near a half step on the other side of it.
+    `zero_point + (1 / scale) * x` is one fused multiply-add (`torch.add` with `alpha`),
+    rounded once in float32, as PyTorch's `quantize_per_tensor` computes it: `x / scale`,
+    or the zero point added in a second step, can land a value near a half step on the
+    other side of it. (`1 / scale.item()` is worked out in float64, then rounded to
+    float32 once: the float32 reciprocal exactly.)
     """
     low, high = ACTIVATION_RANGE
-    q = torch.addcmul(zero_point, x, 1 / scale)  # float32
-    return q.round_().clamp_(low, high).to(torch.uint8)
+    q = torch.add(zero_point, x, alpha=1 / scale.item())  # float32
+    return to_uint8(q.round_().clamp_(low, high))
+
+
+def to_uint8(q: torch.Tensor) -> torch.Tensor:
+    """Whole numbers in 0..255, held in float32, as a `torch.uint8` tensor.
+
+    Through int16: torch 2.13 converts float32 to uint8 one value at a time, but float32
+    to int16 and int16 to uint8 with vector instructions, so two conversions take a
+    third of the time of one on a large tensor. On a small one the extra call costs more.
+    """
+    if q.numel() < SMALL:
+        return q.to(torch.uint8)
+    return q.to(torch.int16).to(torch.uint8)
 
 
 def dequantize(q: torch.Tensor, scale: torch.Tensor, zero_point: torch.Tensor) -> torch.Tensor:
@@ -71,6 +96,10 @@ def quantize_weight(weight: torch.Tensor) -> tuple[torch.Tensor, float]:
 
 
 # --8<-- [start:requantize]
+def _float32(number: float) -> torch.Tensor:
+    return torch.tensor(number, dtype=torch.float32)
+
+
 class Int8Layer(nn.Module):
     """What the int8 Linear and Conv2d share: int8 weights, and the requantization.
 
@@ -82,11 +111,15 @@ class Int8Layer(nn.Module):
         y   = s_x * s_w * acc + bias[n]               # the layer's float output
         q_y = clamp(round(y / s_y) + z_y, 0, 255)     # requantize
 
-    where `w_sum[n] = sum_k q_w[n, k]`. `y / s_y` is one float32 multiply-add,
-    `acc * multiplier + bias / s_y` with `multiplier = s_x * s_w / s_y`, and the zero point
-    is added after rounding, as in PyTorch's kernels: added before, in float32, it can move
-    a value that lies a hair off a half step onto it. A fused relu is a clamp at `z_y`, the
-    integer that stands for 0.0.
+    where `w_sum[n] = sum_k q_w[n, k]`. `y / s_y` is worked out in float32 in the order
+    PyTorch's x86 kernels (fbgemm) use, so that every rounding is theirs:
+    `(acc + bias / (s_x * s_w)) * (s_x * s_w / s_y)`, the bias counted in steps of `acc`
+    (`scaled_bias`), the product `s_x * s_w` and both quotients rounded to float32. One
+    fused `acc * multiplier + bias / s_y` rounds elsewhere: fed every pair of uint8
+    inputs, a Linear(2, 40) wrote 8 of its 2.6 million integers one off. The zero point
+    is added after rounding, as in PyTorch's kernels: added before, in float32, it can
+    move a value that lies a hair off a half step onto it. A fused relu is a clamp at
+    `z_y`, the integer that stands for 0.0.
 
     Args:
         layer: The float `nn.Linear` or `nn.Conv2d`.
@@ -116,21 +149,24 @@ class Int8Layer(nn.Module):
         self.input_scale, self.input_zero_point, self.relu = input_scale, input_zero_point, relu
         w_sum = weight.flatten(1).sum(1, dtype=torch.int32)
         self.register_buffer("zero_point_correction", input_zero_point * w_sum)  # z_x * w_sum[n]
-        bias = (
-            torch.zeros(len(weight)) if layer.bias is None else layer.bias.detach().cpu().double()
-        )
-        self.multiplier = (
-            input_scale * self.weight_scale / self.scale
-        )  # one step of acc, in output steps
-        self.register_buffer("scaled_bias", (bias / self.scale).float())  # bias / s_y
+        step = _float32(input_scale) * _float32(self.weight_scale)  # s_x * s_w: one step of acc
+        bias = torch.zeros(len(weight)) if layer.bias is None else layer.bias.detach().cpu().float()
+        self.register_buffer("scaled_bias", bias / step)  # bias / (s_x * s_w), in steps of acc
+        # 0-dim float32 tensors, not Python numbers: an in-place op takes one in half the
+        # time (0.85 us, not 1.85, on one row), and one row's requantization is all such calls.
+        self.multiplier = step / _float32(self.scale)  # s_x * s_w / s_y
+        self.output_zero_point = _float32(self.zero_point)  # z_y
 
     def requantize(self, acc: torch.Tensor) -> torch.Tensor:
-        """Int32 sums, output channels last -> the uint8 output (`relu`: clamped at `z_y`)."""
+        """Int32 sums, output channels last -> the uint8 output (`relu`: clamped at `z_y`).
+
+        `acc` is overwritten: it is a fresh `torch._int_mm` result that nothing else reads.
+        """
         low, high = ACTIVATION_RANGE
-        acc = acc - self.zero_point_correction  # int32: sum_k (q_x - z_x) * q_w
-        q = torch.add(self.scaled_bias, acc, alpha=self.multiplier)  # float32: y / s_y
-        q = q.round_().add_(self.zero_point)
-        return q.clamp_(self.zero_point if self.relu else low, high).to(torch.uint8)
+        acc = acc.sub_(self.zero_point_correction)  # int32, in place: sum_k (q_x - z_x) * q_w
+        q = torch.add(acc, self.scaled_bias).mul_(self.multiplier)  # float32: y / s_y
+        q = q.round_().add_(self.output_zero_point)
+        return to_uint8(q.clamp_(self.zero_point if self.relu else low, high))
 
     def extra_repr(self) -> str:
         return f"scale={self.scale:.4g}, zero_point={self.zero_point}, relu={self.relu}"
@@ -140,8 +176,21 @@ class Int8Layer(nn.Module):
 
 
 # --8<-- [start:linear]
+def right_matrix(weight: torch.Tensor) -> torch.Tensor:
+    """An (N, K) weight as the (K, N) right-hand matrix of `torch._int_mm`: its `.t()` view.
+
+    With K = 1 that view has two strides of 1, which torch 2.13's `_int_mm` misreads (it
+    returns wrong sums); the (1, N) view that `reshape` makes of the same memory it reads right.
+    """
+    return weight.reshape(1, -1) if weight.shape[1] == 1 else weight.t()
+
+
 class QuantizedLinear(Int8Layer):
-    """`nn.Linear` on uint8 inputs with int8 weights, through `torch._int_mm`."""
+    """`nn.Linear` on uint8 inputs with int8 weights, through `torch._int_mm`.
+
+    A Linear that narrows `NARROWING` times or more also keeps its weight as a (K, N)
+    copy, `weight_kn`, for inputs of several rows.
+    """
 
     def __init__(
         self,
@@ -152,10 +201,16 @@ class QuantizedLinear(Int8Layer):
     ) -> None:
         super().__init__(linear, input_qparams, output_qparams, relu)
         self.in_features, self.out_features = linear.in_features, linear.out_features
+        narrows = self.in_features >= NARROWING * self.out_features
+        self.register_buffer("weight_kn", self.weight.t().contiguous() if narrows else None)
 
     def forward(self, q: torch.Tensor) -> torch.Tensor:
         rows = q.reshape(-1, self.in_features)  # _int_mm multiplies 2-d matrices only
-        acc = torch._int_mm(rows, self.weight.t())  # int32: sum_k q_x[m, k] * q_w[n, k]
+        if len(rows) > 1 and self.weight_kn is not None:
+            weight_kn = self.weight_kn  # (K, N): the same matrix, in the layout faster here
+        else:
+            weight_kn = right_matrix(self.weight)
+        acc = torch._int_mm(rows, weight_kn)  # int32: sum_k q_x[m, k] * q_w[n, k]
         return self.requantize(acc).reshape(*q.shape[:-1], self.out_features)
 
     def extra_repr(self) -> str:
@@ -207,7 +262,10 @@ class QuantizedConv2d(Int8Layer):
         out = torch.empty(pixels, self.out_channels, dtype=torch.uint8)
         for start in range(0, pixels, ROWS_PER_BLOCK):
             block = slice(start, start + ROWS_PER_BLOCK)
-            products = [torch._int_mm(r[block], w.t()) for r, w in zip(rows, weights)]  # int32
+            products = [
+                torch._int_mm(r[block], right_matrix(w))  # int32
+                for r, w in zip(rows, weights)
+            ]
             out[block] = self.requantize(
                 products[0] if self.groups == 1 else torch.cat(products, dim=1)
             )

@@ -79,13 +79,16 @@ def test_quantize_weight_gives_symmetric_int8_values_and_the_observers_scale():
     assert torch.equal(q, want.int_repr())
 
 
+@pytest.mark.parametrize("features", [(96, 40), (256, 24)], ids=["plain", "narrowing"])
 @pytest.mark.parametrize("relu", [False, True])
 @pytest.mark.parametrize("bias", [True, False])
-def test_linear_writes_the_integers_quantized_linear_writes(relu, bias):
+def test_linear_writes_the_integers_quantized_linear_writes(relu, bias, features):
     torch.manual_seed(0)
-    linear = nn.Linear(96, 40, bias=bias)
+    in_features, out_features = features
+    linear = nn.Linear(in_features, out_features, bias=bias)
     ours = QuantizedLinear(linear, INPUT, OUTPUT, relu)
-    q = _random_input(2, 5, 96)  # any leading dimensions, as nn.Linear
+    assert (ours.weight_kn is not None) == (in_features >= int8.NARROWING * out_features)
+    q = _random_input(2, 5, in_features)  # any leading dimensions, as nn.Linear
     weight, weight_scale = quantize_weight(linear.weight)
     packed = _silenced(
         torch.ops.quantized.linear_prepack,
@@ -95,8 +98,28 @@ def test_linear_writes_the_integers_quantized_linear_writes(relu, bias):
     kernel = torch.ops.quantized.linear_relu if relu else torch.ops.quantized.linear
     want = kernel(_torch_quantized(q, *INPUT), packed, *OUTPUT).int_repr()
     got = ours(q)
-    assert got.dtype == torch.uint8 and got.shape == (2, 5, 40)
+    assert got.dtype == torch.uint8 and got.shape == (2, 5, out_features)
     assert torch.equal(got, want)
+    assert torch.equal(ours(q[0, :1]), want[0, :1])  # one row: the weight's .t() view
+
+
+def test_linear_rounds_as_quantized_linear_on_every_pair_of_inputs():
+    # 2.6 million outputs from every pair of uint8 inputs: some land within a float32
+    # rounding of a half step. `acc * multiplier + bias / s_y` in one fused multiply-add
+    # wrote 8 of them one off; `(acc + bias / (s_x * s_w)) * multiplier`, fbgemm's order, none.
+    torch.manual_seed(0)
+    linear = nn.Linear(2, 40)
+    ours = QuantizedLinear(linear, INPUT, OUTPUT)
+    values = torch.arange(256, dtype=torch.uint8)
+    q = torch.cartesian_prod(values, values)
+    weight, weight_scale = quantize_weight(linear.weight)
+    packed = _silenced(
+        torch.ops.quantized.linear_prepack,
+        _torch_quantized(weight, weight_scale, 0),
+        linear.bias.detach(),
+    )
+    want = torch.ops.quantized.linear(_torch_quantized(q, *INPUT), packed, *OUTPUT).int_repr()
+    assert torch.equal(ours(q), want)
 
 
 CONVS = {
@@ -132,6 +155,34 @@ def test_conv2d_writes_the_integers_quantized_conv2d_writes(options, relu):
     with pytest.MonkeyPatch.context() as patch:  # output pixels in many blocks, the last one short
         patch.setattr(int8, "ROWS_PER_BLOCK", 7)
         assert torch.equal(ours(q), want)
+
+
+def test_one_input_value_per_output_is_multiplied_right():
+    # K = 1 (a Linear with one input, a 1x1 conv with one channel per group): the weight's
+    # `.t()` view has strides (1, 1), on which torch 2.13's _int_mm returns wrong sums.
+    torch.manual_seed(0)
+    linear, conv = nn.Linear(1, 8), nn.Conv2d(4, 12, 1, stride=2, padding=1, groups=4)
+    q, q_image = _random_input(5, 1), _random_input(2, 4, 9, 10)
+    weight, weight_scale = quantize_weight(linear.weight)
+    packed = _silenced(
+        torch.ops.quantized.linear_prepack,
+        _torch_quantized(weight, weight_scale, 0),
+        linear.bias.detach(),
+    )
+    want = torch.ops.quantized.linear(_torch_quantized(q, *INPUT), packed, *OUTPUT).int_repr()
+    assert torch.equal(QuantizedLinear(linear, INPUT, OUTPUT)(q), want)
+    weight, weight_scale = quantize_weight(conv.weight)
+    packed = _silenced(
+        torch.ops.quantized.conv2d_prepack,
+        _torch_quantized(weight, weight_scale, 0),
+        conv.bias.detach(),
+        [2, 2],
+        [1, 1],
+        [1, 1],
+        4,
+    )
+    want = torch.ops.quantized.conv2d(_torch_quantized(q_image, *INPUT), packed, *OUTPUT).int_repr()
+    assert torch.equal(QuantizedConv2d(conv, INPUT, OUTPUT)(q_image), want)
 
 
 def test_im2col_is_unfold_with_the_zero_point_as_padding():
