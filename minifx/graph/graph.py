@@ -19,10 +19,9 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 import torch
 
 from ..proxy.names import Namespace, target_to_name
-from . import invariants
+from . import errors, invariants
 from .codegen_hooks import CodeGenHooks
 from .copying import GraphCopying
-from .errors import MisuseError
 from .module_paths import has_path
 from .node import Node, map_arg
 from .node_index import NodeIndex
@@ -172,18 +171,9 @@ class Graph(GraphCopying, CodeGenHooks):
             RuntimeError: if the node still has users, or belongs to another graph.
         """
         if to_erase.users:
-            users = ", ".join(f"%{user.name}" for user in to_erase.users)
-            raise RuntimeError(
-                f"tried to erase %{to_erase.name} but it still had {len(to_erase.users)} users in "
-                f"the graph ({users}), which would be left reading a value that no longer exists. "
-                f"First make them use another value (%{to_erase.name}.replace_all_uses_with(new)) "
-                "or erase them."
-            )
+            raise errors.still_used(to_erase)
         if to_erase.graph is not self:
-            raise RuntimeError(
-                f"cannot erase %{to_erase.name}: it belongs to another graph. Call "
-                "erase_node on the graph that holds it (node.graph.erase_node(node))."
-            )
+            raise errors.not_in_this_graph(to_erase)
         if to_erase._erased:
             warnings.warn(
                 f"erase_node(%{to_erase.name}): the node was already erased", stacklevel=2
@@ -226,10 +216,7 @@ class Graph(GraphCopying, CodeGenHooks):
 
     def _check_owned(self, n: Node, method: str) -> None:
         if n.graph is not self:
-            raise MisuseError(
-                f"{method}(%{n.name}): the node belongs to another graph, so new nodes cannot "
-                "be inserted next to it here. Pass a node of this graph."
-            )
+            raise errors.insertion_point_elsewhere(method, n)
 
     # --8<-- [start:builders]
     def placeholder(
@@ -284,12 +271,7 @@ class Graph(GraphCopying, CodeGenHooks):
 
     def _warn_if_missing(self, path: str, op: str) -> None:
         if self.owning_module is not None and not has_path(self.owning_module, path):
-            warnings.warn(
-                f"Attempted to insert a {op} Node with no underlying reference in the owning "
-                f"GraphModule: {op}({path!r}) names no attribute of the owning module, so the "
-                "graph will fail when it runs. Add it to the module first (add_submodule, setattr).",
-                stacklevel=3,
-            )
+            warnings.warn(errors.missing_target_warning(op, path), stacklevel=3)
 
     def find_nodes(self, *, op: str, target: Any = None, sort: bool = True) -> list[Node]:
         """The nodes with opcode `op` (and `target`, if given), found through an index.

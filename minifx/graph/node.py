@@ -18,7 +18,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..proxy.ir import format_arg, format_line
-from .errors import MisuseError
+from . import errors
+from .errors import MisuseError as MisuseError  # re-exported: older code imports it here
 from .immutable_collections import immutable_dict, immutable_list
 from .module_paths import get_path as get_path  # re-exported: passes import it from here
 from .node_conveniences import NodeConveniences
@@ -221,10 +222,7 @@ class Node(NodeConveniences):
 
     def _check_same_graph(self, x: Node) -> None:
         if x.graph is not self.graph:
-            raise MisuseError(
-                f"cannot move %{x.name} next to %{self.name}: they belong to different "
-                "graphs. Copy it into this graph with graph.node_copy(node, arg_transform) instead."
-            )
+            raise errors.move_across_graphs(x, self)
 
     def _unlink(self) -> None:
         """Take this node out of the list; its own pointers are kept so that an
@@ -260,11 +258,7 @@ class Node(NodeConveniences):
         """
         if propagate_meta:
             if replace_with.meta:
-                raise MisuseError(
-                    f"replace_all_uses_with(%{replace_with.name}, propagate_meta=True): "
-                    f"%{replace_with.name} already has meta keys {sorted(replace_with.meta)}, "
-                    "which copying would overwrite. Clear them first or pass propagate_meta=False."
-                )
+                raise errors.meta_would_be_overwritten(replace_with)
             replace_with.meta.update(self.meta)
         changed = list(self.users)
         if delete_user_cb is not None:

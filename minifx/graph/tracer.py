@@ -28,9 +28,8 @@ from typing import Any, Callable
 import torch
 from torch.utils import _pytree as pytree
 
-from ..proxy.errors import untraceable
 from ..proxy.proxy import BASE_TYPES, PLAIN_VALUE_TYPES, Proxy, TracerBase
-from .errors import NotTraceable, SelfInStarArgs
+from . import errors
 from .graph import Graph
 from .node import Node
 from .placeholders import PH, PHBase, copy_metadata
@@ -132,20 +131,12 @@ class Tracer(ConstantsOnRoot, TracerBase):
             self.root = root
             fn = getattr(type(root), self.traced_func_name, None)
             if fn is None:
-                raise NotTraceable(
-                    f"traced_func_name={self.traced_func_name} doesn't exist in "
-                    f"{type(root).__name__}: set the tracer's traced_func_name to a method of the "
-                    "module (by default it traces forward)."
-                )
+                raise errors.no_traced_function(root, self.traced_func_name)
             self.submodule_paths = {module: path for path, module in root.named_modules()}
         else:
             self.root, fn = torch.nn.Module(), root
         if not isinstance(fn, FunctionType):
-            raise NotTraceable(
-                f"cannot trace {fn!r}: the tracer needs a Python function (or a module whose "
-                f"{self.traced_func_name} is one), because it reads the parameter names from "
-                "its code. Wrap the callable in a def."
-            )
+            raise errors.not_a_function(fn, self.traced_func_name)
         self.graph = Graph(tracer_cls=type(self))
         # Where the traced code lives: chapter 3 names the generated forward's file after it.
         code = fn.__code__
@@ -222,14 +213,7 @@ class Tracer(ConstantsOnRoot, TracerBase):
         if paths is None:
             paths = {module: path for path, module in self.root.named_modules()}
         if mod not in paths:
-            raise _no_path_in_root(
-                f"a {type(mod).__name__} module was called that is not a submodule of the "
-                "traced module.",
-                "a call_module node names its module by its path in the root module, and "
-                "this one has no path (it was probably created inside forward).",
-                f"create it in __init__ and store it as an attribute (self.layer = "
-                f"nn.{type(mod).__name__}(...)), or call the functional form (torch.nn.functional).",
-            )
+            raise errors.module_not_in_root(mod)
         return paths[mod]
 
     # --8<-- [start:getattr]
@@ -317,12 +301,7 @@ class Tracer(ConstantsOnRoot, TracerBase):
     def _get_attr_of(self, value: Any, named: Any, kind: str) -> Node:
         path = self._path_in(value, named)
         if path is None:
-            raise _no_path_in_root(
-                f"a {kind} that is not part of the traced module was used.",
-                f"a get_attr node reads a {kind} by its path in the root module, and this one "
-                "has none (it was probably created inside forward, or belongs to another module).",
-                f"create the {kind} in __init__ and store it as an attribute of the module.",
-            )
+            raise errors.value_not_in_root(kind)
         return self.create_node("get_attr", path, (), {})
 
     # --8<-- [start:create_args_for_root]
@@ -341,10 +320,7 @@ class Tracer(ConstantsOnRoot, TracerBase):
         signature = inspect.signature(fn)
         names, args = named_parameters(signature), []
         if is_module and not names:
-            raise SelfInStarArgs(
-                f"cannot trace {fn.__qualname__}: it takes `self` inside `*args` (``self`` "
-                "argument cannot be part of *args expansion!). Name it: def forward(self, *args)."
-            )
+            raise errors.self_in_star_args(fn.__qualname__)
         if is_module:
             names, args = names[1:], [self.root]
         if isinstance(concrete_args, tuple):
@@ -427,16 +403,6 @@ class Tracer(ConstantsOnRoot, TracerBase):
         if isinstance(part, PHBase) and part is not PH:
             copy_metadata(part, proxy.node)
         return proxy
-
-
-def _no_path_in_root(what: str, why: str, fix: str) -> NameError:
-    """The error for a module or parameter that has no path in the root module.
-
-    It is exactly a `NameError`, the type torch.fx raises (and tests pin), not a
-    `TraceError`; only its message has the `TraceError` shape: what, where in
-    the user's code, why, and how to fix it.
-    """
-    return NameError(str(untraceable(what, why, fix)))
 
 
 def _assert_is_none(value: Any, message: str) -> None:
