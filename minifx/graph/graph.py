@@ -22,6 +22,7 @@ from ..proxy.names import Namespace, target_to_name
 from . import errors, invariants
 from .codegen_hooks import CodeGenHooks
 from .copying import GraphCopying
+from .graph_queries import GraphQueries
 from .module_paths import has_path
 from .node import Node, map_arg
 from .node_index import NodeIndex
@@ -82,7 +83,7 @@ class _InsertPoint:
         self._graph._insert = self._saved
 
 
-class Graph(GraphCopying, CodeGenHooks):
+class Graph(GraphQueries, GraphCopying, CodeGenHooks):
     """A program as a list of `Node`s, in an order where inputs come before users.
 
     Invariants (`lint()` checks each one; its messages name the number):
@@ -273,21 +274,6 @@ class Graph(GraphCopying, CodeGenHooks):
         if self.owning_module is not None and not has_path(self.owning_module, path):
             warnings.warn(errors.missing_target_warning(op, path), stacklevel=3)
 
-    def find_nodes(self, *, op: str, target: Any = None, sort: bool = True) -> list[Node]:
-        """The nodes with opcode `op` (and `target`, if given), found through an index.
-
-        Args:
-            op: the opcode to look for.
-            target: if given, only nodes with this target.
-            sort: return them in graph order (a walk over the graph); with
-                `False`, in the order they were created.
-        """
-        found = self._node_index.find(op, target)
-        if sort and len(found) > 1:
-            wanted = set(found)
-            found = [n for n in self.nodes if n in wanted]
-        return found
-
     # --8<-- [start:node_copy]
     def node_copy(self, node: Node, arg_transform: Callable[[Node], Any] = lambda n: n) -> Node:
         """Copy `node` (from any graph) into this one, at the insertion point.
@@ -356,11 +342,3 @@ class Graph(GraphCopying, CodeGenHooks):
         return "\n".join(["graph():", *(f"    {node.format_node()}" for node in self.nodes)])
 
     # --8<-- [end:str]
-
-    def print_tabular(self) -> None:
-        """Print one row per node: opcode, name, target, args, kwargs."""
-        header = ["opcode", "name", "target", "args", "kwargs"]
-        rows = [[n.op, n.name, str(n.target), str(n.args), str(n.kwargs)] for n in self.nodes]
-        widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-        for row in [header, ["-" * w for w in widths], *rows]:
-            print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())

@@ -20,19 +20,17 @@ from __future__ import annotations
 
 import inspect
 import math
-import warnings
 from collections import OrderedDict
 from types import FunctionType, ModuleType
 from typing import Any, Callable
 
 import torch
-from torch.utils import _pytree as pytree
 
-from ..proxy.proxy import BASE_TYPES, PLAIN_VALUE_TYPES, Proxy, TracerBase
+from ..proxy.proxy import PLAIN_VALUE_TYPES, Proxy, TracerBase
 from . import errors
+from .concrete_args import ConcreteArgs
 from .graph import Graph
 from .node import Node
-from .placeholders import PH, PHBase, copy_metadata
 from .proxyable import is_proxyable_instance
 from .structured_inputs import (
     PytreeInfo,
@@ -57,7 +55,7 @@ _NO_MODULE_STATE = PLAIN_VALUE_TYPES | {tuple, list, dict}
 __all__ = ["Tracer", "PytreeInfo"]
 
 
-class Tracer(ConstantsOnRoot, TracerBase):
+class Tracer(ConcreteArgs, ConstantsOnRoot, TracerBase):
     """Traces an `nn.Module` or a function into a `Graph`, as `torch.fx.Tracer` does.
 
     Subclass it and override `is_leaf_module`, `create_proxy`, `create_node`,
@@ -357,52 +355,6 @@ class Tracer(ConstantsOnRoot, TracerBase):
         )
         annotation = None if name.startswith("*") else fn.__annotations__.get(name)
         return self.create_proxy("placeholder", name, default, {}, type_expr=annotation)
-
-    # --8<-- [start:specialise]
-    def _specialise(self, name: str, value: Any, signature: inspect.Signature) -> Any:
-        """A concrete input: placeholders named `name_1`, `name_2`, ... for its `PH`s,
-        and for every other part an assertion that the input has that value."""
-        parameter = signature.parameters[name]
-        default = () if parameter.default is parameter.empty else (parameter.default,)
-        count = 0
-
-        def replace(part: Any) -> Any:
-            nonlocal count
-            count += 1
-            proxy = self._input_placeholder(f"{name}_{count}", part, default)
-            if isinstance(part, PHBase):
-                return proxy
-            if part is None:
-                message = f"{name} has been specialized to have value None but got another value"
-                check = self.create_proxy("call_function", _assert_is_none, (proxy, message), {})
-                # Generated code then registers it with `wrap`, so retracing that
-                # code records the check again instead of running it on a Proxy.
-                check.node.meta["is_wrapped"] = True
-            elif isinstance(part, BASE_TYPES) and not isinstance(part, torch.Tensor):
-                torch._assert(
-                    proxy == part,
-                    f"{name} has been specialized to have value {part} but got another value",
-                )
-            else:
-                # torch.fx warns with the default stacklevel too.
-                warnings.warn(  # noqa: B028
-                    f"Was not able to add assertion to guarantee correct input {name} "
-                    "to specialized function. It is up to the user to make sure that "
-                    "your inputs match the inputs you specialized the function with."
-                )
-            return part
-
-        return pytree.tree_map(replace, value)
-
-    # --8<-- [end:specialise]
-
-    def _input_placeholder(self, name: str, part: Any, default: tuple = ()) -> Proxy:
-        """A placeholder for one part of `concrete_args`; a `PH` subclass's metadata goes
-        onto its node."""
-        proxy = self.create_proxy("placeholder", name, default, {})
-        if isinstance(part, PHBase) and part is not PH:
-            copy_metadata(part, proxy.node)
-        return proxy
 
 
 def _assert_is_none(value: Any, message: str) -> None:
