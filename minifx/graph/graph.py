@@ -1,12 +1,7 @@
 """`Graph`: torch.fx's intermediate representation, a doubly linked list of `Node`s.
 
-The list is circular around a sentinel node, so inserting or erasing a node
-is O(1) anywhere, with no special case for the ends:
-
-    sentinel <-> %x <-> %add <-> %relu <-> output <-> (back to sentinel)
-
-Names are unique (`add`, `add_1`, ...), and every node's `users` and
-`all_input_nodes` (the use-def lists) are kept up to date by `Node` itself.
+The list is circular around a sentinel node, so inserting or erasing a node is
+O(1) anywhere: `sentinel <-> %x <-> %add <-> output <-> (back to sentinel)`.
 """
 
 from __future__ import annotations
@@ -22,7 +17,7 @@ from ..proxy.names import Namespace, target_to_name
 from . import errors, invariants
 from .codegen_hooks import CodeGenHooks
 from .copying import GraphCopying
-from .graph_queries import GraphQueries
+from .graph_conveniences import GraphConveniences
 from .module_paths import has_path
 from .node import Node, map_arg
 from .node_index import NodeIndex
@@ -32,11 +27,7 @@ if TYPE_CHECKING:
 
 
 class _NodeList:
-    """`graph.nodes`: iterates over the nodes in order, or backwards with `reversed`.
-
-    A node erased while the loop stands on it still knows its old neighbour,
-    so erasing during iteration is safe, as in torch.fx.
-    """
+    """`graph.nodes`: the nodes in order, or backwards with `reversed`; a loop may erase them."""
 
     def __init__(self, graph: Graph, backwards: bool = False) -> None:
         self._graph, self._backwards = graph, backwards
@@ -66,11 +57,8 @@ class _NodeList:
 
 
 class _InsertPoint:
-    """Returned by `inserting_before/after`: moves the insertion point until exit.
-
-    As in torch.fx, the point moves as soon as this object is made, so the
-    `with` statement only decides when it moves back.
-    """
+    """Returned by `inserting_before/after`: the point moves when this is made (as in
+    torch.fx), and back when the `with` block ends."""
 
     def __init__(self, graph: Graph, insert: Callable[[Node], None]) -> None:
         self._graph, self._saved = graph, graph._insert
@@ -83,7 +71,7 @@ class _InsertPoint:
         self._graph._insert = self._saved
 
 
-class Graph(GraphQueries, GraphCopying, CodeGenHooks):
+class Graph(GraphConveniences, GraphCopying, CodeGenHooks):
     """A program as a list of `Node`s, in an order where inputs come before users.
 
     Invariants (`lint()` checks each one; its messages name the number):
@@ -145,12 +133,8 @@ class Graph(GraphQueries, GraphCopying, CodeGenHooks):
         """Make a node and insert it at the insertion point (by default, the end).
 
         Args:
-            op: one of the six opcodes.
-            target: what the node calls or reads (see `Node`).
-            args: positional arguments; other nodes stand for their values.
-            kwargs: keyword arguments.
-            name: the name to start from; by default it comes from `target`.
-                A taken name gets a suffix: `add`, `add_1`, ...
+            name: the name to start from (by default, from `target`); a taken
+                name gets a suffix: `add`, `add_1`, ...
             type_expr: an optional type annotation.
         """
         candidate = name if name is not None else target_to_name(target)
@@ -166,11 +150,7 @@ class Graph(GraphQueries, GraphCopying, CodeGenHooks):
 
     # --8<-- [start:erase_node]
     def erase_node(self, to_erase: Node) -> None:
-        """Remove a node that nothing uses any more. O(1) plus its number of inputs.
-
-        Raises:
-            RuntimeError: if the node still has users, or belongs to another graph.
-        """
+        """Remove a node that nothing uses any more (else `RuntimeError`). O(1) per input."""
         if to_erase.users:
             raise errors.still_used(to_erase)
         if to_erase.graph is not self:
@@ -192,21 +172,16 @@ class Graph(GraphQueries, GraphCopying, CodeGenHooks):
 
     # --8<-- [start:inserting]
     def inserting_before(self, n: Node | None = None) -> _InsertPoint:
-        """Within `with graph.inserting_before(n):`, new nodes go right before `n`.
-
-        With `n=None` they go to the start of the graph.
-        """
+        """Within `with graph.inserting_before(n):`, new nodes go right before `n` (or first)."""
         if n is None:
             return self.inserting_after(self._root)
         self._check_owned(n, "inserting_before")
         return _InsertPoint(self, n.prepend)
 
     def inserting_after(self, n: Node | None = None) -> _InsertPoint:
-        """Within `with graph.inserting_after(n):`, new nodes go right after `n`.
+        """Within `with graph.inserting_after(n):`, new nodes go right after `n` (or last).
 
-        Each new node goes *right after `n`*, so two new nodes come out in
-        reverse order; to add a chain, insert after the last new node.
-        With `n=None` they go to the end of the graph.
+        So two new nodes come out in reverse order; for a chain, insert after the newest.
         """
         if n is None:
             return self.inserting_before(self._root)
@@ -279,7 +254,6 @@ class Graph(GraphQueries, GraphCopying, CodeGenHooks):
         """Copy `node` (from any graph) into this one, at the insertion point.
 
         Args:
-            node: the node to copy.
             arg_transform: maps each node in `node`'s arguments to its
                 counterpart in this graph; usually `lambda n: val_map[n]`.
         """
@@ -294,12 +268,8 @@ class Graph(GraphQueries, GraphCopying, CodeGenHooks):
     def eliminate_dead_code(self, is_impure_node: Callable[[Node], bool] | None = None) -> bool:
         """Erase every node whose value nobody uses and that has no side effect.
 
-        Walking backwards means that erasing a node can make its inputs
-        unused in time for the walk to reach them.
-
         Args:
-            is_impure_node: decides which nodes must stay; by default
-                `Node.is_impure` (placeholders, output, in-place calls, ...).
+            is_impure_node: decides which nodes must stay; by default `Node.is_impure`.
 
         Returns:
             Whether anything was erased, here or in a subgraph.
@@ -315,21 +285,8 @@ class Graph(GraphQueries, GraphCopying, CodeGenHooks):
 
     # --8<-- [end:eliminate_dead_code]
 
-    def _eliminate_dead_code_in_subgraphs(self) -> bool:
-        """As torch.fx does: clean the GraphModules that `get_attr` nodes read
-        (the branches of `cond`, say), with their default rules, and recompile them."""
-        if self.owning_module is None:
-            return False
-        read = {node.target for node in self.find_nodes(op="get_attr")}
-        erased = False
-        for name, child in self.owning_module.named_children():
-            if name in read and isinstance(getattr(child, "graph", None), Graph):
-                erased = child.graph.eliminate_dead_code() or erased
-                child.recompile()
-        return erased
-
     def lint(self) -> None:
-        """Check the numbered invariants of the class docstring.
+        """Check the numbered invariants of the class docstring (`invariants.py`).
 
         Raises:
             RuntimeError: naming the broken invariant, the node, and how to fix it.

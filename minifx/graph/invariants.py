@@ -26,11 +26,7 @@ _AGGREGATES = (tuple, list, dict, slice)
 
 
 def check_all(graph: Graph) -> None:
-    """Walk the list once; at each node, check the invariants in the order of their numbers.
-
-    Each check is one condition here; where it only says that something is
-    wrong, the function it calls finds what.
-    """
+    """Walk the list once; at each node, check the invariants in the order of their numbers."""
     names: set[str] = set()
     defined: set[Node] = set()
     nodes: list[Node] = []
@@ -63,16 +59,8 @@ def check_all(graph: Graph) -> None:
 
 # --8<-- [start:op_target]
 def target_problem(op: str, target: Any) -> str | None:
-    """The rule of invariant 1 for one node: what its `op` and `target` must be.
-
-    The one place the rule is decided; `lint`, `Graph.create_node`, codegen
-    and `GraphModule` each word the answer as torch.fx does at that point.
-
-    Returns:
-        `None` if the pair is fine; `"an opcode"` if `op` is none of the six;
-        otherwise what the target must be: `"a callable"` for `call_function`,
-        `"a str"` for the other opcodes.
-    """
+    """The rule of invariant 1, decided here only: `None` if `op` and `target` are fine;
+    else `"an opcode"`, or what the target must be: `"a callable"` or `"a str"`."""
     if op == "call_function":
         return None if callable(target) else "a callable"
     if op not in OPCODES:
@@ -84,20 +72,14 @@ def target_problem(op: str, target: Any) -> str | None:
 
 
 def check_new_node(name: str, op: str, target: Any) -> None:
-    """Invariant 1 for a node `Graph.create_node` is about to make.
-
-    Raises:
-        ValueError: the rule is broken (an unknown opcode is also the
-            `AssertionError` torch.fx raises).
-    """
+    """Invariant 1 for a node `Graph.create_node` is about to make (else `ValueError`)."""
     problem = target_problem(op, target)
     if problem is not None:
         raise invariant_errors.new_node_error(name, op, target, problem)
 
 
 def walk_list(graph: Graph) -> Iterator[Node]:
-    """2. Yield the nodes in order, checking first that each is well linked
-    (`n.next.prev is n`), belongs to this graph, was not erased, and was made by it."""
+    """2. Yield the nodes in order, checking that each is well linked, and made by this graph."""
     created = graph._node_index.all_nodes()
     root = graph._root
     node, count = root._next, 0

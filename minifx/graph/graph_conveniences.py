@@ -1,8 +1,9 @@
-"""Looking at a graph without walking it by hand: `find_nodes` and `print_tabular`.
+"""torch.fx's conveniences on `Graph` that chapter 2 does not need to teach.
 
-torch.fx's `Graph` has both; `Graph` inherits them from `GraphQueries`.
-`find_nodes` answers from the index in `node_index.py`, which `create_node`,
-`erase_node` and `Node`'s `op` and `target` setters keep current.
+`Graph` inherits them from `GraphConveniences`: `find_nodes`, which answers
+from the index in `node_index.py` (kept current by `create_node`, `erase_node`
+and `Node`'s `op` and `target` setters), `print_tabular`, and the cleaning of
+subgraphs that `eliminate_dead_code` does after its own graph, as torch.fx's does.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ if TYPE_CHECKING:
     from .node import Node
 
 
-class GraphQueries:
-    """Mixed into `Graph`: find nodes by opcode and target, print the nodes as a table."""
+class GraphConveniences:
+    """Mixed into `Graph`: `find_nodes`, `print_tabular`, and dead code in subgraphs."""
 
     def find_nodes(self: Graph, *, op: str, target: Any = None, sort: bool = True) -> list[Node]:
         """The nodes with opcode `op` (and `target`, if given), found through an index.
@@ -39,3 +40,17 @@ class GraphQueries:
         widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
         for row in [header, ["-" * w for w in widths], *rows]:
             print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+
+    def _eliminate_dead_code_in_subgraphs(self: Graph) -> bool:
+        """As torch.fx does: clean and recompile the GraphModules that `get_attr` nodes read."""
+        from .graph import Graph  # graph.py imports this module
+
+        if self.owning_module is None:
+            return False
+        read = {node.target for node in self.find_nodes(op="get_attr")}
+        erased = False
+        for name, child in self.owning_module.named_children():
+            if name in read and isinstance(getattr(child, "graph", None), Graph):
+                erased = child.graph.eliminate_dead_code() or erased
+                child.recompile()
+        return erased

@@ -1,5 +1,6 @@
-"""`minifx/graph/graph_queries.py`: `find_nodes` and `print_tabular`. test_graph.py
-compares `find_nodes` with torch.fx's on graphs edited in place."""
+"""`minifx/graph/graph_conveniences.py`: `find_nodes` and `print_tabular`. test_graph.py
+compares `find_nodes` with torch.fx's on graphs edited in place; dead code in subgraphs
+runs as GraphModules in tests/codegen/test_dead_code_runs.py."""
 
 from __future__ import annotations
 
