@@ -154,12 +154,6 @@ def test_the_teaching_path_names_files_that_exist():
     assert not missing, f"TEACHING_PATH names files that do not exist: {missing}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 17 is shortening the teaching path (3,384 lines "
-    "when this test was written); the integrator updates TEACHING_PATH to the "
-    "merged files and removes this mark",
-)
 def test_the_teaching_path_of_stages_1_to_4_is_short():
     sizes = {
         path: line_count(ROOT / path) for stage in (1, 2, 3, 4) for path in TEACHING_PATH[stage]

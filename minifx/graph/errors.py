@@ -1,8 +1,17 @@
-"""The exceptions stage 2 raises for a misuse of the graph API.
+"""The exceptions stage 2 raises for a misuse of the graph API, and the tracer's errors.
 
 Each is also the exception type torch.fx raises for the same mistake, so code
 written for torch.fx catches it; minifx's message adds what to do instead.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..proxy.errors import untraceable
+
+if TYPE_CHECKING:
+    from .node import Node
 
 
 class MisuseError(ValueError, AssertionError):
@@ -20,3 +29,117 @@ class NotTraceable(TypeError, AssertionError):
 
 class SelfInStarArgs(TypeError, RuntimeError):
     """A module's `self` hidden in `*args`; also the `RuntimeError` torch.fx raises."""
+
+
+# The graph's errors, worded here so that the editing code stays short.
+
+
+def still_used(node: Node) -> RuntimeError:
+    """`erase_node` was asked to erase a node that still has users."""
+    users = ", ".join(f"%{user.name}" for user in node.users)
+    return RuntimeError(
+        f"tried to erase %{node.name} but it still had {len(node.users)} users in "
+        f"the graph ({users}), which would be left reading a value that no longer exists. "
+        f"First make them use another value (%{node.name}.replace_all_uses_with(new)) "
+        "or erase them."
+    )
+
+
+def not_in_this_graph(node: Node) -> RuntimeError:
+    """`erase_node` was asked to erase a node of another graph."""
+    return RuntimeError(
+        f"cannot erase %{node.name}: it belongs to another graph. Call "
+        "erase_node on the graph that holds it (node.graph.erase_node(node))."
+    )
+
+
+def insertion_point_elsewhere(method: str, node: Node) -> MisuseError:
+    """`inserting_before/after` was given a node of another graph."""
+    return MisuseError(
+        f"{method}(%{node.name}): the node belongs to another graph, so new nodes cannot "
+        "be inserted next to it here. Pass a node of this graph."
+    )
+
+
+def move_across_graphs(moved: Node, anchor: Node) -> MisuseError:
+    """`anchor.prepend(moved)` or `append` with nodes of two graphs."""
+    return MisuseError(
+        f"cannot move %{moved.name} next to %{anchor.name}: they belong to different "
+        "graphs. Copy it into this graph with graph.node_copy(node, arg_transform) instead."
+    )
+
+
+def meta_would_be_overwritten(node: Node) -> MisuseError:
+    """`replace_all_uses_with(node, propagate_meta=True)` with a node that has meta."""
+    return MisuseError(
+        f"replace_all_uses_with(%{node.name}, propagate_meta=True): "
+        f"%{node.name} already has meta keys {sorted(node.meta)}, "
+        "which copying would overwrite. Clear them first or pass propagate_meta=False."
+    )
+
+
+def missing_target_warning(op: str, path: str) -> str:
+    """The warning for a `get_attr` / `call_module` whose target the owning module lacks."""
+    return (
+        f"Attempted to insert a {op} Node with no underlying reference in the owning "
+        f"GraphModule: {op}({path!r}) names no attribute of the owning module, so the "
+        "graph will fail when it runs. Add it to the module first (add_submodule, setattr)."
+    )
+
+
+# The tracer's errors, worded here so that the tracer reads as the algorithm it is.
+
+
+def no_traced_function(root: object, traced_func_name: str) -> NotTraceable:
+    """The module `root` has no method `traced_func_name` to trace."""
+    return NotTraceable(
+        f"traced_func_name={traced_func_name} doesn't exist in "
+        f"{type(root).__name__}: set the tracer's traced_func_name to a method of the "
+        "module (by default it traces forward)."
+    )
+
+
+def not_a_function(fn: object, traced_func_name: str) -> NotTraceable:
+    """`fn` is a callable but not a Python function, so it has no parameter names to read."""
+    return NotTraceable(
+        f"cannot trace {fn!r}: the tracer needs a Python function (or a module whose "
+        f"{traced_func_name} is one), because it reads the parameter names from "
+        "its code. Wrap the callable in a def."
+    )
+
+
+def self_in_star_args(qualname: str) -> SelfInStarArgs:
+    """A module's `forward(*args)` takes `self` inside `*args`."""
+    return SelfInStarArgs(
+        f"cannot trace {qualname}: it takes `self` inside `*args` (``self`` "
+        "argument cannot be part of *args expansion!). Name it: def forward(self, *args)."
+    )
+
+
+def module_not_in_root(module: object) -> NameError:
+    """A module was called that has no path in the traced root module."""
+    name = type(module).__name__
+    return _no_path_in_root(
+        f"a {name} module was called that is not a submodule of the traced module.",
+        "a call_module node names its module by its path in the root module, and "
+        "this one has no path (it was probably created inside forward).",
+        f"create it in __init__ and store it as an attribute (self.layer = "
+        f"nn.{name}(...)), or call the functional form (torch.nn.functional).",
+    )
+
+
+def value_not_in_root(kind: str) -> NameError:
+    """A parameter or module (`kind`) was used that has no path in the traced root module."""
+    return _no_path_in_root(
+        f"a {kind} that is not part of the traced module was used.",
+        f"a get_attr node reads a {kind} by its path in the root module, and this one "
+        "has none (it was probably created inside forward, or belongs to another module).",
+        f"create the {kind} in __init__ and store it as an attribute of the module.",
+    )
+
+
+def _no_path_in_root(what: str, why: str, fix: str) -> NameError:
+    """It is exactly a `NameError`, the type torch.fx raises (and tests pin), not a
+    `TraceError`; only its message has the `TraceError` shape: what, where in the
+    user's code, why, and how to fix it."""
+    return NameError(str(untraceable(what, why, fix)))

@@ -1,12 +1,7 @@
 """`Graph`: torch.fx's intermediate representation, a doubly linked list of `Node`s.
 
-The list is circular around a sentinel node, so inserting or erasing a node
-is O(1) anywhere, with no special case for the ends:
-
-    sentinel <-> %x <-> %add <-> %relu <-> output <-> (back to sentinel)
-
-Names are unique (`add`, `add_1`, ...), and every node's `users` and
-`all_input_nodes` (the use-def lists) are kept up to date by `Node` itself.
+The list is circular around a sentinel node, so inserting or erasing a node is
+O(1) anywhere: `sentinel <-> %x <-> %add <-> output <-> (back to sentinel)`.
 """
 
 from __future__ import annotations
@@ -19,10 +14,10 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 import torch
 
 from ..proxy.names import Namespace, target_to_name
-from . import invariants
+from . import errors, invariants
 from .codegen_hooks import CodeGenHooks
 from .copying import GraphCopying
-from .errors import MisuseError
+from .graph_conveniences import GraphConveniences
 from .module_paths import has_path
 from .node import Node, map_arg
 from .node_index import NodeIndex
@@ -32,11 +27,7 @@ if TYPE_CHECKING:
 
 
 class _NodeList:
-    """`graph.nodes`: iterates over the nodes in order, or backwards with `reversed`.
-
-    A node erased while the loop stands on it still knows its old neighbour,
-    so erasing during iteration is safe, as in torch.fx.
-    """
+    """`graph.nodes`: the nodes in order, or backwards with `reversed`; a loop may erase them."""
 
     def __init__(self, graph: Graph, backwards: bool = False) -> None:
         self._graph, self._backwards = graph, backwards
@@ -66,11 +57,8 @@ class _NodeList:
 
 
 class _InsertPoint:
-    """Returned by `inserting_before/after`: moves the insertion point until exit.
-
-    As in torch.fx, the point moves as soon as this object is made, so the
-    `with` statement only decides when it moves back.
-    """
+    """Returned by `inserting_before/after`: the point moves when this is made (as in
+    torch.fx), and back when the `with` block ends."""
 
     def __init__(self, graph: Graph, insert: Callable[[Node], None]) -> None:
         self._graph, self._saved = graph, graph._insert
@@ -83,7 +71,7 @@ class _InsertPoint:
         self._graph._insert = self._saved
 
 
-class Graph(GraphCopying, CodeGenHooks):
+class Graph(GraphConveniences, GraphCopying, CodeGenHooks):
     """A program as a list of `Node`s, in an order where inputs come before users.
 
     Invariants (`lint()` checks each one; its messages name the number):
@@ -145,12 +133,8 @@ class Graph(GraphCopying, CodeGenHooks):
         """Make a node and insert it at the insertion point (by default, the end).
 
         Args:
-            op: one of the six opcodes.
-            target: what the node calls or reads (see `Node`).
-            args: positional arguments; other nodes stand for their values.
-            kwargs: keyword arguments.
-            name: the name to start from; by default it comes from `target`.
-                A taken name gets a suffix: `add`, `add_1`, ...
+            name: the name to start from (by default, from `target`); a taken
+                name gets a suffix: `add`, `add_1`, ...
             type_expr: an optional type annotation.
         """
         candidate = name if name is not None else target_to_name(target)
@@ -166,24 +150,11 @@ class Graph(GraphCopying, CodeGenHooks):
 
     # --8<-- [start:erase_node]
     def erase_node(self, to_erase: Node) -> None:
-        """Remove a node that nothing uses any more. O(1) plus its number of inputs.
-
-        Raises:
-            RuntimeError: if the node still has users, or belongs to another graph.
-        """
+        """Remove a node that nothing uses any more (else `RuntimeError`). O(1) per input."""
         if to_erase.users:
-            users = ", ".join(f"%{user.name}" for user in to_erase.users)
-            raise RuntimeError(
-                f"tried to erase %{to_erase.name} but it still had {len(to_erase.users)} users in "
-                f"the graph ({users}), which would be left reading a value that no longer exists. "
-                f"First make them use another value (%{to_erase.name}.replace_all_uses_with(new)) "
-                "or erase them."
-            )
+            raise errors.still_used(to_erase)
         if to_erase.graph is not self:
-            raise RuntimeError(
-                f"cannot erase %{to_erase.name}: it belongs to another graph. Call "
-                "erase_node on the graph that holds it (node.graph.erase_node(node))."
-            )
+            raise errors.not_in_this_graph(to_erase)
         if to_erase._erased:
             warnings.warn(
                 f"erase_node(%{to_erase.name}): the node was already erased", stacklevel=2
@@ -201,21 +172,16 @@ class Graph(GraphCopying, CodeGenHooks):
 
     # --8<-- [start:inserting]
     def inserting_before(self, n: Node | None = None) -> _InsertPoint:
-        """Within `with graph.inserting_before(n):`, new nodes go right before `n`.
-
-        With `n=None` they go to the start of the graph.
-        """
+        """Within `with graph.inserting_before(n):`, new nodes go right before `n` (or first)."""
         if n is None:
             return self.inserting_after(self._root)
         self._check_owned(n, "inserting_before")
         return _InsertPoint(self, n.prepend)
 
     def inserting_after(self, n: Node | None = None) -> _InsertPoint:
-        """Within `with graph.inserting_after(n):`, new nodes go right after `n`.
+        """Within `with graph.inserting_after(n):`, new nodes go right after `n` (or last).
 
-        Each new node goes *right after `n`*, so two new nodes come out in
-        reverse order; to add a chain, insert after the last new node.
-        With `n=None` they go to the end of the graph.
+        So two new nodes come out in reverse order; for a chain, insert after the newest.
         """
         if n is None:
             return self.inserting_before(self._root)
@@ -226,10 +192,7 @@ class Graph(GraphCopying, CodeGenHooks):
 
     def _check_owned(self, n: Node, method: str) -> None:
         if n.graph is not self:
-            raise MisuseError(
-                f"{method}(%{n.name}): the node belongs to another graph, so new nodes cannot "
-                "be inserted next to it here. Pass a node of this graph."
-            )
+            raise errors.insertion_point_elsewhere(method, n)
 
     # --8<-- [start:builders]
     def placeholder(
@@ -284,34 +247,13 @@ class Graph(GraphCopying, CodeGenHooks):
 
     def _warn_if_missing(self, path: str, op: str) -> None:
         if self.owning_module is not None and not has_path(self.owning_module, path):
-            warnings.warn(
-                f"Attempted to insert a {op} Node with no underlying reference in the owning "
-                f"GraphModule: {op}({path!r}) names no attribute of the owning module, so the "
-                "graph will fail when it runs. Add it to the module first (add_submodule, setattr).",
-                stacklevel=3,
-            )
-
-    def find_nodes(self, *, op: str, target: Any = None, sort: bool = True) -> list[Node]:
-        """The nodes with opcode `op` (and `target`, if given), found through an index.
-
-        Args:
-            op: the opcode to look for.
-            target: if given, only nodes with this target.
-            sort: return them in graph order (a walk over the graph); with
-                `False`, in the order they were created.
-        """
-        found = self._node_index.find(op, target)
-        if sort and len(found) > 1:
-            wanted = set(found)
-            found = [n for n in self.nodes if n in wanted]
-        return found
+            warnings.warn(errors.missing_target_warning(op, path), stacklevel=3)
 
     # --8<-- [start:node_copy]
     def node_copy(self, node: Node, arg_transform: Callable[[Node], Any] = lambda n: n) -> Node:
         """Copy `node` (from any graph) into this one, at the insertion point.
 
         Args:
-            node: the node to copy.
             arg_transform: maps each node in `node`'s arguments to its
                 counterpart in this graph; usually `lambda n: val_map[n]`.
         """
@@ -326,12 +268,8 @@ class Graph(GraphCopying, CodeGenHooks):
     def eliminate_dead_code(self, is_impure_node: Callable[[Node], bool] | None = None) -> bool:
         """Erase every node whose value nobody uses and that has no side effect.
 
-        Walking backwards means that erasing a node can make its inputs
-        unused in time for the walk to reach them.
-
         Args:
-            is_impure_node: decides which nodes must stay; by default
-                `Node.is_impure` (placeholders, output, in-place calls, ...).
+            is_impure_node: decides which nodes must stay; by default `Node.is_impure`.
 
         Returns:
             Whether anything was erased, here or in a subgraph.
@@ -347,21 +285,8 @@ class Graph(GraphCopying, CodeGenHooks):
 
     # --8<-- [end:eliminate_dead_code]
 
-    def _eliminate_dead_code_in_subgraphs(self) -> bool:
-        """As torch.fx does: clean the GraphModules that `get_attr` nodes read
-        (the branches of `cond`, say), with their default rules, and recompile them."""
-        if self.owning_module is None:
-            return False
-        read = {node.target for node in self.find_nodes(op="get_attr")}
-        erased = False
-        for name, child in self.owning_module.named_children():
-            if name in read and isinstance(getattr(child, "graph", None), Graph):
-                erased = child.graph.eliminate_dead_code() or erased
-                child.recompile()
-        return erased
-
     def lint(self) -> None:
-        """Check the numbered invariants of the class docstring.
+        """Check the numbered invariants of the class docstring (`invariants.py`).
 
         Raises:
             RuntimeError: naming the broken invariant, the node, and how to fix it.
@@ -374,11 +299,3 @@ class Graph(GraphCopying, CodeGenHooks):
         return "\n".join(["graph():", *(f"    {node.format_node()}" for node in self.nodes)])
 
     # --8<-- [end:str]
-
-    def print_tabular(self) -> None:
-        """Print one row per node: opcode, name, target, args, kwargs."""
-        header = ["opcode", "name", "target", "args", "kwargs"]
-        rows = [[n.op, n.name, str(n.target), str(n.args), str(n.kwargs)] for n in self.nodes]
-        widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-        for row in [header, ["-" * w for w in widths], *rows]:
-            print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())

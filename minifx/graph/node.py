@@ -1,24 +1,17 @@
-"""`Node`: one operation in a `Graph`, and `map_arg` to walk its arguments.
+"""`Node`: one operation in a `Graph`, with its use-def lists; `map_arg` walks its arguments.
 
-A node is a stage-1 record that also knows who uses it. Every node keeps two
-maps that are the graph's use-def lists:
-
-- `node.all_input_nodes`: the nodes that appear in its `args` and `kwargs`;
-- `node.users`: the nodes whose `args` or `kwargs` contain it.
-
-Both are rebuilt in one place, `_set_args_kwargs`, which every change of
-`args` or `kwargs` goes through, so they cannot drift apart. Beside this file:
-the read-only lists and dicts a node stores (`immutable_collections.py`), the
-rules for which calls survive dead-code elimination (`side_effects.py`), and
-torch.fx's one-argument edits (`node_conveniences.py`).
+`node.all_input_nodes` (the nodes in its arguments) and `node.users` (the
+nodes whose arguments hold it) are rebuilt in one place, `_set_args_kwargs`,
+so they cannot drift apart from the arguments.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..proxy.ir import format_arg, format_line
-from .errors import MisuseError
+from ..proxy.ir import format_line
+from . import errors
+from .errors import MisuseError as MisuseError  # re-exported: older code imports it here
 from .immutable_collections import immutable_dict, immutable_list
 from .module_paths import get_path as get_path  # re-exported: passes import it from here
 from .node_conveniences import NodeConveniences
@@ -36,8 +29,7 @@ _NO_KWARGS = immutable_dict()
 def map_aggregate(a: Any, fn: Callable[[Any], Any]) -> Any:
     """Apply `fn` to every leaf of `a`, keeping its tuple/list/dict/slice structure.
 
-    Lists and dicts come back immutable (see `immutable_list`), as a node
-    stores them; named tuples keep their type.
+    Lists and dicts come back immutable, as a node stores them; named tuples keep their type.
     """
     if not isinstance(a, (tuple, list, dict, slice)):  # a leaf, the commonest case: one check
         return fn(a)
@@ -58,11 +50,7 @@ def map_aggregate(a: Any, fn: Callable[[Any], Any]) -> Any:
 
 
 def map_arg(a: Any, fn: Callable[[Node], Any]) -> Any:
-    """Apply `fn` to every `Node` inside `a`; other values are kept as they are.
-
-    Example: `map_arg((x, [y, 1]), lambda n: env[n])` replaces the nodes `x`
-    and `y` by their values in `env`.
-    """
+    """Apply `fn` to every `Node` inside `a`, such as `map_arg(args, lambda n: env[n])`."""
     return map_aggregate(a, lambda leaf: fn(leaf) if isinstance(leaf, Node) else leaf)
 
 
@@ -78,14 +66,11 @@ class Node(NodeConveniences):
     | `call_module`   | a submodule's path: `"conv1"`     | its arguments                     |
     | `output`        | `"output"`                        | `args[0]` is the value returned   |
 
-    Nodes are made by `Graph.create_node` (or its opcode-named helpers), never
-    directly: the graph gives each one a unique name and a place in its list.
+    Nodes are made by `Graph.create_node` (or its opcode-named helpers), never directly.
 
     Attributes:
         graph: the `Graph` this node belongs to.
         name: unique within the graph; the variable name in generated code.
-        op: one of the six opcodes above.
-        target: what is called or read, as in the table.
         meta: free-form data that passes attach (shapes, dtypes, ...).
         type: an optional type annotation, printed after the name.
         users: the nodes that use this node's value (a dict used as an ordered set).
@@ -119,7 +104,7 @@ class Node(NodeConveniences):
 
     @property
     def op(self) -> str:
-        """The opcode; a new one is also recorded in the graph's `find_nodes` index."""
+        """The opcode; setting it also updates the graph's `find_nodes` index."""
         return self._op
 
     @op.setter
@@ -129,7 +114,7 @@ class Node(NodeConveniences):
 
     @property
     def target(self) -> Any:
-        """What is called or read; a new one is also recorded in the `find_nodes` index."""
+        """What is called or read; setting it also updates the `find_nodes` index."""
         return self._target
 
     @target.setter
@@ -159,11 +144,10 @@ class Node(NodeConveniences):
     def _set_args_kwargs(
         self, new_args: tuple, new_kwargs: dict, replacing: dict[Node, Node | None] | None = None
     ) -> None:
-        """The one place where arguments change, so the one place use-def lists change.
+        """The one place where arguments, and so use-def lists, change.
 
-        `replacing`, if given, maps nodes of the new arguments to what takes
-        their place (another node, or `None` for an erased node's inputs),
-        in the same walk.
+        `replacing` maps nodes of the new arguments to what takes their place
+        (another node, or `None` for an erased node's inputs), in the same walk.
         """
         for old_input in self._input_nodes:
             del old_input.users[self]
@@ -201,11 +185,7 @@ class Node(NodeConveniences):
 
     # --8<-- [start:linked_list]
     def prepend(self, x: Node) -> None:
-        """Move `x` so that it comes right before this node. O(1).
-
-        Raises:
-            ValueError: if `x` belongs to another graph.
-        """
+        """Move `x` (a node of this graph) so that it comes right before this node. O(1)."""
         self._check_same_graph(x)
         if x is self:
             return
@@ -221,14 +201,10 @@ class Node(NodeConveniences):
 
     def _check_same_graph(self, x: Node) -> None:
         if x.graph is not self.graph:
-            raise MisuseError(
-                f"cannot move %{x.name} next to %{self.name}: they belong to different "
-                "graphs. Copy it into this graph with graph.node_copy(node, arg_transform) instead."
-            )
+            raise errors.move_across_graphs(x, self)
 
     def _unlink(self) -> None:
-        """Take this node out of the list; its own pointers are kept so that an
-        iteration that is standing on it can still step to the next node."""
+        """Take this node out; it keeps its pointers, so a loop standing on it can step on."""
         before, after = self._prev, self._next
         before._next, after._prev = after, before
 
@@ -246,25 +222,15 @@ class Node(NodeConveniences):
         *,
         propagate_meta: bool = False,
     ) -> list[Node]:
-        """Make every user of this node use `replace_with` instead.
+        """Make every user of this node use `replace_with` instead; return those users.
 
         Args:
-            replace_with: the node that takes this node's place.
-            delete_user_cb: called with each user; only users for which it
-                returns `True` are changed. By default all of them are.
-            propagate_meta: also copy this node's `meta` onto `replace_with`
-                (which must have none yet).
-
-        Returns:
-            The users that were changed.
+            delete_user_cb: if given, only users for which it returns `True` change.
+            propagate_meta: also copy `meta` onto `replace_with` (which must have none).
         """
         if propagate_meta:
             if replace_with.meta:
-                raise MisuseError(
-                    f"replace_all_uses_with(%{replace_with.name}, propagate_meta=True): "
-                    f"%{replace_with.name} already has meta keys {sorted(replace_with.meta)}, "
-                    "which copying would overwrite. Clear them first or pass propagate_meta=False."
-                )
+                raise errors.meta_would_be_overwritten(replace_with)
             replace_with.meta.update(self.meta)
         changed = list(self.users)
         if delete_user_cb is not None:
@@ -278,24 +244,17 @@ class Node(NodeConveniences):
     def is_impure(self, impure_random: bool = True) -> bool:
         """Whether dead-code elimination must keep this node even without users.
 
-        Placeholders, the output, in-place calls (`x.add_(1)`), asserts,
-        random numbers, modules marked `_is_impure` and functions registered
-        with `has_side_effect` are impure; `side_effects.py` has every rule.
+        The rules (placeholders, the output, in-place calls, ...) are in `side_effects.py`.
 
         Args:
             impure_random: count operators tagged `nondeterministic_seeded`
-                (`torch.ops.aten.rand.default`) as impure. Random functions
-                such as `torch.rand` are impure either way, as in torch.fx.
+                (`torch.ops.aten.rand.default`) as impure.
         """
         return node_is_impure(self, impure_random)
 
     # --8<-- [start:format_node]
     def format_node(self) -> str:
-        """This node as one line of `str(graph)`, exactly as torch.fx prints it.
-
-        Example: `%add : [num_users=1] = call_function[target=operator.add](args = (%x, 1), kwargs = {})`.
-        The one printer of the line, shared with chapter 1's tape, is `minifx.proxy.ir.format_line`.
-        """
+        """This node as one line of `str(graph)`, printed by stage 1's `format_line`."""
         return format_line(self, leaf=_format_leaf, num_users=len(self.users))
 
     # --8<-- [end:format_node]
@@ -303,22 +262,6 @@ class Node(NodeConveniences):
 
 def _format_leaf(arg: Any) -> str:
     return f"%{arg.name}" if isinstance(arg, Node) else str(arg)
-
-
-def _format(arg: Any) -> str:
-    return format_arg(arg, leaf=_format_leaf)
-
-
-def _format_arg(arg: Any, max_list_len: float = float("inf")) -> str:
-    """An argument as `str(graph)` prints it, under torch.fx's name for the function.
-
-    A list or tuple longer than `max_list_len` shows its first items and its length.
-    """
-    if isinstance(arg, (list, tuple)) and len(arg) > max_list_len:
-        shown = _format(list(arg[: int(max_list_len)]))[1:-1]
-        opening, closing = ("[", "]") if isinstance(arg, list) else ("(", ")")
-        return f"{opening}{shown}, ...[total_len={len(arg)}]{closing}"
-    return _format(arg)
 
 
 __all__ = ["Node", "map_arg", "map_aggregate", "has_side_effect"]

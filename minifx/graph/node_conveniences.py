@@ -3,13 +3,15 @@
 `Node` inherits them from `NodeConveniences`: editing one argument in place of
 assigning a whole new `args` tuple (`update_arg`, `update_kwarg`,
 `insert_arg`), and `stack_trace`, which reads and writes `meta`. Each goes
-through `Node`'s own use-def bookkeeping.
+through `Node`'s own use-def bookkeeping. `_format_arg` is torch.fx's helper
+(`torch.fx.node._format_arg`) that prints one argument as `str(graph)` does.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..proxy.ir import format_arg
 from .errors import InsertArgIndexError
 
 if TYPE_CHECKING:
@@ -65,3 +67,17 @@ class NodeConveniences:
     @stack_trace.setter
     def stack_trace(self: Node, trace: str | None) -> None:
         self.meta["stack_trace"] = trace
+
+
+def _format_arg(arg: Any, max_list_len: float = float("inf")) -> str:
+    """An argument as `str(graph)` prints it, under torch.fx's name for the function.
+
+    A list or tuple longer than `max_list_len` shows its first items and its length.
+    """
+    from .node import _format_leaf  # node.py imports this module
+
+    if isinstance(arg, (list, tuple)) and len(arg) > max_list_len:
+        shown = format_arg(list(arg[: int(max_list_len)]), leaf=_format_leaf)[1:-1]
+        opening, closing = ("[", "]") if isinstance(arg, list) else ("(", ")")
+        return f"{opening}{shown}, ...[total_len={len(arg)}]{closing}"
+    return format_arg(arg, leaf=_format_leaf)

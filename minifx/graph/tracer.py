@@ -1,40 +1,27 @@
 """`Tracer`: turn an `nn.Module` (or a function) into a `Graph`.
 
-Stage 1's Proxy records operations; this tracer decides what happens at the
-module level, which is where torch.fx's design lives:
-
-- each parameter of `forward` becomes a `placeholder`;
-- parameters, buffers and tensor constants become `get_attr` nodes;
-- a call to a submodule becomes one `call_module` node if the submodule is a
-  *leaf* (`is_leaf_module`: the standard `torch.nn` layers), otherwise the
-  tracer runs its `forward` and records what happens inside;
-- functions registered with `wrap` (or `torch.fx.wrap`), and `math`
-  functions, are recorded as single `call_function` nodes.
-
-The tracer sees module calls and attribute reads by replacing
-`nn.Module.__call__` and `nn.Module.__getattr__` for the duration of
-`trace()` only, exactly as torch.fx does; `wrapping.Patcher` undoes every change.
+Stage 1's Proxy records operations; the tracer adds modules: parameters of
+`forward` become placeholders, parameters and buffers `get_attr` nodes, and a
+call of a *leaf* submodule one `call_module` node. It sees module calls and
+attribute reads by replacing `nn.Module.__call__` and `__getattr__` during
+`trace()` only, as torch.fx does.
 """
 
 from __future__ import annotations
 
 import inspect
 import math
-import warnings
 from collections import OrderedDict
 from types import FunctionType, ModuleType
 from typing import Any, Callable
 
 import torch
-from torch.utils import _pytree as pytree
 
-from ..proxy.arguments import BASE_TYPES
-from ..proxy.errors import untraceable
 from ..proxy.proxy import PLAIN_VALUE_TYPES, Proxy, TracerBase
-from .errors import NotTraceable, SelfInStarArgs
+from . import errors
+from .concrete_args import ConcreteArgs
 from .graph import Graph
 from .node import Node
-from .placeholders import PH, PHBase, copy_metadata
 from .proxyable import is_proxyable_instance
 from .structured_inputs import (
     PytreeInfo,
@@ -59,21 +46,16 @@ _NO_MODULE_STATE = PLAIN_VALUE_TYPES | {tuple, list, dict}
 __all__ = ["Tracer", "PytreeInfo"]
 
 
-class Tracer(ConstantsOnRoot, TracerBase):
+class Tracer(ConcreteArgs, ConstantsOnRoot, TracerBase):
     """Traces an `nn.Module` or a function into a `Graph`, as `torch.fx.Tracer` does.
 
-    Subclass it and override `is_leaf_module`, `create_proxy`, `create_node`,
-    `create_arg` or `call_module` to change what gets recorded. Every node
-    made inside a submodule call gets `node.meta["nn_module_stack"]`; set
-    `record_stack_traces = True` for `node.meta["stack_trace"]` too.
+    Override `is_leaf_module`, `create_proxy`, `create_node`, `create_arg` or
+    `call_module` to change what gets recorded.
 
     Args:
-        autowrap_modules: modules whose public functions are recorded as one
-            `call_function` node wherever they are used (`math.sqrt(x)`).
+        autowrap_modules: modules whose functions are recorded as one node (`math.sqrt`).
         autowrap_functions: single functions recorded the same way.
-        param_shapes_constant: read a parameter's `shape`, `size()`, `dim()`,
-            `ndim`, `numel()` and `nelement()` as real values while tracing,
-            so code may branch on them (see `tracer_options.ParameterProxy`).
+        param_shapes_constant: read a parameter's `shape`, `size()`, ... as real values.
     """
 
     # Read a buffer through a get_attr node on every use (torch.fx's default).
@@ -102,13 +84,11 @@ class Tracer(ConstantsOnRoot, TracerBase):
     def trace(
         self, root: torch.nn.Module | Callable, concrete_args: dict | tuple | None = None
     ) -> Graph:
-        """Run `root` on Proxies and return the `Graph` of what it did.
+        """Run `root` (a module's `forward`, or a function) on Proxies; return the `Graph`.
 
         Args:
-            root: an `nn.Module` (its `forward` is traced) or a function.
             concrete_args: values for some inputs, by name (or all, as a
-                tuple): the graph is specialised to them. `PH` keeps (a part
-                of) an input symbolic.
+                tuple): the graph is specialised to them (`concrete_args.py`).
 
         Raises:
             TraceError: if the program does something a Proxy cannot record.
@@ -133,28 +113,16 @@ class Tracer(ConstantsOnRoot, TracerBase):
             self.root = root
             fn = getattr(type(root), self.traced_func_name, None)
             if fn is None:
-                raise NotTraceable(
-                    f"traced_func_name={self.traced_func_name} doesn't exist in "
-                    f"{type(root).__name__}: set the tracer's traced_func_name to a method of the "
-                    "module (by default it traces forward)."
-                )
+                raise errors.no_traced_function(root, self.traced_func_name)
             self.submodule_paths = {module: path for path, module in root.named_modules()}
         else:
             self.root, fn = torch.nn.Module(), root
         if not isinstance(fn, FunctionType):
-            raise NotTraceable(
-                f"cannot trace {fn!r}: the tracer needs a Python function (or a module whose "
-                f"{self.traced_func_name} is one), because it reads the parameter names from "
-                "its code. Wrap the callable in a def."
-            )
+            raise errors.not_a_function(fn, self.traced_func_name)
         self.graph = Graph(tracer_cls=type(self))
         # Where the traced code lives: chapter 3 names the generated forward's file after it.
-        code = fn.__code__
-        self.graph._co_fields = {
-            "co_name": code.co_name,
-            "co_filename": code.co_filename,
-            "co_firstlineno": code.co_firstlineno,
-        }
+        fields = ("co_name", "co_filename", "co_firstlineno")
+        self.graph._co_fields = {field: getattr(fn.__code__, field) for field in fields}
         self.tensor_attrs = {}
         self._collect_tensor_attrs(self.root, "")
         return fn
@@ -189,15 +157,9 @@ class Tracer(ConstantsOnRoot, TracerBase):
 
     # --8<-- [start:leaf]
     def is_leaf_module(self, m: torch.nn.Module, module_qualified_name: str) -> bool:
-        """Whether a call to `m` is recorded as one `call_module` node.
+        """Whether a call to `m` (at path `module_qualified_name`) is one `call_module` node.
 
-        By default the layers of `torch.nn` (and `torch.ao.nn`) are leaves,
-        except `nn.Sequential`, which is traced through; user modules are
-        traced through. Override to keep other modules opaque.
-
-        Args:
-            m: the submodule being called.
-            module_qualified_name: its path from the root, such as `"layer1.0"`.
+        By default the layers of `torch.nn` and `torch.ao.nn` are, except `nn.Sequential`.
         """
         return m.__module__.startswith(("torch.nn", "torch.ao.nn")) and not isinstance(
             m, torch.nn.Sequential
@@ -214,32 +176,18 @@ class Tracer(ConstantsOnRoot, TracerBase):
     # --8<-- [end:leaf]
 
     def path_of_module(self, mod: torch.nn.Module) -> str:
-        """The path of `mod` inside the root module, such as `"layer1.0.conv1"`.
-
-        Raises:
-            NameError: if `mod` is not a submodule of the root.
-        """
+        """The path of `mod` in the root module, such as `"layer1.0.conv1"` (else `NameError`)."""
         paths = self.submodule_paths
         if paths is None:
             paths = {module: path for path, module in self.root.named_modules()}
         if mod not in paths:
-            raise _no_path_in_root(
-                f"a {type(mod).__name__} module was called that is not a submodule of the "
-                "traced module.",
-                "a call_module node names its module by its path in the root module, and "
-                "this one has no path (it was probably created inside forward).",
-                f"create it in __init__ and store it as an attribute (self.layer = "
-                f"nn.{type(mod).__name__}(...)), or call the functional form (torch.nn.functional).",
-            )
+            raise errors.module_not_in_root(mod)
         return paths[mod]
 
     # --8<-- [start:getattr]
     def getattr(self, attr: str, attr_val: Any, parameter_proxy_cache: dict[str, Proxy]) -> Any:
-        """Called for each `module.attr` read while tracing (the tracer's `__getattr__`).
-
-        A parameter becomes a Proxy for one `get_attr` node, made on first use
-        and reused after; any other value is returned as it is.
-        """
+        """Called for each `module.attr` read while tracing: a parameter becomes a Proxy
+        for one `get_attr` node, made on first use; other values are returned as they are."""
         if isinstance(attr_val, torch.nn.Parameter):
             found = self._cached_get_attr(
                 attr_val, self.root.named_parameters(), parameter_proxy_cache
@@ -274,21 +222,17 @@ class Tracer(ConstantsOnRoot, TracerBase):
         name: str | None = None,
         type_expr: Any = None,
     ) -> Node:
-        """Like `TracerBase.create_node`, and notes where the node came from in
-        `node.meta` (`nn_module_stack`, and `stack_trace` if `record_stack_traces`)."""
+        """Like `TracerBase.create_node`, and notes where the node came from in `node.meta`."""
         node = super().create_node(kind, target, args, kwargs, name, type_expr)
         record_origin(self, node)
         return node
 
     # --8<-- [start:create_arg]
     def create_arg(self, a: Any) -> Any:
-        """Like `TracerBase.create_arg`, plus the module's state.
+        """Like `TracerBase.create_arg`, plus the module's state, read by `get_attr` nodes.
 
-        Parameters, buffers and submodules of the root become `get_attr`
-        nodes; any other tensor is stored on the root as `_tensor_constant0`,
-        `_tensor_constant1`, ... (unless it already is a module attribute) and
-        read with `get_attr`, and so is an instance of a `ProxyableClassMeta`
-        class; a named tuple is rebuilt by a `call_function`.
+        Other tensors are stored on the root as `_tensor_constant0`, ...; a named
+        tuple is rebuilt by a `call_function`.
         """
         if isinstance(a, Proxy) or type(a) in _NO_MODULE_STATE:
             return super().create_arg(a)  # most arguments: skip the checks below
@@ -318,12 +262,7 @@ class Tracer(ConstantsOnRoot, TracerBase):
     def _get_attr_of(self, value: Any, named: Any, kind: str) -> Node:
         path = self._path_in(value, named)
         if path is None:
-            raise _no_path_in_root(
-                f"a {kind} that is not part of the traced module was used.",
-                f"a get_attr node reads a {kind} by its path in the root module, and this one "
-                "has none (it was probably created inside forward, or belongs to another module).",
-                f"create the {kind} in __init__ and store it as an attribute of the module.",
-            )
+            raise errors.value_not_in_root(kind)
         return self.create_node("get_attr", path, (), {})
 
     # --8<-- [start:create_args_for_root]
@@ -332,20 +271,14 @@ class Tracer(ConstantsOnRoot, TracerBase):
     ) -> tuple[Callable, list]:
         """One placeholder Proxy per parameter of `root_fn` (after `self`, for a module).
 
-        `*args` and `**kwargs` become one placeholder each (named `*args`,
-        `**kwargs`); the function is then rebuilt to take them positionally.
-
         Returns:
-            The function to call, and the arguments to call it with.
+            The function to call (rebuilt if it takes `*args`, ...), and its arguments.
         """
         fn = inspect.unwrap(root_fn)
         signature = inspect.signature(fn)
         names, args = named_parameters(signature), []
         if is_module and not names:
-            raise SelfInStarArgs(
-                f"cannot trace {fn.__qualname__}: it takes `self` inside `*args` (``self`` "
-                "argument cannot be part of *args expansion!). Name it: def forward(self, *args)."
-            )
+            raise errors.self_in_star_args(fn.__qualname__)
         if is_module:
             names, args = names[1:], [self.root]
         if isinstance(concrete_args, tuple):
@@ -374,70 +307,12 @@ class Tracer(ConstantsOnRoot, TracerBase):
     ) -> Any:
         if name in concrete_args:
             return self._specialise(name, concrete_args[name], signature)
-        parameter = signature.parameters.get(name.lstrip("*"))
-        default = (
-            ()
-            if name.startswith("*") or parameter.default is parameter.empty
-            else (parameter.default,)
-        )
-        annotation = None if name.startswith("*") else fn.__annotations__.get(name)
-        return self.create_proxy("placeholder", name, default, {}, type_expr=annotation)
-
-    # --8<-- [start:specialise]
-    def _specialise(self, name: str, value: Any, signature: inspect.Signature) -> Any:
-        """A concrete input: placeholders named `name_1`, `name_2`, ... for its `PH`s,
-        and for every other part an assertion that the input has that value."""
+        if name.startswith("*"):  # `*args` or `**kwargs`: no default, no annotation
+            return self.create_proxy("placeholder", name, (), {}, type_expr=None)
         parameter = signature.parameters[name]
         default = () if parameter.default is parameter.empty else (parameter.default,)
-        count = 0
-
-        def replace(part: Any) -> Any:
-            nonlocal count
-            count += 1
-            proxy = self._input_placeholder(f"{name}_{count}", part, default)
-            if isinstance(part, PHBase):
-                return proxy
-            if part is None:
-                message = f"{name} has been specialized to have value None but got another value"
-                check = self.create_proxy("call_function", _assert_is_none, (proxy, message), {})
-                # Generated code then registers it with `wrap`, so retracing that
-                # code records the check again instead of running it on a Proxy.
-                check.node.meta["is_wrapped"] = True
-            elif isinstance(part, BASE_TYPES) and not isinstance(part, torch.Tensor):
-                torch._assert(
-                    proxy == part,
-                    f"{name} has been specialized to have value {part} but got another value",
-                )
-            else:
-                # torch.fx warns with the default stacklevel too.
-                warnings.warn(  # noqa: B028
-                    f"Was not able to add assertion to guarantee correct input {name} "
-                    "to specialized function. It is up to the user to make sure that "
-                    "your inputs match the inputs you specialized the function with."
-                )
-            return part
-
-        return pytree.tree_map(replace, value)
-
-    # --8<-- [end:specialise]
-
-    def _input_placeholder(self, name: str, part: Any, default: tuple = ()) -> Proxy:
-        """A placeholder for one part of `concrete_args`; a `PH` subclass's metadata goes
-        onto its node."""
-        proxy = self.create_proxy("placeholder", name, default, {})
-        if isinstance(part, PHBase) and part is not PH:
-            copy_metadata(part, proxy.node)
-        return proxy
-
-
-def _no_path_in_root(what: str, why: str, fix: str) -> NameError:
-    """The error for a module or parameter that has no path in the root module.
-
-    It is exactly a `NameError`, the type torch.fx raises (and tests pin), not a
-    `TraceError`; only its message has the `TraceError` shape: what, where in
-    the user's code, why, and how to fix it.
-    """
-    return NameError(str(untraceable(what, why, fix)))
+        annotation = fn.__annotations__.get(name)
+        return self.create_proxy("placeholder", name, default, {}, type_expr=annotation)
 
 
 def _assert_is_none(value: Any, message: str) -> None:

@@ -171,7 +171,7 @@ class Shown:
 def test_format_arg_prints_as_torch_fx_does():
     from torch.fx.node import _format_arg as torch_format_arg
 
-    from minifx.graph.node import _format_arg
+    from minifx.graph.node_conveniences import _format_arg
 
     for lib, format_arg in ((TORCH, torch_format_arg), (MINI, _format_arg)):
         graph = lib.Graph()

@@ -1,0 +1,56 @@
+"""torch.fx's conveniences on `Graph` that chapter 2 does not need to teach.
+
+`Graph` inherits them from `GraphConveniences`: `find_nodes`, which answers
+from the index in `node_index.py` (kept current by `create_node`, `erase_node`
+and `Node`'s `op` and `target` setters), `print_tabular`, and the cleaning of
+subgraphs that `eliminate_dead_code` does after its own graph, as torch.fx's does.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .graph import Graph
+    from .node import Node
+
+
+class GraphConveniences:
+    """Mixed into `Graph`: `find_nodes`, `print_tabular`, and dead code in subgraphs."""
+
+    def find_nodes(self: Graph, *, op: str, target: Any = None, sort: bool = True) -> list[Node]:
+        """The nodes with opcode `op` (and `target`, if given), found through an index.
+
+        Args:
+            op: the opcode to look for.
+            target: if given, only nodes with this target.
+            sort: return them in graph order (a walk over the graph); with
+                `False`, in the order they were created.
+        """
+        found = self._node_index.find(op, target)
+        if sort and len(found) > 1:
+            wanted = set(found)
+            found = [n for n in self.nodes if n in wanted]
+        return found
+
+    def print_tabular(self: Graph) -> None:
+        """Print one row per node: opcode, name, target, args, kwargs."""
+        header = ["opcode", "name", "target", "args", "kwargs"]
+        rows = [[n.op, n.name, str(n.target), str(n.args), str(n.kwargs)] for n in self.nodes]
+        widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+        for row in [header, ["-" * w for w in widths], *rows]:
+            print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+
+    def _eliminate_dead_code_in_subgraphs(self: Graph) -> bool:
+        """As torch.fx does: clean and recompile the GraphModules that `get_attr` nodes read."""
+        from .graph import Graph  # graph.py imports this module
+
+        if self.owning_module is None:
+            return False
+        read = {node.target for node in self.find_nodes(op="get_attr")}
+        erased = False
+        for name, child in self.owning_module.named_children():
+            if name in read and isinstance(getattr(child, "graph", None), Graph):
+                erased = child.graph.eliminate_dead_code() or erased
+                child.recompile()
+        return erased

@@ -1,0 +1,253 @@
+"""The wording of a broken invariant: which rule, which node, and how to fix it.
+
+`invariants.py` decides whether a rule holds; the functions here only build the
+exception it raises, of the form
+
+    Graph.lint: invariant 4 (inputs come first) is broken at %sin: ...
+    How to fix: ...
+
+`lint` raises these `RuntimeError`s; `new_node_error` is the error of
+`Graph.create_node`, which words invariant 1 as torch.fx does there.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..proxy.ir import OPCODES
+from .errors import MisuseError
+
+if TYPE_CHECKING:
+    from .graph import Graph
+    from .node import Node
+
+_LINK_FIX = (
+    "edit the list only with graph methods (create_node, erase_node, "
+    "node.prepend/append), never by setting _prev/_next or node.graph."
+)
+_USE_DEF_FIX = (
+    "change arguments only by assigning node.args / node.kwargs (or update_arg, "
+    "replace_input_with), which keeps users and inputs in step; never edit node.users."
+)
+
+
+def broken(number: int, rule: str, node: Node | None, problem: str, fix: str) -> RuntimeError:
+    """The error of `lint` for invariant `number`, broken at `node`."""
+    where = f" at %{node.name}" if node is not None else ""
+    return RuntimeError(
+        f"Graph.lint: invariant {number} ({rule}) is broken{where}: {problem}\nHow to fix: {fix}"
+    )
+
+
+def new_node_error(name: str, op: str, target: Any, problem: str) -> ValueError:
+    """Invariant 1 broken by a node `Graph.create_node` was asked to make.
+
+    An unknown opcode is a `MisuseError`, which is also the `AssertionError`
+    torch.fx raises; a wrong target is a `ValueError`.
+    """
+    if problem == "an opcode":
+        return MisuseError(
+            f"cannot create node %{name}: unknown opcode {op!r}. A node's op is "
+            f"one of {', '.join(OPCODES)}."
+        )
+    if problem == "a callable":
+        return ValueError(
+            f"cannot create node %{name}: a call_function target must be callable, got "
+            f"{target!r} of type {type(target).__name__}. Pass the function itself "
+            "(torch.relu), not its name; names are for call_method and call_module."
+        )
+    return ValueError(
+        f"cannot create node %{name}: a {op} target must be a str, got {target!r} of type "
+        f"{type(target).__name__}. For a function, use op='call_function'."
+    )
+
+
+def opcode_error(node: Node, problem: str) -> RuntimeError:
+    """1. The op is an opcode; a call_function target is callable, the others' a str."""
+    if problem == "an opcode":
+        return broken(
+            1,
+            "known opcodes",
+            node,
+            f"its op is {node.op!r}, not one of {', '.join(OPCODES)}.",
+            "set node.op to one of the six opcodes.",
+        )
+    return broken(
+        1,
+        "known opcodes",
+        node,
+        f"a {node.op} target must be {problem}, got {node.target!r}.",
+        "store the function itself for call_function, "
+        "and a method name or attribute path for the other opcodes.",
+    )
+
+
+def broken_link(node: Node) -> RuntimeError:
+    """2. `node.next.prev` or `node.prev.next` is not the node itself."""
+    return broken(
+        2,
+        "a well-linked list",
+        node,
+        "node.next.prev or node.prev.next is not "
+        "the node itself, so walking forwards and backwards disagree.",
+        _LINK_FIX,
+    )
+
+
+def foreign_node(node: Node) -> RuntimeError:
+    """2. The list holds a node of another graph."""
+    return broken(
+        2,
+        "a well-linked list",
+        node,
+        "it belongs to another graph.",
+        "copy nodes between graphs with graph.node_copy(node, arg_transform).",
+    )
+
+
+def erased_but_linked(node: Node) -> RuntimeError:
+    """2. The list holds an erased node."""
+    return broken(2, "a well-linked list", node, "it was erased but is still linked.", _LINK_FIX)
+
+
+def not_created(node: Node) -> RuntimeError:
+    """2. The list holds a node the graph did not create (one made by `Node(...)`)."""
+    return broken(
+        2,
+        "a well-linked list",
+        node,
+        "the graph did not create it (it is "
+        "missing from the graph's index), so its name may clash and "
+        "find_nodes cannot see it.",
+        "create nodes with graph.create_node "
+        "(or the opcode builders, or graph.node_copy), never with Node(...).",
+    )
+
+
+def too_many_nodes(node: Node, created: int) -> RuntimeError:
+    """2. The walk has met more nodes than the graph created: the list has a cycle."""
+    return broken(
+        2,
+        "a well-linked list",
+        node,
+        f"the list has more nodes than the {created} the graph created (a cycle?).",
+        _LINK_FIX,
+    )
+
+
+def name_error(node: Node) -> RuntimeError:
+    """3. An earlier node has this node's name."""
+    return broken(
+        3,
+        "unique names",
+        node,
+        f"an earlier node is also named {node.name!r}, "
+        "so generated code would overwrite one value with the other.",
+        "let the graph choose names (create_node(name=...) makes them unique) "
+        "instead of assigning node.name.",
+    )
+
+
+def input_order_error(graph: Graph, node: Node, defined: set[Node]) -> RuntimeError:
+    """4. The first input of `node` that is not among the nodes `defined` before it:
+    the node itself, a node of another graph, or one that comes later (or was erased)."""
+    input_node = next(n for n in node._input_nodes if n not in defined)
+    if input_node is node:
+        return broken(
+            4,
+            "inputs come first",
+            node,
+            "it uses itself, so its value would be needed before it is computed.",
+            f"give %{node.name} the node it should read instead (node.replace_input_with).",
+        )
+    if input_node.graph is not graph:
+        return broken(
+            4,
+            "inputs come first",
+            node,
+            f"it uses %{input_node.name}, which "
+            "does not belong to this Graph (it is a node of another graph).",
+            "when copying nodes from another graph, map their inputs: "
+            "graph.node_copy(node, lambda n: val_map[n]).",
+        )
+    return broken(
+        4,
+        "inputs come first",
+        node,
+        f"it uses %{input_node.name}, which was "
+        "used before it has been defined: it comes later in the graph (or "
+        "was erased).",
+        f"move %{input_node.name} before %{node.name} "
+        f"(node.prepend) or insert %{node.name} after it.",
+    )
+
+
+def inputs_disagree(node: Node, used: dict[Node, None]) -> RuntimeError:
+    """5. `all_input_nodes` is not the nodes that the arguments use."""
+    return broken(
+        5,
+        "use-def lists agree",
+        node,
+        f"its arguments use {_names(used)} but all_input_nodes is {_names(node.all_input_nodes)}.",
+        _USE_DEF_FIX,
+    )
+
+
+def missing_user(node: Node, input_node: Node) -> RuntimeError:
+    """5. `node` uses `input_node` but is not among its `users`."""
+    return broken(
+        5,
+        "use-def lists agree",
+        node,
+        f"it uses %{input_node.name}, but is missing from %{input_node.name}.users.",
+        _USE_DEF_FIX,
+    )
+
+
+def false_user(node: Node, user: Node) -> RuntimeError:
+    """5. `user` is among the `users` of `node` but does not use it."""
+    return broken(
+        5,
+        "use-def lists agree",
+        node,
+        f"%{user.name} is listed among its users but does not use it.",
+        _USE_DEF_FIX,
+    )
+
+
+def output_error(node: Node) -> RuntimeError:
+    """6. `node` is a second `output` node."""
+    count = sum(1 for n in node.graph.nodes if n.op == "output")
+    return broken(
+        6,
+        "one output",
+        node,
+        f"the graph has {count} output nodes; a program returns once.",
+        "erase the extra output nodes, or return a tuple from a single graph.output((a, b)).",
+    )
+
+
+def missing_target(node: Node) -> RuntimeError:
+    """7. The owning module has no attribute at the node's target."""
+    return broken(
+        7,
+        "targets exist",
+        node,
+        f"the owning module has no attribute {node.target!r}.",
+        "add it to the module (setattr, add_submodule) or fix the node's target.",
+    )
+
+
+def not_a_module(node: Node) -> RuntimeError:
+    """7. A `call_module` target is not an `nn.Module`."""
+    return broken(
+        7,
+        "targets exist",
+        node,
+        f"{node.target!r} is not an nn.Module, so it cannot be called as a module.",
+        "use get_attr to read it and call_function to compute with it.",
+    )
+
+
+def _names(nodes: Any) -> str:
+    return "[" + ", ".join(f"%{n.name}" for n in nodes) + "]"
