@@ -960,8 +960,9 @@ MISTAKES: dict[str, list[Mistake]] = {
         Mistake(
             "any argument, not the first",
             "        first = chain[0].args[0] if chain[0].args else None\n",
+            "        previous_target = targets[-len(chain) - 1]\n"
             "        first = next((a for a in chain[0].args\n"
-            "                      if isinstance(a, Node) and is_call(a, target)), None)\n",
+            "                      if isinstance(a, Node) and is_call(a, previous_target)), None)\n",
             "the first argument, args[0]",
         ),
         Mistake(
