@@ -33,6 +33,7 @@ BATCHNORM_FOR_CONV: dict[type, type] = {
 
 
 # --8<-- [start:weights]
+# --8<-- [task:6.1] "Fold a BatchNorm into conv weights" points=5 section=06-conv-bn-fusion.md#the-algebra
 def fuse_conv_bn_weights(conv_weight: torch.Tensor, conv_bias: torch.Tensor | None,
                          bn_mean: torch.Tensor, bn_var: torch.Tensor, bn_eps: float,
                          bn_weight: torch.Tensor | None, bn_bias: torch.Tensor | None,
@@ -58,6 +59,7 @@ def fuse_conv_bn_weights(conv_weight: torch.Tensor, conv_bias: torch.Tensor | No
     fused_bias = ((bias - bn_mean) * scale + beta).to(conv_weight.dtype)
     return (nn.Parameter(fused_weight, conv_weight.requires_grad),
             nn.Parameter(fused_bias, conv_weight.requires_grad))
+# --8<-- [end-task:6.1]
 # --8<-- [end:weights]
 
 
@@ -77,6 +79,7 @@ def fuse_conv_bn_eval(conv: nn.Module, bn: nn.Module) -> nn.Module:
 
 
 # --8<-- [start:left_alone]
+# --8<-- [task:6.2] "Which pairs can be fused" points=5 section=06-conv-bn-fusion.md#what-is-left-alone-and-why
 def why_left_alone(bn_node: Node, modules: dict[str, nn.Module]) -> str | None:
     """Why `bn_node` cannot be folded into the node before it; None if it can.
 
@@ -107,6 +110,7 @@ def why_left_alone(bn_node: Node, modules: dict[str, nn.Module]) -> str | None:
     if _other_uses(conv_node):
         return "the conv module is used elsewhere, which needs its weights unchanged"
     return None
+# --8<-- [end-task:6.2]
 # --8<-- [end:left_alone]
 
 
@@ -171,6 +175,7 @@ def _check_is_module(gm: object) -> None:
 
 
 # --8<-- [start:fold]
+# --8<-- [task:6.3] "Rewire the graph" points=5 section=06-conv-bn-fusion.md#the-pass
 def _fold(gm: GraphModule, bn_node: Node, modules: dict[str, nn.Module]) -> None:
     """Replace the conv of `conv_node -> bn_node` by the fused conv; drop the bn node."""
     conv_node = bn_node.args[0]
@@ -181,6 +186,7 @@ def _fold(gm: GraphModule, bn_node: Node, modules: dict[str, nn.Module]) -> None
     gm.graph.erase_node(bn_node)
     if not gm.graph.find_nodes(op="call_module", target=bn_node.target):
         gm.delete_submodule(bn_node.target)  # a BatchNorm called elsewhere stays
+# --8<-- [end-task:6.3]
 # --8<-- [end:fold]
 
 

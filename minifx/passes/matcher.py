@@ -102,6 +102,7 @@ class SubgraphMatcher:
                         [n for n in self.returning_nodes if len(n.users) == 1])
 
     # --8<-- [start:match]
+    # --8<-- [task:7.1] "The matcher" points=10 section=07-subgraph-rewriting.md#matching
     def match(self, graph: Graph) -> list[InternalMatch]:
         """Every match of the pattern in `graph`, in graph order of the first anchor."""
         candidates = [[n for n in graph.nodes if self._nodes_are_equal(a, n)]
@@ -125,9 +126,11 @@ class SubgraphMatcher:
             attempt = copy.copy(match)  # a failed attempt leaves `match` as it was
             if self._match_nodes(self.anchors[index], candidate, attempt):
                 self._backtrack(index + 1, candidates, attempt, found)
+    # --8<-- [end-task:7.1]
     # --8<-- [end:match]
 
     # --8<-- [start:match_nodes]
+    # --8<-- [task:7.1]
     def _match_nodes(self, pn: Node, gn: Node, match: InternalMatch) -> bool:
         """Whether pattern node `pn` matches graph node `gn`, recording it and its inputs."""
         if pn in match.nodes_map:
@@ -162,6 +165,7 @@ class SubgraphMatcher:
             if not matched:
                 return False
         return True
+    # --8<-- [end-task:7.1]
     # --8<-- [end:match_nodes]
 
     def _nodes_are_equal(self, pn: Node, gn: Node) -> bool:

@@ -158,6 +158,7 @@ def replace_pattern_with_filters(
 
 
 # --8<-- [start:rewrite_one]
+# --8<-- [task:7.2] "Splice in the replacement" points=5 section=07-subgraph-rewriting.md#replacing
 def _rewrite_one(graph: Graph, pattern_graph: Graph, replacement_graph: Graph,
                  match: InternalMatch, replaced: dict[Node, Node]) -> list[Node]:
     """Splice one copy of the replacement in place of one match, then erase the match.
@@ -202,6 +203,7 @@ def _insert_point(graph: Graph, returning_nodes: list[Node]) -> Node:
         return next(n for n in graph.nodes if n in users)
     last = next(n for n in reversed(graph.nodes) if n in returning_nodes)
     return last.next
+# --8<-- [end-task:7.2]
 # --8<-- [end:rewrite_one]
 
 

@@ -66,8 +66,10 @@ BASE_TYPES = (
 def _records(function: Callable) -> Callable:
     """A dunder method that records `function(self, *others)`: `x - y` is `sub(x, y)`."""
 
+    # --8<-- [task:1.4] "Operators that record" points=5 section=01-proxy.md#how-a-proxy-intercepts-operators
     def method(self: Proxy, *others: Any) -> Proxy:
         return self.tracer.create_proxy("call_function", function, (self, *others), {})
+    # --8<-- [end-task:1.4]
 
     method.__name__ = f"__{function.__name__.strip('_')}__"
     return method
@@ -76,8 +78,10 @@ def _records(function: Callable) -> Callable:
 def _records_reflected(function: Callable) -> Callable:
     """A reflected dunder: `1 - x` calls `x.__rsub__(1)`, which records `sub(1, x)`."""
 
+    # --8<-- [task:1.4]
     def method(self: Proxy, other: Any) -> Proxy:
         return self.tracer.create_proxy("call_function", function, (other, self), {})
+    # --8<-- [end-task:1.4]
 
     method.__name__ = f"__r{function.__name__.strip('_')}__"
     return method
@@ -130,6 +134,7 @@ class Proxy(CopyableProxy):
 
     # -- torch functions -----------------------------------------------------------
     # --8<-- [start:torch_function]
+    # --8<-- [task:1.5] "__torch_function__" points=5 section=01-proxy.md#__torch_function__-catching-torch-calls
     @classmethod
     def __torch_function__(
         cls, function: Callable, types: tuple, args: tuple = (), kwargs: dict | None = None
@@ -148,6 +153,7 @@ class Proxy(CopyableProxy):
         # target in create_proxy still gets a node named after the call written.
         name = target_to_name(function.__name__)
         return tracer.create_proxy("call_function", function, args, kwargs, name=name)
+    # --8<-- [end-task:1.5]
     # --8<-- [end:torch_function]
 
     # -- methods and attributes ----------------------------------------------------
@@ -209,6 +215,7 @@ class Attribute(Proxy):
         self.tracer = root.tracer
         self._node = None
 
+    # --8<-- [task:1.6] "Attributes, recorded when used" points=5 section=01-proxy.md#methods-and-attributes
     @property
     def node(self) -> IRNode:
         """The `getattr` record, created on first use."""
@@ -219,6 +226,7 @@ class Attribute(Proxy):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Proxy:
         return self.tracer.create_proxy("call_method", self.attr, (self.root, *args), kwargs)
+    # --8<-- [end-task:1.6]
 # --8<-- [end:attribute]
 
 
@@ -282,6 +290,7 @@ class TracerBase:
         """Wrap a record in a Proxy that records through this tracer."""
         return Proxy(node, self)
 
+    # --8<-- [task:1.2] "create_proxy and create_arg" points=5 section=01-proxy.md#the-tracer-interface
     # --8<-- [start:create_proxy]
     def create_proxy(
         self, kind: str, target: Any, args: tuple, kwargs: dict,
@@ -339,6 +348,7 @@ class TracerBase:
         if isinstance(a, BASE_TYPES):
             return a
         raise not_recordable(a)
+    # --8<-- [end-task:1.2]
 
     def _dict_key(self, key: Any) -> Any:
         proxy = next(_proxies_in(key), None)

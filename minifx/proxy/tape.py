@@ -62,6 +62,7 @@ class Tape:
         self._names = Namespace()
 
     # --8<-- [start:create_node]
+    # --8<-- [task:1.1] "The tape" points=5 section=01-proxy.md#a-first-trace
     def create_node(self, op: str, target: Any, args: tuple = (), kwargs: dict | None = None,
                     name: str | None = None, type_expr: Any = None) -> Record:
         """Append a record and return it (the interface every tracer writes through).
@@ -75,6 +76,7 @@ class Tape:
         record = Record(self, unique_name, op, target, tuple(args), dict(kwargs or {}), type_expr)
         self.records.append(record)
         return record
+    # --8<-- [end-task:1.1]
     # --8<-- [end:create_node]
 
     def __iter__(self) -> Iterator[Record]:
@@ -94,6 +96,7 @@ class TapeRecorder(TracerBase):
         self.graph = Tape()
 
     # --8<-- [start:trace]
+    # --8<-- [task:1.3] "Tracing a function onto a tape" points=5 section=01-proxy.md#a-first-trace
     def trace(self, fn: Callable) -> Tape:
         """Call `fn` with one Proxy per parameter; return the tape it leaves.
 
@@ -130,6 +133,7 @@ class TapeRecorder(TracerBase):
         default = () if parameter.default is parameter.empty else (parameter.default,)
         annotation = None if parameter.annotation is parameter.empty else parameter.annotation
         return self.create_proxy("placeholder", parameter.name, default, {}, type_expr=annotation)
+    # --8<-- [end-task:1.3]
 
 
 def trace_to_tape(fn: Callable) -> Tape:
