@@ -8,7 +8,8 @@
 #                      VERBOSE=1 every message in full, TIMEOUT=seconds per exercise)
 #   make gradescope    write build/gradescope-autograder.zip, Gradescope's autograder (no solutions in it)
 #   make book-build    strict build of the book into site/
-#   make student-release   write the course without solutions/ to RELEASE (default ../minifx-student)
+#   make student-release   write the course without solutions/ to RELEASE (default ../minifx-student);
+#                      TASKS=all|chN|1.2,5.1 also carves those build tasks out of its minifx
 #   make classroom     write .github/workflows/classroom.yml for GitHub Classroom (CH=N: one chapter)
 #   make clean         remove the venv and every build output
 #
@@ -29,6 +30,9 @@ RESULTS ?=
 VERBOSE ?=
 TIMEOUT ?= 60
 RELEASE ?= ../minifx-student
+TASKS ?=
+TASK ?=
+TRACK ?=
 
 # mkdocs-material prints a banner about its successor on every build; the book does not need it.
 export NO_MKDOCS_2_WARNING := 1
@@ -56,7 +60,7 @@ gradescope: $(STAMP)
 	$(BIN)/python -m tests.grading.gradescope build/gradescope-autograder.zip
 
 student-release: $(STAMP)
-	$(BIN)/python -m tests.release $(RELEASE)
+	$(BIN)/python -m tests.release $(RELEASE) $(if $(TASKS),--tasks "$(TASKS)")
 
 classroom: $(STAMP)
 	$(BIN)/python -m tests.classroom $(if $(CH),--chapter $(CH)) --out .github/workflows/classroom.yml
