@@ -1,0 +1,109 @@
+"""The build track in the grading harness: build tasks as gradable entries, and what of a
+submission's minifx a task's worker runs.
+
+A build task (tests/tasks.py) is marked in the reference source and graded by the stage
+tests that carry its marker. The judge grades it like an exercise, in its own time- and
+memory-limited worker, with two differences:
+
+- **What is graded.** Only the files of minifx that hold tasks come from the submission;
+  every other file of minifx is the instructor's (the judge's trusted copy). So a
+  submission changes nothing outside its tasks, and the sandbox treats exactly those
+  files as graded code.
+- **What grades it.** The stage tests that carry `pytest.mark.task("<id>")`, found by
+  reading the trusted test files (`tests.tasks.task_tests`), never by running them.
+
+A file that does not compile costs the tasks that need it: those of its stage and of
+later stages (a stage imports the earlier ones), each with a message naming the file
+and line; the tasks of earlier stages are still graded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests import tasks as build_tasks
+from tests.grading.manifest import Exercise, GradingError
+
+# The order of the stages, as minifx/__init__.py lists them: a stage imports only earlier ones.
+STAGES = ("proxy", "graph", "codegen", "interpreter", "passes")
+
+
+def load_tasks(trusted: dict[str, bytes]) -> list[Exercise]:
+    """The build tasks of the trusted minifx, as entries the judge grades (`kind="task"`).
+
+    Raises:
+        GradingError: If the markers are broken, or a task has no marked test.
+    """
+    try:
+        found = build_tasks.find_tasks({p: d for p, d in trusted.items() if p.startswith("minifx/")})
+        graded = build_tasks.task_tests(stage_tests(trusted))
+    except (build_tasks.TaskError, SyntaxError) as exc:
+        raise GradingError(f"cannot read the build tasks: {exc}") from exc
+    entries = []
+    for task in found:
+        if task.id not in graded:
+            raise GradingError(f"task {task.id} has no test marked @pytest.mark.task({task.id!r})")
+        entries.append(Exercise(task.id, task.title, task.chapter, ",".join(task.paths),
+                                ";".join(sorted(graded[task.id])), task.points, kind="task"))
+    return entries
+
+
+def stage_tests(trusted: dict[str, bytes]) -> dict[str, bytes]:
+    """The trusted stage test files (not the graders, nor the grading tool's own)."""
+    return {p: d for p, d in trusted.items()
+            if p.startswith("tests/") and not p.startswith(("tests/graders/", "tests/grading/"))
+            and Path(p).name.startswith("test_") and p.endswith(".py")}
+
+
+def expected_tests(exercise: Exercise, trusted: dict[str, bytes]) -> set[str]:
+    """The names of the test functions that grade the task."""
+    return set().union(*build_tasks.task_tests(stage_tests(trusted)).get(exercise.id, {}).values())
+
+
+def task_files(trusted: dict[str, bytes]) -> list[str]:
+    """Every trusted minifx file that holds a task: what a submission's minifx is read for."""
+    return sorted(p for p, data in trusted.items()
+                  if p.startswith("minifx/") and p.endswith(".py") and b"--8<-- [task:" in data)
+
+
+def submitted_package(paths: list[str], folder: Path) -> dict[str, bytes]:
+    """The submission's versions of the task files `paths`, found at the same paths below `folder`."""
+    found = {}
+    for path in paths:
+        file = folder / path
+        if file.is_file() and not file.is_symlink():
+            found[path] = file.read_bytes()
+    return found
+
+
+def stage_of(path: str) -> int:
+    """0 for `minifx/proxy/...` up to 4 for `minifx/passes/...`."""
+    parts = path.split("/")
+    return STAGES.index(parts[1]) if len(parts) > 2 and parts[1] in STAGES else 0
+
+
+def precheck(exercise: Exercise, package: dict[str, bytes], every_task_file: list[str]) -> str:
+    """Why the task cannot be graded at all, in one sentence, or ''."""
+    own = exercise.module.split(",")
+    reach = max(stage_of(path) for path in own)
+    for path in (p for p in every_task_file if stage_of(p) <= reach):
+        if path not in package:
+            return f"{path} is not in the submission: task {exercise.id} needs it (submit the whole minifx/ folder)"
+        try:
+            compile(package[path], path, "exec", dont_inherit=True)
+        except SyntaxError as exc:
+            return (f"{path} is not valid Python at line {exc.lineno}: {exc.msg}. Task {exercise.id} imports it, "
+                    "so its tests could not run; tasks of earlier stages were still graded")
+        except (ValueError, RecursionError, MemoryError, OverflowError) as exc:
+            return f"{path} cannot be read as Python ({type(exc).__name__}); task {exercise.id} imports it"
+    return ""
+
+
+def tests_sha256(grader: str, files: dict[str, bytes]) -> str:
+    """One digest of a task's test files, as the worker computes it from its copies."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for path in grader.split(";"):
+        digest.update(files[path])
+    return digest.hexdigest()
