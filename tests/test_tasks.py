@@ -220,3 +220,41 @@ def test_carving_one_task_fails_its_tests_and_no_earlier_task_s(proof, task_id):
         elif owner != task.id and message and not (later and own in message):
             problems.append(f"{key} (task {owner}) failed: {message}")
     assert not problems, "\n".join(problems)
+
+
+# --- the book teaches the track -------------------------------------------------------
+
+
+def _slugs(page: Path) -> set[str]:
+    from markdown.extensions.toc import slugify
+
+    return {slugify(line.lstrip("#").strip().replace("`", ""), "-")
+            for line in page.read_text(encoding="utf-8").splitlines() if line.startswith("#")}
+
+
+def test_every_task_names_a_section_that_exists():
+    for task in reference_tasks():
+        page, anchor = task.section.split("#")
+        assert anchor in _slugs(ROOT / "chapters" / page), f"task {task.id}: no section #{anchor} in {page}"
+
+
+def test_each_chapter_s_build_it_section_lists_its_tasks_in_order_with_their_checks():
+    for chapter in sorted({t.chapter for t in reference_tasks()}):
+        (page,) = (ROOT / "chapters").glob(f"{chapter:02d}-*.md")
+        text = page.read_text(encoding="utf-8")
+        assert "\n## Build it\n" in text, f"{page.name} has no Build it section"
+        section = text.split("\n## Build it\n")[1].split("\n## ")[0]
+        rows = [line for line in section.splitlines() if line.startswith("| ") and "make grade TASK=" in line]
+        want = [t for t in reference_tasks() if t.chapter == chapter]
+        assert [row.split()[1] for row in rows] == [t.id for t in want], page.name
+        for row, task in zip(rows, want):
+            assert f"({task.points:g} points)" in row and f"`make grade TASK={task.id}`" in row
+
+
+def test_the_student_guide_shows_the_message_a_carved_task_raises():
+    guide = (ROOT / "chapters" / "student-guide.md").read_text(encoding="utf-8")
+    (task,) = [t for t in reference_tasks() if t.id == "1.1"]
+    assert f"NotImplementedError: {task.message()}" in guide
+    carved = tasks.carve_source(task.regions[0].path, (ROOT / task.regions[0].path).read_text(), [task])
+    raise_lines = carved.split("raise NotImplementedError(\n")[1].splitlines()[:2]
+    assert all(line.strip() in guide for line in raise_lines)
