@@ -146,3 +146,14 @@ def test_a_release_carves_what_the_judge_grades(tmp_path):
     found = build_tasks.find_tasks(build_tasks.source_files(out))
     assert [t.id for t in found] == [t.id for t in build_tasks.find_tasks(build_tasks.source_files(ROOT))]
     shutil.rmtree(out)
+
+
+def test_a_task_file_changed_outside_its_regions_is_not_run(trusted):
+    entries = {e.id: e for e in build.load_tasks(trusted)}
+    outside = _package(trusted, {"minifx/passes/fuse_conv_bn.py": ("import copy\n", "import copy\nimport os\n")})
+    scores = judge.grade([entries["1.1"], entries["6.1"]], {}, judge.Limits(timeout=60), trusted, outside)
+    assert scores[0].full
+    assert scores[1].problem.startswith("minifx/passes/fuse_conv_bn.py was changed outside its task regions, at line")
+    unmarked = _package(trusted, {"minifx/passes/fuse_conv_bn.py": ("# --8<-- [end-task:6.1]\n", "\n")})
+    (score,) = judge.grade([entries["6.1"]], {}, judge.Limits(timeout=60), trusted, unmarked)
+    assert "task markers" in score.problem and "were removed or broken" in score.problem

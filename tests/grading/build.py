@@ -82,8 +82,10 @@ def stage_of(path: str) -> int:
     return STAGES.index(parts[1]) if len(parts) > 2 and parts[1] in STAGES else 0
 
 
-def precheck(exercise: Exercise, package: dict[str, bytes], every_task_file: list[str]) -> str:
-    """Why the task cannot be graded at all, in one sentence, or ''."""
+def precheck(exercise: Exercise, package: dict[str, bytes], every_task_file: list[str],
+             trusted: dict[str, bytes] | None = None) -> str:
+    """Why the task cannot be graded at all, in one sentence, or ''. With `trusted`, a
+    task file must also equal the trusted one outside its task regions (see `outside`)."""
     own = exercise.module.split(",")
     reach = max(stage_of(path) for path in own)
     for path in (p for p in every_task_file if stage_of(p) <= reach):
@@ -96,6 +98,45 @@ def precheck(exercise: Exercise, package: dict[str, bytes], every_task_file: lis
                     "so its tests could not run; tasks of earlier stages were still graded")
         except (ValueError, RecursionError, MemoryError, OverflowError) as exc:
             return f"{path} cannot be read as Python ({type(exc).__name__}); task {exercise.id} imports it"
+        changed = changed_outside(path, package[path], trusted[path]) if trusted and path in trusted else ""
+        if changed:
+            return changed + f"; task {exercise.id} imports it, so its tests did not run"
+    return ""
+
+
+def outside(text: str) -> list[tuple[int, str]] | None:
+    """The `(line number, line)` pairs of a file outside its task regions (marker lines
+    included), or None if its markers do not pair up."""
+    kept, depth = [], 0
+    for number, line in enumerate(text.splitlines(), start=1):
+        if build_tasks.END.match(line):
+            depth -= 1
+        if depth == 0:
+            kept.append((number, line))
+        if build_tasks.START.match(line):
+            depth += 1
+        if depth not in (0, 1):
+            return None
+    return kept if depth == 0 else None
+
+
+def changed_outside(path: str, submitted: bytes, reference: bytes) -> str:
+    """Why `submitted` differs from `reference` outside the task regions, or ''.
+
+    Only the code between a task's markers is the student's: the sandbox grades it as
+    student code and trusts the rest of the file, so the rest must be the instructor's.
+    """
+    mine = outside(submitted.decode("utf-8", "replace"))
+    theirs = outside(reference.decode("utf-8", "replace")) or []
+    if mine is None:
+        return f"{path}: its task markers (# --8<-- [task:...] / [end-task:...]) were removed or broken; put them back"
+    for (number, line), (_, want) in zip(mine, theirs):
+        if line != want:
+            return (f"{path} was changed outside its task regions, at line {number} ({line.strip()[:60]!r}): "
+                    "only the code between a task's markers is yours; put the rest back as it was "
+                    "(imports a task needs go inside its functions)")
+    if len(mine) != len(theirs):
+        return f"{path} was changed outside its task regions (lines added or removed); put the rest back as it was"
     return ""
 
 

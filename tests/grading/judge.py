@@ -515,7 +515,8 @@ def _checks(exercise: Exercise, modules: dict[str, bytes], trusted: dict[str, by
             package: dict[str, bytes]) -> tuple[str, set[str]]:
     """Why the exercise cannot be graded (or ''), and the tests its grader defines."""
     if exercise.kind == "task":
-        return build.precheck(exercise, package, build.task_files(trusted)), build.expected_tests(exercise, trusted)
+        problem = build.precheck(exercise, package, build.task_files(trusted), trusted)
+        return problem, build.expected_tests(exercise, trusted)
     problem = precheck(exercise, modules, trusted)
     if problem:
         return problem, set()
