@@ -79,6 +79,8 @@ def _explain(score: Score, verbose: bool, unfinished: list[str] = ()) -> list[st
 
 
 def _explain_failures(score: Score, failed: list[TestResult], title: str, verbose: bool) -> list[str]:
+    """The failures that no unfinished task explains: an untouched stub, one shared
+    message, or each test's message."""
     if failed and all(STUB in t.message for t in failed):
         line = next(line for line in failed[0].message.splitlines() if STUB in line)
         return ["", f"{title}: not started; the stub still raises", _indent(line[line.index(STUB):])]
