@@ -157,3 +157,11 @@ def test_a_task_file_changed_outside_its_regions_is_not_run(trusted):
     unmarked = _package(trusted, {"minifx/passes/fuse_conv_bn.py": ("# --8<-- [end-task:6.1]\n", "\n")})
     (score,) = judge.grade([entries["6.1"]], {}, judge.Limits(timeout=60), trusted, unmarked)
     assert "task markers" in score.problem and "were removed or broken" in score.problem
+
+
+def test_a_submission_s_minifx_is_found_below_a_folder_of_the_repository(tmp_path, trusted):
+    nested = tmp_path / "upload" / "my-repo"
+    shutil.copytree(ROOT / "minifx", nested / "minifx")
+    package = build.submitted_package(build.task_files(trusted), tmp_path / "upload")
+    assert sorted(package) == build.task_files(trusted)
+    assert package["minifx/proxy/tape.py"] == trusted["minifx/proxy/tape.py"]

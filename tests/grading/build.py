@@ -67,7 +67,12 @@ def task_files(trusted: dict[str, bytes]) -> list[str]:
 
 
 def submitted_package(paths: list[str], folder: Path) -> dict[str, bytes]:
-    """The submission's versions of the task files `paths`, found at the same paths below `folder`."""
+    """The submission's versions of the task files `paths`, found at the same paths below
+    `folder`, or below the first folder under it that holds `minifx/__init__.py` (a
+    submission uploaded as a folder of the repository)."""
+    if not (folder / "minifx").is_dir():
+        inits = sorted(folder.rglob("minifx/__init__.py"), key=lambda p: len(p.parts))
+        folder = inits[0].parent.parent if inits else folder
     found = {}
     for path in paths:
         file = folder / path
