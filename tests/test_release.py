@@ -97,6 +97,13 @@ def test_a_release_with_chapter_1_s_tasks_carves_only_those(tmp_path):
     run = subprocess.run([sys.executable, "-c", code], cwd=out, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.startswith("Task 1.3 (Tracing a function onto a tape) is yours to write")
+    # The release's book shows a task box before each code block that includes carved code.
+    chapter = (out / "chapters" / "01-proxy.md").read_text()
+    box = '!!! example "Task 1.2 · create_proxy and create_arg (5 points)"'
+    assert box in chapter
+    assert chapter.index(box) < chapter.index('--8<-- "minifx/proxy/proxy.py:create_proxy"')
+    assert chapter.count("!!! example \"Task 1.") >= 6
+    assert "!!! example" not in (out / "chapters" / "05-shape-prop.md").read_text()
 
 
 def test_unknown_tasks_are_refused_before_anything_is_written(tmp_path, capsys):
