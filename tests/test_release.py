@@ -104,6 +104,12 @@ def test_a_release_with_chapter_1_s_tasks_carves_only_those(tmp_path):
     assert chapter.index(box) < chapter.index('--8<-- "minifx/proxy/proxy.py:create_proxy"')
     assert chapter.count("!!! example \"Task 1.") >= 6
     assert "!!! example" not in (out / "chapters" / "05-shape-prop.md").read_text()
+    # There, `make test`'s pytest reports tests that stop in a carved task as expected
+    # failures naming the task, and still fails on anything else.
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rx",
+                          "tests/proxy/test_proxy.py"], cwd=out, capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert "waits for build task 1.1 (The tape): make grade TASK=1.1" in run.stdout
 
 
 def test_unknown_tasks_are_refused_before_anything_is_written(tmp_path, capsys):
