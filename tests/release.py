@@ -70,13 +70,25 @@ def release(out: Path, root: Path = ROOT, tasks: str = "") -> list[build_tasks.T
     ids = {task.id for task in chosen}
     chosen = [task for task in build_tasks.find_tasks(build_tasks.source_files(out)) if task.id in ids]
     carved_sections = sections_of(out, chosen)  # read before carving moves the lines
-    build_tasks.carve(out, chosen)
+    changed = build_tasks.carve(out, chosen)
+    if changed:
+        _allow_unused_imports(out / "pyproject.toml", changed)
     for page in (out / "chapters").glob("*.md"):
         text = page.read_text(encoding="utf-8")
         boxed = task_boxes(text, carved_sections)
         if boxed != text:
             page.write_text(boxed, encoding="utf-8")
     return chosen
+
+
+def _allow_unused_imports(pyproject: Path, paths: list[str]) -> None:
+    """Tell ruff that a carved file's imports may go unused until its tasks are written
+    (in pyproject.toml, not in the file: a task file may change only inside its tasks)."""
+    header = "[tool.ruff.lint.per-file-ignores]\n"
+    text = pyproject.read_text(encoding="utf-8")
+    lines = "".join(f'"{path}" = ["F401"]  # a carved build task uses these imports\n' for path in paths)
+    text = text.replace(header, header + lines, 1) if header in text else f"{text}\n{header}{lines}"
+    pyproject.write_text(text, encoding="utf-8")
 
 
 SECTION = re.compile(r"^\s*# --8<-- \[(start|end):([a-z][-_0-9a-z]*)\]")

@@ -110,6 +110,8 @@ def test_a_release_with_chapter_1_s_tasks_carves_only_those(tmp_path):
                           "tests/proxy/test_proxy.py"], cwd=out, capture_output=True, text=True)
     assert run.returncode == 0, run.stdout[-3000:]
     assert "waits for build task 1.1 (The tape): make grade TASK=1.1" in run.stdout
+    lint = subprocess.run([sys.executable, "-m", "ruff", "check", "minifx"], cwd=out, capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout[-2000:]
 
 
 def test_unknown_tasks_are_refused_before_anything_is_written(tmp_path, capsys):
