@@ -156,6 +156,8 @@ def workspace(base: Path) -> Path:
         shutil.copytree(ROOT / name, folder / name, ignore=ignore)
     for name in ("conftest.py", "pyproject.toml"):
         shutil.copy(ROOT / name, folder / name)
+    # Not a student release (tests/conftest.py): a carved task's failures stay failures.
+    (folder / "solutions").mkdir()
     return folder
 
 
