@@ -5,11 +5,16 @@
 #                      book build, docs examples, stub checks) with coverage >= 90%
 #   make grade         grade exercises/, each exercise in its own time-limited process
 #                      (CH=N one chapter, EX=2.1 one exercise, RESULTS=path Gradescope's results.json,
-#                      VERBOSE=1 every message in full, TIMEOUT=seconds per exercise)
-#   make gradescope    write build/gradescope-autograder.zip, Gradescope's autograder (no solutions in it)
+#                      VERBOSE=1 every message in full, TIMEOUT=seconds per exercise);
+#                      TRACK=build grades the build tasks carved out of minifx/ instead (TRACK=all:
+#                      both), TASK=1.2 one build task
+#   make gradescope    write build/gradescope-autograder.zip, Gradescope's autograder (no solutions in it;
+#                      TRACK=build or all: it grades the submission's minifx/ build tasks too)
 #   make book-build    strict build of the book into site/
-#   make student-release   write the course without solutions/ to RELEASE (default ../minifx-student)
-#   make classroom     write .github/workflows/classroom.yml for GitHub Classroom (CH=N: one chapter)
+#   make student-release   write the course without solutions/ to RELEASE (default ../minifx-student);
+#                      TASKS=all|chN|1.2,5.1 also carves those build tasks out of its minifx
+#   make classroom     write .github/workflows/classroom.yml for GitHub Classroom (CH=N: one chapter;
+#                      TRACK=build or all: the build tasks too)
 #   make clean         remove the venv and every build output
 #
 # TORCH_SPEC pins the CPU build by default; for a CUDA build, for example:
@@ -29,6 +34,10 @@ RESULTS ?=
 VERBOSE ?=
 TIMEOUT ?= 60
 RELEASE ?= ../minifx-student
+TASKS ?=
+TASK ?=
+TRACK ?=
+comma := ,
 
 # mkdocs-material prints a banner about its successor on every build; the book does not need it.
 export NO_MKDOCS_2_WARNING := 1
@@ -50,16 +59,16 @@ test: $(STAMP) $(MERMAID_JS) chromium
 
 # A report, not a gate: tests.grading exits 0 whatever the score, non-zero only if it breaks.
 grade: $(STAMP)
-	$(BIN)/python -m tests.grading --impl exercises --timeout $(TIMEOUT) $(if $(CH),--chapter $(CH)) $(if $(EX),--exercise $(EX)) $(if $(RESULTS),--results $(RESULTS)) $(if $(VERBOSE),--verbose)
+	$(BIN)/python -m tests.grading --impl exercises --timeout $(TIMEOUT) $(if $(CH),--chapter $(CH)) $(if $(EX),--exercise $(EX)) $(if $(TRACK),--track $(TRACK)) $(foreach t,$(subst $(comma), ,$(TASK)),--task $(t)) $(if $(RESULTS),--results $(RESULTS)) $(if $(VERBOSE),--verbose)
 
 gradescope: $(STAMP)
-	$(BIN)/python -m tests.grading.gradescope build/gradescope-autograder.zip
+	$(BIN)/python -m tests.grading.gradescope build/gradescope-autograder.zip $(if $(TRACK),--track $(TRACK))
 
 student-release: $(STAMP)
-	$(BIN)/python -m tests.release $(RELEASE)
+	$(BIN)/python -m tests.release $(RELEASE) $(if $(TASKS),--tasks "$(TASKS)")
 
 classroom: $(STAMP)
-	$(BIN)/python -m tests.classroom $(if $(CH),--chapter $(CH)) --out .github/workflows/classroom.yml
+	$(BIN)/python -m tests.classroom $(if $(CH),--chapter $(CH)) $(if $(TRACK),--track $(TRACK)) --out .github/workflows/classroom.yml
 
 book: $(STAMP) $(MERMAID_JS)
 	$(BIN)/mkdocs serve -a $(BOOK_ADDR)

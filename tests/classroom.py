@@ -28,6 +28,8 @@ from pathlib import Path
 import yaml
 
 from tests.grading import Exercise, GradingError, load_manifest
+from tests.grading.build import load_tasks
+from tests.grading.judge import snapshot
 
 # The Makefile target that builds .venv with torch and the dev tools (see the Makefile).
 # GitHub's runners have no GPU, and PyPI's Linux torch wheel pulls several GB of CUDA
@@ -41,12 +43,14 @@ TIMEOUT_MINUTES = 10
 def step_id(exercise: Exercise) -> str:
     """`ex1-1-proxy-failure`: a step id GitHub Actions accepts (letters, digits, -)."""
     slug = re.sub(r"[^a-z0-9]+", "-", exercise.title.lower()).strip("-")
-    return f"ex{exercise.id.replace('.', '-')}-{slug}"
+    return f"{'task' if exercise.kind == 'task' else 'ex'}{exercise.id.replace('.', '-')}-{slug}"
 
 
 def grading_step(exercises: list[Exercise]) -> dict:
     """The step that sets up the venv and grades every exercise once, isolated."""
-    chosen = " ".join(f"--exercise {e.id}" for e in exercises)
+    chosen = " ".join(f"--{e.kind} {e.id}" for e in exercises)
+    if any(e.kind == "task" for e in exercises):
+        chosen += " --track " + ("all" if any(e.kind == "exercise" for e in exercises) else "build")
     return {
         "name": "Grade every exercise (one isolated process each)",
         "run": f"rm -f {VERDICTS}\n{SETUP_COMMAND}\n"
@@ -60,17 +64,17 @@ def grader_step(exercise: Exercise) -> dict:
     points = exercise.points
     if points != int(points):
         raise GradingError(
-            f"exercise {exercise.id} is worth {points} points, but GitHub Classroom's "
+            f"exercise {exercise.key} is worth {points} points, but GitHub Classroom's "
             "max-score is a whole number. Give it whole points in tests/graders/points.toml."
         )
     return {
-        "name": f"{exercise.id} {exercise.title}",
+        "name": f"{exercise.key} {exercise.title}",
         "id": step_id(exercise),
         "uses": "classroom-resources/autograding-command-grader@v1",
         "with": {
-            "test-name": f"{exercise.id} {exercise.title}",
+            "test-name": f"{exercise.key} {exercise.title}",
             "setup-command": "",
-            "command": f"grep -qx '{exercise.id} pass' {VERDICTS}",
+            "command": f"grep -qx '{exercise.key} pass' {VERDICTS}",
             "timeout": 1,
             "max-score": int(points),
         },
@@ -136,9 +140,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--chapter", type=int, help="only this chapter's exercises")
     parser.add_argument("--out", type=Path, help="write the workflow here instead of stdout")
+    parser.add_argument(
+        "--track",
+        choices=("exercises", "build", "all"),
+        default="exercises",
+        help="grade the exercises (default), the build tasks carved out of minifx, or both",
+    )
     args = parser.parse_args(argv)
     try:
-        text = render([e for e in load_manifest() if args.chapter in (None, e.chapter)])
+        chosen = load_manifest() if args.track != "build" else []
+        chosen += load_tasks(snapshot()) if args.track != "exercises" else []
+        text = render([e for e in chosen if args.chapter in (None, e.chapter)])
     except GradingError as exc:
         print(f"cannot write the workflow: {exc}", file=sys.stderr)
         return 2

@@ -8,6 +8,7 @@ that check the solutions in the project's own run.
 from __future__ import annotations
 
 import importlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -94,3 +95,24 @@ def pytest_report_header(config: pytest.Config) -> str | None:
             "`make grade` grades your exercises/"
         )
     return None
+
+
+# What a carved build task raises (tests/tasks.py): "Task 1.2 (title) is yours to write: ..."
+_CARVED = re.compile(r"Task (\d+\.\d+) \(([^)]*)\) is yours to write")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """In a student release, a test that stops in a carved build task is reported as an
+    expected failure that names the task, so `make test` there fails only for real
+    mistakes; `make grade TRACK=build` is the report of the tasks."""
+    outcome = yield
+    report = outcome.get_result()
+    if not RELEASE or call.excinfo is None or not report.failed:
+        return
+    found = _CARVED.search(str(call.excinfo.value)[:100_000])
+    if found:
+        report.outcome = "skipped"
+        report.wasxfail = (
+            f"waits for build task {found[1]} ({found[2]}): make grade TASK={found[1]}"
+        )

@@ -3,10 +3,16 @@
 Usage (from the repository root; `make student-release` runs it):
 
     python -m tests.release ../minifx-student
+    python -m tests.release ../minifx-student --tasks ch1        # `make student-release TASKS=ch1`
 
 The release is `git archive HEAD` unpacked into a new folder, with `solutions/` removed
 and each chapter's collapsed solution replaced by a note, so that its book builds
 (`make book`) and its exercises grade (`make grade`) with no solution anywhere in it.
+
+With `--tasks` (`all`, `chN`, or task ids such as `1.2,5.1`), the chosen build tasks
+(tests/tasks.py) are carved out of the release's minifx: each of their function bodies
+raises `NotImplementedError` naming the task, the section to read and the check to run;
+everything else stays the reference. `make grade TRACK=build` grades them there.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ import subprocess
 import sys
 import tarfile
 from pathlib import Path
+
+from tests import tasks as build_tasks
 
 ROOT = Path(__file__).resolve().parent.parent
 # A chapter's solution: `??? success "Solution"`, then its indented body.
@@ -35,10 +43,16 @@ def strip_solutions(markdown: str) -> str:
     return SOLUTION.sub(NOTE, markdown)
 
 
-def release(out: Path, root: Path = ROOT) -> None:
-    """Write the student release of `root`'s HEAD into the new folder `out`."""
+def release(out: Path, root: Path = ROOT, tasks: str = "") -> list[build_tasks.Task]:
+    """Write the student release of `root`'s HEAD into the new folder `out`, with the build
+    tasks that `tasks` names carved out (see `tests.tasks.select`); the carved tasks.
+
+    Raises:
+        TaskError: If `tasks` names no task, or the markers are broken (before writing).
+    """
     if out.exists():
         raise FileExistsError(f"{out} exists; remove it or choose another folder")
+    chosen = build_tasks.select(build_tasks.find_tasks(build_tasks.source_files(root)), tasks)
     archive = subprocess.run(
         ["git", "archive", "--format=tar", "HEAD"], cwd=root, capture_output=True, check=True
     ).stdout
@@ -55,6 +69,85 @@ def release(out: Path, root: Path = ROOT) -> None:
         text = page.read_text(encoding="utf-8")
         if SOLUTION.search(text):
             page.write_text(strip_solutions(text), encoding="utf-8")
+    # Carved as they stand in the archive (HEAD), which the working tree's markers may not match.
+    ids = {task.id for task in chosen}
+    chosen = [
+        task for task in build_tasks.find_tasks(build_tasks.source_files(out)) if task.id in ids
+    ]
+    carved_sections = sections_of(out, chosen)  # read before carving moves the lines
+    changed = build_tasks.carve(out, chosen)
+    if changed:
+        _allow_unused_imports(out / "pyproject.toml", changed)
+    for page in (out / "chapters").glob("*.md"):
+        text = page.read_text(encoding="utf-8")
+        boxed = task_boxes(text, carved_sections)
+        if boxed != text:
+            page.write_text(boxed, encoding="utf-8")
+    return chosen
+
+
+def _allow_unused_imports(pyproject: Path, paths: list[str]) -> None:
+    """Tell ruff that a carved file's imports may go unused until its tasks are written
+    (in pyproject.toml, not in the file: a task file may change only inside its tasks)."""
+    header = "[tool.ruff.lint.per-file-ignores]\n"
+    text = pyproject.read_text(encoding="utf-8")
+    lines = "".join(
+        f'"{path}" = ["F401"]  # a carved build task uses these imports\n' for path in paths
+    )
+    text = text.replace(header, header + lines, 1) if header in text else f"{text}\n{header}{lines}"
+    pyproject.write_text(text, encoding="utf-8")
+
+
+SECTION = re.compile(r"^\s*# --8<-- \[(start|end):([a-z][-_0-9a-z]*)\]")
+INCLUDE = re.compile(r'^--8<-- "(?P<path>[^":]+):(?P<name>[^"]+)"$')
+
+
+def sections_of(root: Path, tasks: list[build_tasks.Task]) -> dict[str, list[build_tasks.Task]]:
+    """`{"path:section": tasks}`: the book's snippet sections that show code of `tasks`."""
+    found: dict[str, list[build_tasks.Task]] = {}
+    for path in sorted({p for task in tasks for p in task.paths}):
+        opened: dict[str, int] = {}
+        lines = (root / path).read_text(encoding="utf-8").splitlines()
+        for number, line in enumerate(lines, start=1):
+            if (marker := SECTION.match(line)) and marker[1] == "start":
+                opened[marker[2]] = number
+            elif marker and marker[2] in opened:
+                start = opened.pop(marker[2])
+                shown = [
+                    t
+                    for t in tasks
+                    if any(r.path == path and r.start < number and start < r.end for r in t.regions)
+                ]
+                if shown:
+                    found[f"{path}:{marker[2]}"] = shown
+    return found
+
+
+def task_boxes(markdown: str, sections: dict[str, list[build_tasks.Task]]) -> str:
+    """`markdown` with a task box before each code block that includes carved code."""
+    lines = markdown.splitlines(keepends=True)
+    for index in reversed(range(len(lines))):
+        include = INCLUDE.match(lines[index].rstrip("\n"))
+        if not include or f"{include['path']}:{include['name']}" not in sections:
+            continue
+        fence = next((i for i in range(index - 1, -1, -1) if lines[i].startswith("```")), None)
+        if fence is None:
+            continue
+        boxes = "".join(_box(task) for task in sections[f"{include['path']}:{include['name']}"])
+        lines[fence:fence] = [boxes]
+    return "".join(lines)
+
+
+def _box(task: build_tasks.Task) -> str:
+    """What to implement, the contract, a hint and the check, for one carved task."""
+    return (
+        f'!!! example "Task {task.id} · {task.title} ({task.points:g} points)"\n\n'
+        f"    In this release, the code below is yours to write: its body raises\n"
+        f"    `NotImplementedError` until you do. The contract is each function's docstring and\n"
+        f"    signature. Hint: read this section up to here, close the page, and write it from\n"
+        f'    the idea; the tests marked `task("{task.id}")` compare your minifx with torch.fx.\n'
+        f"    Check it with `make grade TASK={task.id}`.\n\n"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,13 +155,21 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m tests.release", description=__doc__.splitlines()[0]
     )
     parser.add_argument("out", type=Path, help="the folder to create")
+    parser.add_argument(
+        "--tasks", default="", help="build tasks to carve out: all, chN, or ids like 1.2,5.1"
+    )
     args = parser.parse_args(argv)
     try:
-        release(args.out)
-    except (FileExistsError, subprocess.CalledProcessError) as exc:
+        carved = release(args.out, tasks=args.tasks)
+    except (FileExistsError, subprocess.CalledProcessError, build_tasks.TaskError) as exc:
         print(f"cannot make the release: {exc}", file=sys.stderr)
         return 2
     print(f"wrote the student release to {args.out}: make book and make grade work there")
+    if carved:
+        print(
+            f"carved {len(carved)} build task(s) out of its minifx: {', '.join(t.id for t in carved)}; "
+            "grade them there with make grade TRACK=build"
+        )
     return 0
 
 

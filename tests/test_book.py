@@ -23,6 +23,15 @@ def test_book_builds_strict(tmp_path):
     problems = [line for line in run.stderr.splitlines() if not line.startswith("INFO")]
     assert run.returncode == 0, "`mkdocs build --strict` failed:\n" + "\n".join(problems)
     assert (tmp_path / "site" / "index.html").is_file(), "the build wrote no index.html"
+    # Build-task markers are dropped from the code a chapter includes (tests/book_hooks.py);
+    # the guides that explain them keep the ones they write. (API pages show raw source.)
+    site = tmp_path / "site"
+    marked = {
+        page.parent.relative_to(site).as_posix()
+        for page in site.rglob("index.html")
+        if re.search(r"--8&lt;-- \[(task|end-task):", page.read_text(encoding="utf-8"))
+    }
+    assert {p for p in marked if not p.startswith("api")} == {"student-guide", "instructors"}
 
 
 @pytest.mark.meta
@@ -36,6 +45,7 @@ def test_every_snippet_include_in_the_chapters_is_intact():
         if re.search(r"--8\s*<\s*--", line)
         and not re.fullmatch(r'\s*--8<-- "[^"]+"\s*', line)  # an include
         and not re.search(r"--8<-- \[(start|end):[\w-]+\]", line)  # a section marker
+        and not re.search(r"--8<-- \[(task|end-task):[\d.]+\]", line)  # a build-task marker
     ]
     assert not broken, "snippet includes that pymdownx.snippets will not expand:\n" + "\n".join(
         broken

@@ -151,7 +151,7 @@ def test_grading_a_chapter_without_exercises_says_so(capsys):
 # --- a throwaway course: every way a grader can be broken --------------------------
 
 MACHINERY = [
-    "pyproject.toml", "conftest.py", "tests/__init__.py", "tests/conftest.py",
+    "pyproject.toml", "conftest.py", "tests/__init__.py", "tests/conftest.py", "tests/tasks.py",
     *[f"tests/grading/{p.name}" for p in (ROOT / "tests" / "grading").glob("*.py")],
     "tests/graders/__init__.py", "tests/graders/support.py", "exercises/__init__.py", "solutions/__init__.py",
 ]  # fmt: skip

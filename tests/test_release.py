@@ -92,3 +92,62 @@ def test_the_release_collects_its_tests_without_errors(student):
     assert collect.returncode == 0, collect.stdout[-3000:] + collect.stderr[-3000:]
     assert "tests/graders/" not in collect.stdout and "test_grader_mistakes" not in collect.stdout
     assert "deselected" in collect.stdout.splitlines()[-1], collect.stdout[-500:]
+
+
+def test_a_release_with_chapter_1_s_tasks_carves_only_those(tmp_path):
+    out = tmp_path / "minifx-student"
+    carved = release.release(out, tasks="ch1")
+    assert carved and {task.chapter for task in carved} == {1}
+    proxy = (out / "minifx" / "proxy" / "proxy.py").read_text()
+    assert "Task 1.2 (create_proxy and create_arg) is yours to write" in proxy
+    assert "then check with: make grade TASK=1.2" in proxy
+    for name in ("fuse_conv_bn.py", "matcher.py", "shape_prop.py", "subgraph_rewriter.py"):
+        passes = (out / "minifx" / "passes" / name).read_text()
+        assert (
+            passes == (release.ROOT / "minifx" / "passes" / name).read_text()
+            or "is yours to write" not in passes
+        )
+    # The release still imports; a carved task raises its message, the rest works.
+    code = (
+        "import minifx.passes, minifx.proxy as p\n"
+        "try:\n    p.trace_to_tape(lambda x: x)\nexcept NotImplementedError as e:\n    print(e)"
+    )
+    run = subprocess.run([sys.executable, "-c", code], cwd=out, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.startswith("Task 1.3 (Tracing a function onto a tape) is yours to write")
+    # The release's book shows a task box before each code block that includes carved code.
+    chapter = (out / "chapters" / "01-proxy.md").read_text()
+    box = '!!! example "Task 1.2 · create_proxy and create_arg (5 points)"'
+    assert box in chapter
+    assert chapter.index(box) < chapter.index('--8<-- "minifx/proxy/proxy.py:create_proxy"')
+    assert chapter.count('!!! example "Task 1.') >= 6
+    assert "!!! example" not in (out / "chapters" / "05-shape-prop.md").read_text()
+    # There, `make test`'s pytest reports tests that stop in a carved task as expected
+    # failures naming the task, and still fails on anything else.
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-rx",
+            "tests/proxy/test_proxy.py",
+        ],
+        cwd=out,
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert "waits for build task 1.1 (The tape): make grade TASK=1.1" in run.stdout
+    lint = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "minifx"], cwd=out, capture_output=True, text=True
+    )
+    assert lint.returncode == 0, lint.stdout[-2000:]
+
+
+def test_unknown_tasks_are_refused_before_anything_is_written(tmp_path, capsys):
+    assert release.main([str(tmp_path / "out"), "--tasks", "9.9"]) == 2
+    assert "no task '9.9'" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

@@ -33,6 +33,7 @@ BATCHNORM_FOR_CONV: dict[type, type] = {
 
 
 # --8<-- [start:weights]
+# --8<-- [task:6.1] "Fold a BatchNorm into conv weights" points=5 section=06-conv-bn-fusion.md#the-algebra
 def fuse_conv_bn_weights(
     conv_weight: torch.Tensor,
     conv_bias: torch.Tensor | None,
@@ -67,6 +68,7 @@ def fuse_conv_bn_weights(
     )
 
 
+# --8<-- [end-task:6.1]
 # --8<-- [end:weights]
 
 
@@ -89,6 +91,7 @@ def fuse_conv_bn_eval(conv: nn.Module, bn: nn.Module) -> nn.Module:
 
 
 # --8<-- [start:left_alone]
+# --8<-- [task:6.2] "Which pairs can be fused" points=5 section=06-conv-bn-fusion.md#what-is-left-alone-and-why
 def why_left_alone(bn_node: Node, modules: dict[str, nn.Module]) -> str | None:
     """Why `bn_node` cannot be folded into the node before it; None if it can.
 
@@ -124,6 +127,7 @@ def why_left_alone(bn_node: Node, modules: dict[str, nn.Module]) -> str | None:
     return None
 
 
+# --8<-- [end-task:6.2]
 # --8<-- [end:left_alone]
 
 
@@ -194,6 +198,7 @@ def _check_is_module(gm: object) -> None:
 
 
 # --8<-- [start:fold]
+# --8<-- [task:6.3] "Rewire the graph" points=5 section=06-conv-bn-fusion.md#the-pass
 def _fold(gm: GraphModule, bn_node: Node, modules: dict[str, nn.Module]) -> None:
     """Replace the conv of `conv_node -> bn_node` by the fused conv; drop the bn node."""
     conv_node = bn_node.args[0]
@@ -206,6 +211,7 @@ def _fold(gm: GraphModule, bn_node: Node, modules: dict[str, nn.Module]) -> None
         gm.delete_submodule(bn_node.target)  # a BatchNorm called elsewhere stays
 
 
+# --8<-- [end-task:6.3]
 # --8<-- [end:fold]
 
 

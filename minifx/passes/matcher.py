@@ -116,6 +116,7 @@ class SubgraphMatcher:
         )
 
     # --8<-- [start:match]
+    # --8<-- [task:7.1] "The matcher" points=10 section=07-subgraph-rewriting.md#matching
     def match(self, graph: Graph) -> list[InternalMatch]:
         """Every match of the pattern in `graph`, in graph order of the first anchor."""
         candidates = [[n for n in graph.nodes if self._nodes_are_equal(a, n)] for a in self.anchors]
@@ -147,9 +148,11 @@ class SubgraphMatcher:
             if self._match_nodes(self.anchors[index], candidate, attempt):
                 self._backtrack(index + 1, candidates, attempt, found)
 
+    # --8<-- [end-task:7.1]
     # --8<-- [end:match]
 
     # --8<-- [start:match_nodes]
+    # --8<-- [task:7.1]
     def _match_nodes(self, pn: Node, gn: Node, match: InternalMatch) -> bool:
         """Whether pattern node `pn` matches graph node `gn`, recording it and its inputs."""
         if pn in match.nodes_map:
@@ -188,6 +191,7 @@ class SubgraphMatcher:
                 return False
         return True
 
+    # --8<-- [end-task:7.1]
     # --8<-- [end:match_nodes]
 
     def _nodes_are_equal(self, pn: Node, gn: Node) -> bool:

@@ -127,6 +127,7 @@ def quantization_params(tensor: torch.Tensor) -> dict[str, Any]:
 
 
 # --8<-- [start:extract]
+# --8<-- [task:5.1] "Describe a tensor" points=5 section=05-shape-prop.md#what-tensor_meta-holds
 def extract_tensor_metadata(tensor: torch.Tensor) -> TensorMetadata:
     """Describe one tensor. Sparse tensors have no strides, hence no memory format."""
     strided = tensor.layout == torch.strided
@@ -141,6 +142,7 @@ def extract_tensor_metadata(tensor: torch.Tensor) -> TensorMetadata:
     )
 
 
+# --8<-- [end-task:5.1]
 # --8<-- [end:extract]
 
 
@@ -173,6 +175,7 @@ class ShapeProp(Interpreter):
         super().__init__(gm)
         self.fake_mode = None
 
+    # --8<-- [task:5.2] "ShapeProp: run a node and take notes" points=5 section=05-shape-prop.md#shapeprop-an-interpreter-that-takes-notes
     def run_node(self, n: Node) -> Any:
         """Run `n` as the Interpreter does, then record its value's metadata.
 
@@ -206,6 +209,8 @@ class ShapeProp(Interpreter):
             What the graph returns for `args`.
         """
         return self.run(*args)
+
+    # --8<-- [end-task:5.2]
 
 
 # --8<-- [end:shape_prop]

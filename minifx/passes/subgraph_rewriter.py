@@ -173,6 +173,7 @@ def replace_pattern_with_filters(
 
 
 # --8<-- [start:rewrite_one]
+# --8<-- [task:7.2] "Splice in the replacement" points=5 section=07-subgraph-rewriting.md#replacing
 def _rewrite_one(
     graph: Graph,
     pattern_graph: Graph,
@@ -225,6 +226,7 @@ def _insert_point(graph: Graph, returning_nodes: list[Node]) -> Node:
     return last.next
 
 
+# --8<-- [end-task:7.2]
 # --8<-- [end:rewrite_one]
 
 

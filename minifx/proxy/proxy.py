@@ -29,8 +29,11 @@ PLAIN_VALUE_TYPES = frozenset({int, float, bool, str, type(None)})
 def _records(function: Callable) -> Callable:
     """A dunder method that records `function(self, *others)`: `x - y` is `sub(x, y)`."""
 
+    # --8<-- [task:1.4] "Operators that record" points=5 section=01-proxy.md#how-a-proxy-intercepts-operators
     def method(self: Proxy, *others: Any) -> Proxy:
         return self.tracer.create_proxy("call_function", function, (self, *others), {})
+
+    # --8<-- [end-task:1.4]
 
     method.__name__ = f"__{function.__name__.strip('_')}__"
     return method
@@ -39,8 +42,11 @@ def _records(function: Callable) -> Callable:
 def _records_reflected(function: Callable) -> Callable:
     """A reflected dunder: `1 - x` calls `x.__rsub__(1)`, which records `sub(1, x)`."""
 
+    # --8<-- [task:1.4]
     def method(self: Proxy, other: Any) -> Proxy:
         return self.tracer.create_proxy("call_function", function, (other, self), {})
+
+    # --8<-- [end-task:1.4]
 
     method.__name__ = f"__r{function.__name__.strip('_')}__"
     return method
@@ -86,6 +92,7 @@ class Proxy(CopyableProxy):
 
     # -- torch functions -----------------------------------------------------------
     # --8<-- [start:torch_function]
+    # --8<-- [task:1.5] "__torch_function__" points=5 section=01-proxy.md#__torch_function__-catching-torch-calls
     @classmethod
     def __torch_function__(
         cls, function: Callable, types: tuple, args: tuple = (), kwargs: dict | None = None
@@ -101,6 +108,7 @@ class Proxy(CopyableProxy):
         name = target_to_name(function.__name__)
         return tracer.create_proxy("call_function", function, args, kwargs, name=name)
 
+    # --8<-- [end-task:1.5]
     # --8<-- [end:torch_function]
 
     # -- methods and attributes ----------------------------------------------------
@@ -160,6 +168,7 @@ class Attribute(Proxy):
         self.tracer = root.tracer
         self._node = None
 
+    # --8<-- [task:1.6] "Attributes, recorded when used" points=5 section=01-proxy.md#methods-and-attributes
     @property
     def node(self) -> IRNode:
         """The `getattr` record, created on first use."""
@@ -170,6 +179,8 @@ class Attribute(Proxy):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Proxy:
         return self.tracer.create_proxy("call_method", self.attr, (self.root, *args), kwargs)
+
+    # --8<-- [end-task:1.6]
 
 
 # --8<-- [end:attribute]
@@ -225,6 +236,7 @@ class TracerBase:
         """Wrap a record in a Proxy that records through this tracer."""
         return Proxy(node, self)
 
+    # --8<-- [task:1.2] "create_proxy and create_arg" points=5 section=01-proxy.md#the-tracer-interface
     # --8<-- [start:create_proxy]
     def create_proxy(
         self,
@@ -261,6 +273,8 @@ class TracerBase:
         if type(a) is dict:
             return {self._dict_key(key): self.create_arg(value) for key, value in a.items()}
         return create_other_arg(self, a)
+
+    # --8<-- [end-task:1.2]
 
     def _dict_key(self, key: Any) -> Any:
         proxy = next(_proxies_in(key), None)

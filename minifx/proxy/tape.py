@@ -15,6 +15,7 @@ Chapter 2 turns this list into torch.fx's Graph; the Proxy stays the same.
 from __future__ import annotations
 
 import inspect
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 import torch
@@ -25,6 +26,7 @@ from .names import Namespace, target_to_name
 from .proxy import Proxy, TracerBase
 
 
+@dataclass(eq=False)  # eq=False: records compare and hash by identity, as nodes do
 class Record:
     """One recorded operation, `name = op[target](*args, **kwargs)`, on the tape `graph`.
 
@@ -32,18 +34,13 @@ class Record:
     is an optional type annotation.
     """
 
-    def __init__(
-        self,
-        graph: Tape,
-        name: str,
-        op: str,
-        target: Any,
-        args: tuple,
-        kwargs: dict,
-        type_expr: Any = None,
-    ) -> None:
-        self.graph, self.name, self.op, self.target = graph, name, op, target
-        self.args, self.kwargs, self.type = args, kwargs, type_expr
+    graph: Tape
+    name: str
+    op: str
+    target: Any
+    args: tuple
+    kwargs: dict
+    type: Any = None
 
     def __repr__(self) -> str:
         return self.name
@@ -61,6 +58,7 @@ class Tape:
         self._names = Namespace()
 
     # --8<-- [start:create_node]
+    # --8<-- [task:1.1] "The tape" points=5 section=01-proxy.md#a-first-trace
     def create_node(
         self,
         op: str,
@@ -82,6 +80,7 @@ class Tape:
         self.records.append(record)
         return record
 
+    # --8<-- [end-task:1.1]
     # --8<-- [end:create_node]
 
     def __iter__(self) -> Iterator[Record]:
@@ -101,6 +100,7 @@ class TapeRecorder(TracerBase):
         self.graph = Tape()
 
     # --8<-- [start:trace]
+    # --8<-- [task:1.3] "Tracing a function onto a tape" points=5 section=01-proxy.md#a-first-trace
     def trace(self, fn: Callable) -> Tape:
         """Call `fn` with one Proxy per parameter (a `placeholder` record, holding the
         default value if any); return the tape, ending in an `output` record.
@@ -131,6 +131,8 @@ class TapeRecorder(TracerBase):
         default = () if parameter.default is parameter.empty else (parameter.default,)
         annotation = None if parameter.annotation is parameter.empty else parameter.annotation
         return self.create_proxy("placeholder", parameter.name, default, {}, type_expr=annotation)
+
+    # --8<-- [end-task:1.3]
 
 
 def trace_to_tape(fn: Callable) -> Tape:

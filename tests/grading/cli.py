@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.grading import judge, report
+from tests.grading import build, judge, report
 from tests.grading.manifest import MANIFEST, ROOT, GradingError, load_manifest
 
 
@@ -31,6 +31,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--exercise", action="append", metavar="ID", help="grade only this exercise (repeatable)"
     )
+    p.add_argument(
+        "--track",
+        choices=("exercises", "build", "all"),
+        default=None,
+        help="exercises (default), the build tasks carved out of minifx, or all",
+    )
+    p.add_argument(
+        "--task", action="append", metavar="ID", help="grade only this build task (repeatable)"
+    )
     p.add_argument("--results", type=Path, help="also write Gradescope's results.json here")
     p.add_argument(
         "--verdicts", type=Path, help="also write '<id> pass|fail' lines here (GitHub Classroom)"
@@ -49,18 +58,31 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def select(args: argparse.Namespace) -> list:
-    """The manifest's exercises that the options ask for."""
-    exercises = load_manifest(MANIFEST)
-    if args.exercise:
-        unknown = sorted(set(args.exercise) - {e.id for e in exercises})
-        if unknown:
-            raise GradingError(
-                f"no exercise {', '.join(unknown)} in {MANIFEST}; the ids are "
-                + ", ".join(e.id for e in exercises)
-            )
-        exercises = [e for e in exercises if e.id in args.exercise]
-    return [e for e in exercises if args.chapter in (None, e.chapter)]
+def track(args: argparse.Namespace) -> str:
+    """The track asked for: `--track`, else `build` when `--task` names tasks."""
+    return args.track or ("build" if args.task else "exercises")
+
+
+def select(args: argparse.Namespace, trusted: dict[str, bytes] | None = None) -> list:
+    """The manifest's exercises and the build tasks that the options ask for."""
+    chosen = []
+    if track(args) in ("exercises", "all"):
+        chosen += _pick(load_manifest(MANIFEST), args.exercise, f"exercise {{}} in {MANIFEST}")
+    if track(args) in ("build", "all"):
+        tasks = build.load_tasks(judge.snapshot() if trusted is None else trusted)
+        chosen += _pick(tasks, args.task, "build task {} marked in minifx/")
+    return [e for e in chosen if args.chapter in (None, e.chapter)]
+
+
+def _pick(entries: list, ids: list[str] | None, what: str) -> list:
+    if not ids:
+        return entries
+    unknown = sorted(set(ids) - {e.id for e in entries})
+    if unknown:
+        raise GradingError(
+            f"no {what.format(', '.join(unknown))}; the ids are " + ", ".join(e.id for e in entries)
+        )
+    return [e for e in entries if e.id in ids]
 
 
 def source_folder(args: argparse.Namespace) -> tuple[Path, str]:
@@ -81,13 +103,18 @@ def source_folder(args: argparse.Namespace) -> tuple[Path, str]:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        exercises = select(args)
+        trusted = judge.snapshot()
+        exercises = select(args, trusted)
         folder, what = source_folder(args)
         limits = judge.Limits(
             timeout=args.timeout, memory=int(args.memory * 1024**3), jobs=max(1, args.jobs)
         )
         started = time.monotonic()
-        scores = judge.grade(exercises, judge.submitted_modules(exercises, folder), limits)
+        # The build tasks' files come from the submission's minifx/, or this repository's.
+        package_root = args.submission if args.submission else ROOT
+        package = build.submitted_package(build.task_files(trusted), package_root)
+        modules = judge.submitted_modules([e for e in exercises if e.kind == "exercise"], folder)
+        scores = judge.grade(exercises, modules, limits, trusted, package)
         seconds = time.monotonic() - started
     except GradingError as exc:
         print(f"grading failed: {exc}", file=sys.stderr)
@@ -95,10 +122,14 @@ def main(argv: list[str] | None = None) -> int:
     scope = (
         "exercise " + ", ".join(args.exercise)
         if args.exercise
+        else "task " + ", ".join(args.task)
+        if args.task
         else "every chapter"
         if args.chapter is None
         else f"chapter {args.chapter}"
     )
+    if track(args) != "exercises":
+        what = f"{what} and minifx/" if track(args) == "all" else "minifx/ (build tasks)"
     print(report.render(scores, what, scope, verbose=args.verbose))
     print(
         f"\ngraded in {seconds:.1f} s, each exercise in its own process (limit {limits.timeout:g} s)"

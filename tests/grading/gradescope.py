@@ -9,7 +9,9 @@ The zip holds `setup.sh` (installs Python, the CPU build of torch and pytest int
 tool, the points manifest and the stubs, and never `solutions/`. For each submission,
 `run_autograder` grades only the files named like `exercises/<module>.py` in the
 manifest, found anywhere in the submission, and writes `/autograder/results/results.json`
-with each test's visibility from the manifest.
+with each test's visibility from the manifest. Built with `--track build` or `all`, it
+also grades the build tasks: the submission's `minifx/` files that hold tasks (the
+rest of minifx is the instructor's copy in `source/`).
 """
 
 from __future__ import annotations
@@ -49,14 +51,19 @@ ROOT="${AUTOGRADER_ROOT:-/autograder}"
 PYTHON="${AUTOGRADER_PYTHON:-$ROOT/venv/bin/python}"
 cd "$ROOT/source" || exit 1
 mkdir -p "$ROOT/results"
-"$PYTHON" -m tests.grading --submission "$ROOT/submission" --results "$ROOT/results/results.json"
+"$PYTHON" -m tests.grading --submission "$ROOT/submission" --track {track} --results "$ROOT/results/results.json"
 """
 
 
 def build(
-    out: Path, root: Path = ROOT, torch_spec: str = TORCH_SPEC, index_url: str = TORCH_INDEX_URL
+    out: Path,
+    root: Path = ROOT,
+    torch_spec: str = TORCH_SPEC,
+    index_url: str = TORCH_INDEX_URL,
+    track: str = "exercises",
 ) -> Path:
-    """Write the autograder zip to `out`, from the trusted files of `root`."""
+    """Write the autograder zip to `out`, from the trusted files of `root`; `track` is what
+    it grades: `exercises`, `build` (the tasks carved out of minifx) or `all`."""
     load_manifest(
         root / MANIFEST.relative_to(ROOT)
     )  # a broken manifest stops here, not on Gradescope
@@ -71,7 +78,7 @@ def build(
             "setup.sh",
             SETUP.format(torch_spec=torch_spec, index_url=index_url, packages=" ".join(PACKAGES)),
         )
-        _add(archive, "run_autograder", RUN)
+        _add(archive, "run_autograder", RUN.replace("{track}", track))
         for relative, data in files.items():
             if not relative.startswith("tests/") or _needed(relative):
                 archive.writestr(f"source/{relative}", data)
@@ -98,9 +105,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out", type=Path, help="the zip to write")
     parser.add_argument("--torch-spec", default=TORCH_SPEC)
     parser.add_argument("--torch-index-url", default=TORCH_INDEX_URL)
+    parser.add_argument("--track", choices=("exercises", "build", "all"), default="exercises")
     args = parser.parse_args(argv)
     try:
-        build(args.out, torch_spec=args.torch_spec, index_url=args.torch_index_url)
+        build(
+            args.out, torch_spec=args.torch_spec, index_url=args.torch_index_url, track=args.track
+        )
     except GradingError as exc:
         print(f"cannot build the autograder: {exc}", file=sys.stderr)
         return 2

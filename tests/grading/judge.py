@@ -37,6 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.grading import build
 from tests.grading.forkserver import ForkServer, ForkServerError
 from tests.grading.manifest import ROOT, Exercise, GradingError
 from tests.grading.scan import findings
@@ -226,6 +227,26 @@ def stage(base: Path, trusted: dict[str, bytes] | None, modules: dict[str, bytes
     return folder
 
 
+def stage_task(
+    base: Path, trusted: dict[str, bytes], package: dict[str, bytes], exercise: Exercise
+) -> Path:
+    """A private folder for one build task's worker: the trusted files a worker needs, the
+    task's stage tests and their helpers, and minifx with the submission's task files."""
+    folder = Path(tempfile.mkdtemp(prefix="task-", dir=base))
+    tests = set(exercise.grader.split(";"))
+    for relative, data in [*trusted.items(), *package.items()]:
+        helper = (
+            relative.startswith("tests/")
+            and not relative.startswith("tests/grading/")
+            and not Path(relative).name.startswith("test_")
+        )
+        if relative in STAGED or relative.startswith("minifx/") or relative in tests or helper:
+            path = folder / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+    return folder
+
+
 def worker_environment(run_token: str, jobs: int) -> dict[str, str]:
     """The worker's environment: ours, less what would change Python or leak the judge's."""
     drop = ("PYTHON", "COV_CORE", "COVERAGE", "PYTEST", "GITHUB_", "RUNNER_", "ACTIONS_")
@@ -244,7 +265,12 @@ def worker_environment(run_token: str, jobs: int) -> dict[str, str]:
 
 
 def run_worker(
-    folder: Path, grader: str, limits: Limits, env: dict[str, str], server: ForkServer | None = None
+    folder: Path,
+    grader: str,
+    limits: Limits,
+    env: dict[str, str],
+    server: ForkServer | None = None,
+    task: tuple[str, str] = ("", ""),
 ) -> Run:
     """Run the worker on one grader and the `exercises/` in `folder`, forked by `server`
     (or started afresh, with the trusted files staged in `folder`); kill it at the time or
@@ -256,7 +282,7 @@ def run_worker(
     )  # not `with`: read and closed below, after the worker ends
     started = time.monotonic()
     try:
-        group, returncode = _start(folder, grader, env, server, key, write_end, log)
+        group, returncode = _start(folder, grader, env, server, key, write_end, log, task)
     finally:
         os.close(write_end)  # the worker holds the only other copy: its end is our EOF
     lines: list[bytes] = []
@@ -285,13 +311,22 @@ def _start(
     key: bytes,
     write_end: int,
     log,
+    task: tuple[str, str] = ("", ""),
 ) -> tuple[int, Callable[[], int | None]]:
-    """Start a worker: its process group, and a function that gives its returncode once it ended."""
+    """Start a worker: its process group, and a function that gives its returncode once it ended.
+    For a build task, `task` is its id and its graded files, comma-separated."""
     if server is not None:
         request, pid = server.spawn(grader, folder, key, write_end, log.fileno())
         return pid, lambda: server.returncode(request)
     process = subprocess.Popen(
-        [sys.executable, "-I", str(folder / WORKER), grader, str(write_end)],
+        [
+            sys.executable,
+            "-I",
+            str(folder / WORKER),
+            grader,
+            str(write_end),
+            *(task if task[0] else ()),
+        ],
         cwd=folder,
         env=env,
         stdin=subprocess.PIPE,
@@ -426,8 +461,12 @@ def judge(
 def _check_collection(
     exercise: Exercise, collected: dict, trusted: dict[str, bytes], expected: set[str]
 ) -> str:
-    source = trusted[exercise.grader]
-    if collected.get("grader_sha256") != hashlib.sha256(source).hexdigest():
+    want = (
+        build.tests_sha256(exercise.grader, trusted)
+        if exercise.kind == "task"
+        else hashlib.sha256(trusted[exercise.grader]).hexdigest()
+    )
+    if collected.get("grader_sha256") != want:
         return f"{exercise.grader} was changed before it ran: graded code may not edit the graders"
     names = {nodeid.split("::")[-1].split("[")[0] for nodeid in collected["tests"]}
     missing = sorted(expected - names)
@@ -527,23 +566,38 @@ def grade(
     modules: dict[str, bytes],
     limits: Limits = Limits(),
     trusted: dict[str, bytes] | None = None,
+    package: dict[str, bytes] | None = None,
 ) -> list[Score]:
-    """Grade each exercise in its own worker, `limits.jobs` at a time; one `Score` each."""
+    """Grade each exercise or build task in its own worker, `limits.jobs` at a time; one
+    `Score` each. `package` holds the submission's minifx task files (`{path: bytes}`)."""
     trusted = snapshot() if trusted is None else trusted
     run_token = secrets.token_hex(16)
     env = worker_environment(run_token, limits.jobs)
     base = Path(tempfile.mkdtemp(prefix="minifx-grading-"))
     # Reading code (compile, ast) happens here, in one thread: CPython 3.11's parser
     # breaks when several threads use it at once.
-    checks = {e.id: _checks(e, modules, trusted) for e in exercises}
+    package = package or {}
+    checks = {e.key: _checks(e, modules, trusted, package) for e in exercises}
     server = None
     try:
-        if any(not problem for problem, _ in checks.values()):
+        if any(
+            not problem and e.kind == "exercise"
+            for e in exercises
+            for problem, _ in [checks[e.key]]
+        ):
             server = start_server(stage(base, trusted, None), env)
         with ThreadPoolExecutor(max_workers=limits.jobs) as pool:
             futures = [
                 pool.submit(
-                    _grade_one, e, *checks[e.id], modules, trusted, limits, env, base, server
+                    _grade_one,
+                    e,
+                    *checks[e.key],
+                    modules if e.kind == "exercise" else package,
+                    trusted,
+                    limits,
+                    env,
+                    base,
+                    server,
                 )
                 for e in exercises
             ]
@@ -568,9 +622,15 @@ def start_server(folder: Path, env: dict[str, str]) -> ForkServer | None:
 
 
 def _checks(
-    exercise: Exercise, modules: dict[str, bytes], trusted: dict[str, bytes]
+    exercise: Exercise,
+    modules: dict[str, bytes],
+    trusted: dict[str, bytes],
+    package: dict[str, bytes],
 ) -> tuple[str, set[str]]:
     """Why the exercise cannot be graded (or ''), and the tests its grader defines."""
+    if exercise.kind == "task":
+        problem = build.precheck(exercise, package, build.task_files(trusted), trusted)
+        return problem, build.expected_tests(exercise, trusted)
     problem = precheck(exercise, modules, trusted)
     if problem:
         return problem, set()
@@ -594,8 +654,14 @@ def _grade_one(
     if problem:
         return Score(exercise, problem=problem)
     try:
-        folder = stage(base, None if server else trusted, modules)
-        run = run_worker(folder, exercise.grader, limits, env, server)
+        if exercise.kind == "task":
+            folder = stage_task(base, trusted, modules, exercise)
+            run = run_worker(
+                folder, exercise.grader, limits, env, None, (exercise.id, ",".join(sorted(modules)))
+            )
+        else:
+            folder = stage(base, None if server else trusted, modules)
+            run = run_worker(folder, exercise.grader, limits, env, server)
         return judge(exercise, run, trusted, limits, expected)
     except Exception as exc:  # one exercise's trouble must not stop the report of the others
         return Score(

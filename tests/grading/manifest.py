@@ -39,6 +39,9 @@ class Exercise:
         points: Split evenly over the grader's tests that ran.
         visibility: Gradescope's visibility of the exercise's tests.
         test_visibility: Per test function, a visibility other than `visibility`.
+        kind: `"exercise"`, or `"task"` for a build task (tests/grading/build.py): then
+            `module` lists the minifx files that hold it, comma-separated, and `grader`
+            the stage test files that carry its marker, separated by `;`.
     """
 
     id: str
@@ -49,6 +52,12 @@ class Exercise:
     points: float
     visibility: str = "visible"
     test_visibility: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+    kind: str = "exercise"
+
+    @property
+    def key(self) -> str:
+        """The id that is unique across both tracks: `"1.2"` for an exercise, `"T1.2"` for a task."""
+        return f"T{self.id}" if self.kind == "task" else self.id
 
     def visibility_of(self, nodeid: str) -> str:
         """The visibility of one test, from its pytest id (`path::test_name[param]`)."""

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 from tests.grading.judge import Score, TestResult
 
 STUB = "NotImplementedError: Exercise "
+# What a carved build task raises (tests/tasks.py): "Task 1.2 (title) is yours to write: ..."
+CARVED = re.compile(r"NotImplementedError: Task (\d+\.\d+) \(")
 
 
 def render(scores: list[Score], what: str, scope: str, verbose: bool = False) -> str:
@@ -17,27 +21,80 @@ def render(scores: list[Score], what: str, scope: str, verbose: bool = False) ->
     lines.append(row.format("id", "title", "tests", "points"))
     for s in scores:
         tests = f"{s.passed}/{len(s.ran)}" if not s.problem else "-"
+        waits = sorted(set(blockers(s)) - {s.exercise.id})
+        note = f"  (waits for task {', '.join(waits)})" if waits else ""
         lines.append(
-            row.format(s.exercise.id, s.exercise.title, tests, points(s.earned, s.exercise.points))
+            row.format(s.exercise.key, s.exercise.title, tests, points(s.earned, s.exercise.points))
+            + note
         )
     earned, total = sum(s.earned for s in scores), sum(s.exercise.points for s in scores)
     passed, ran = sum(s.passed for s in scores), sum(len(s.ran) for s in scores)
     lines.append(row.format("total", "", f"{passed}/{ran}", points(earned, total)))
-    for s in scores:
-        lines += _explain(s, verbose)
+    for index, s in enumerate(scores):
+        lines += _explain(s, verbose, _unfinished_before(scores, index))
     return "\n".join(lines)
+
+
+def blockers(score: Score) -> dict[str, list[TestResult]]:
+    """A build task's failing tests by the carved task they stopped in: `{task id: tests}`."""
+    found: dict[str, list[TestResult]] = {}
+    if score.exercise.kind == "task":
+        for test in score.tests:
+            if test.outcome == "failed" and (match := CARVED.search(test.message)):
+                found.setdefault(match[1], []).append(test)
+    return found
+
+
+def _unfinished_before(scores: list[Score], index: int) -> list[str]:
+    """The earlier build tasks in this report that do not have full marks."""
+    score = scores[index]
+    if score.exercise.kind != "task" or score.full:
+        return []
+    return [s.exercise.id for s in scores[:index] if s.exercise.kind == "task" and not s.full]
 
 
 def points(earned: float, total: float) -> str:
     return f"{earned:g}/{total:g}" if earned == round(earned, 2) else f"{earned:.2f}/{total:g}"
 
 
-def _explain(score: Score, verbose: bool) -> list[str]:
+def _explain(score: Score, verbose: bool, unfinished: list[str] = ()) -> list[str]:
     """The block below the table for one exercise: nothing when it has full marks."""
-    title = f"{score.exercise.id} {score.exercise.title}"
+    title = f"{score.exercise.key} {score.exercise.title}"
     failed = [t for t in score.tests if t.outcome == "failed"]
     if score.problem:
         return ["", f"{title}: 0 points", _indent(score.problem)]
+    lines = []
+    for task, tests in sorted(blockers(score).items()):
+        line = next(line for line in tests[0].message.splitlines() if CARVED.search(line))
+        if task == score.exercise.id:
+            lines += [
+                "",
+                f"{title}: not started; its carved body still raises ({len(tests)} test(s))",
+                _indent(line[line.index("NotImplementedError") :]),
+            ]
+        else:
+            lines += [
+                "",
+                f"{title}: {len(tests)} test(s) stop in task {task}, which is not written yet; "
+                f"these failures are task {task}'s, not this one's: finish it first (make grade TASK={task})",
+            ]
+        failed = [t for t in failed if t not in tests]
+    if not failed:
+        return lines
+    if unfinished:
+        lines += [
+            "",
+            f"{title}: earlier task(s) {', '.join(unfinished)} are not finished and this task's tests "
+            "use them, so the failures below may be theirs: fix them first",
+        ]
+    return lines + _explain_failures(score, failed, title, verbose)
+
+
+def _explain_failures(
+    score: Score, failed: list[TestResult], title: str, verbose: bool
+) -> list[str]:
+    """The failures that no unfinished task explains: an untouched stub, one shared
+    message, or each test's message."""
     if failed and all(STUB in t.message for t in failed):
         line = next(line for line in failed[0].message.splitlines() if STUB in line)
         return [
@@ -51,7 +108,7 @@ def _explain(score: Score, verbose: bool) -> list[str]:
     lines = []
     for index, test in enumerate(failed):
         text = test.message if verbose or index == 0 else _first_paragraph(test.message)
-        lines += ["", f"{score.exercise.id} FAILED {_name(test)}", _indent(text)]
+        lines += ["", f"{score.exercise.key} FAILED {_name(test)}", _indent(text)]
     return lines
 
 
@@ -73,7 +130,7 @@ def gradescope(scores: list[Score]) -> dict:
     """Gradescope's `results.json`: one entry per test, or one per exercise that earns 0 whole."""
     tests = []
     for s in scores:
-        name = f"{s.exercise.id} {s.exercise.title}"
+        name = f"{s.exercise.key} {s.exercise.title}"
         if s.problem or not s.ran:
             why = s.problem or "no test of this exercise could run on this machine"
             tests.append(_entry(name, 0.0, s.exercise.points, why, s.exercise.visibility))
@@ -111,4 +168,4 @@ def _entry(name: str, score: float, max_score: float, output: str, visibility: s
 
 def verdicts(scores: list[Score]) -> str:
     """One line per exercise, `<id> pass` (full marks) or `<id> fail`: for GitHub Classroom."""
-    return "".join(f"{s.exercise.id} {'pass' if s.full else 'fail'}\n" for s in scores)
+    return "".join(f"{s.exercise.key} {'pass' if s.full else 'fail'}\n" for s in scores)

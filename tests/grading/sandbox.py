@@ -152,20 +152,38 @@ class Sandbox:
     """The audit hook's settings, and the operations it refused.
 
     Args:
-        graded: The folder of graded code, `exercises/`.
+        graded: The folder of graded code, `exercises/`; or, for a build task, the list of
+            graded files (the submission's minifx files that hold tasks).
         trusted: The folder that holds minifx and the grading, in `minifx/` and `tests/`.
+        graded_modules: The names of graded code's modules, which it may change.
+        regions: For a build task's graded files, the line ranges of the task regions: a
+            function that starts in one is graded code, the file's other functions (the
+            reference's, which the task did not carve) are minifx's own. A file missing
+            here is graded as a whole.
 
     Attributes:
         violations: One line per refused operation, in order.
     """
 
-    def __init__(self, graded: str, trusted: str) -> None:
+    def __init__(
+        self,
+        graded: str | list[str],
+        trusted: str,
+        graded_modules: tuple[str, ...] = ("exercises",),
+        regions: dict[str, list[tuple[int, int]]] | None = None,
+    ) -> None:
         paths = get_paths()
-        self.graded = _folder(graded)
+        self.graded = (
+            (_folder(graded),) if isinstance(graded, str) else tuple(realpath(g) for g in graded)
+        )
+        self.graded_modules = graded_modules
+        self.task_mode = not isinstance(graded, str)
+        self.regions = {realpath(path): spans for path, spans in (regions or {}).items()}
+        self.root = _folder(trusted)
         self.own = (_folder(trusted, "minifx"), _folder(trusted, "tests"))  # minifx and the grading
         self.installed = tuple({_folder(paths["purelib"]), _folder(paths["platlib"])})
         self.readable = (
-            self.graded,
+            *self.graded,
             self.own[0],
             *self.installed,
             *{_folder(paths["stdlib"]), _folder(paths["platstdlib"])},
@@ -219,8 +237,11 @@ class Sandbox:
             return f"inspect the running interpreter ({event}){where}"
         if event == "defaults":
             owner = getattr(args[0], "__module__", None)
-            if requester == INSTALLED or (
-                isinstance(owner, str) and owner.split(".")[0] == "exercises"
+            # A build task may read any function's signature: tracing one is what it does.
+            if (
+                requester == INSTALLED
+                or self.task_mode
+                or (isinstance(owner, str) and owner.split(".")[0] == "exercises")
             ):
                 return ""
             return (
@@ -247,9 +268,19 @@ class Sandbox:
             frame = frame.f_back
         stack = []
         while frame is not None:
-            stack.append((self._kind(frame.f_code.co_filename), frame))
+            kind = self._kind(frame.f_code.co_filename)
+            if kind == GRADED and self.regions:
+                kind = self._region_kind(frame.f_code)
+            stack.append((kind, frame))
             frame = frame.f_back
         return stack
+
+    def _region_kind(self, code) -> str:
+        """In a build task's file, graded for a function that starts in a task region."""
+        spans = self.regions.get(realpath(code.co_filename))
+        if spans is None:
+            return GRADED
+        return GRADED if any(start < code.co_firstlineno < end for start, end in spans) else OWN
 
     def _kind(self, filename: str) -> str:
         """Whose code a file holds: graded, own, installed or see-through (remembered per file)."""
@@ -291,7 +322,9 @@ class Sandbox:
     def _patch_refusal(self, args: tuple, where: str) -> str:
         target, name = args[0], args[1]
         owner = getattr(target, "__module__", None)
-        if isinstance(owner, str) and (owner == "exercises" or owner.startswith("exercises.")):
+        if isinstance(owner, str) and any(
+            owner == m or owner.startswith(m + ".") for m in self.graded_modules
+        ):
             return ""  # graded code may change its own classes and functions
         if not self._published(target, owner):
             return ""  # made at run time and not yet in a module: a NamedTuple being built
@@ -327,7 +360,12 @@ class Sandbox:
         if frame is None:
             return " (from a thread or callback that graded code started)"
         filename, line = frame.f_code.co_filename, frame.f_lineno
-        return f" (exercises/{basename(filename)}:{line}: {getline(filename, line).strip()})"
+        shown = (
+            realpath(filename).removeprefix(self.root)
+            if self.task_mode
+            else f"exercises/{basename(filename)}"
+        )
+        return f" ({shown}:{line}: {getline(filename, line).strip()})"
 
 
 def _importing(stack: list) -> bool:

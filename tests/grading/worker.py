@@ -53,6 +53,8 @@ MAX_MESSAGE = 20_000
 # Files graded code may write through pytest's capture and output: no more than this.
 MAX_FILE_BYTES = 256 * 1024**2
 GRADED_PACKAGE = "exercises"
+# A build task's graded files: the submission's minifx files that hold tasks (see run()).
+GRADED_FILES: set[Path] = set()
 
 
 class Reporter:
@@ -93,13 +95,22 @@ class SolutionsBlocked:
 class GradingPlugin:
     """Reports what pytest collected and how each test ended, through a `Reporter`."""
 
-    def __init__(self, reporter: Reporter, grader: str, sandbox, guard_class) -> None:
+    def __init__(
+        self,
+        reporter: Reporter,
+        grader: str,
+        sandbox,
+        guard_class,
+        task: str = "",
+        graded_modules: tuple[str, ...] = (GRADED_PACKAGE,),
+    ) -> None:
         self.reporter, self.grader, self.sandbox, self._guard_class = (
             reporter,
             grader,
             sandbox,
             guard_class,
         )
+        self.task, self.graded_modules = task, graded_modules
         self.guard = None
         self.completed: set[str] = set()
         self.failures: dict[str, tuple[str, str]] = {}
@@ -108,6 +119,14 @@ class GradingPlugin:
     def pytest_collectreport(self, report) -> None:
         if report.failed:
             self.reporter.send("collect_error", message=str(report.longrepr)[-MAX_MESSAGE:])
+
+    def pytest_collection_modifyitems(self, session, config, items) -> None:
+        """For a build task, keep only the tests that carry its marker."""
+        if not self.task:
+            return
+        kept = [i for i in items if any(m.args[:1] == (self.task,) for m in i.iter_markers("task"))]
+        config.hook.pytest_deselected(items=[i for i in items if i not in kept])
+        items[:] = kept
 
     def pytest_collection_finish(self, session) -> None:
         import torch
@@ -119,14 +138,24 @@ class GradingPlugin:
         for item in session.items:
             item.obj = _run_to_the_end(item.obj, item.nodeid, self.completed)
         if (ROOT / "minifx").is_dir():
-            _import_all("minifx")  # so that graded code never loads a part of it (see guard.py)
-        self.guard = self._guard_class(skip=(GRADED_PACKAGE,))
+            # So that graded code never loads a part of it (see guard.py). For a build task,
+            # a stage that does not import (a later task's file is broken) is left out: the
+            # tests of this task do not need it.
+            _import_all("minifx", tolerant=bool(self.task))
+        if self.task:
+            # What the stage tests' models and oracles load on first use, and which patches
+            # torch's own classes when it loads: loaded now, before the guard looks.
+            import torch.distributed.tensor
+        # hypothesis (some stage tests use it) sets its own flags while the first test runs.
+        self.guard = self._guard_class(
+            skip=self.graded_modules + (("hypothesis",) if self.task else ())
+        )
         self.sandbox.arm()
         self.reporter.send(
             "collected",
             tests=[item.nodeid for item in session.items],
             cuda=bool(torch.cuda.is_available()),
-            grader_sha256=hashlib.sha256((ROOT / self.grader).read_bytes()).hexdigest(),
+            grader_sha256=_sha256(self.grader),
         )
 
     def pytest_runtest_logstart(self, nodeid, location) -> None:
@@ -154,6 +183,14 @@ class GradingPlugin:
         self.reporter.send("finished")
 
 
+def _sha256(grader: str) -> str:
+    """The digest of the grader, or of a build task's test files (`a.py;b.py`) in order."""
+    digest = hashlib.sha256()
+    for path in grader.split(";"):
+        digest.update((ROOT / path).read_bytes())
+    return digest.hexdigest()
+
+
 def _run_to_the_end(test, nodeid: str, completed: set[str]):
     """`test`, wrapped to note that its body returned: the one proof that a test passed."""
 
@@ -164,14 +201,18 @@ def _run_to_the_end(test, nodeid: str, completed: set[str]):
     return run_to_the_end
 
 
-def _import_all(package: str) -> None:
-    """Import a package and every module in it."""
+def _import_all(package: str, tolerant: bool = False) -> None:
+    """Import a package and every module in it (`tolerant`: every module that imports)."""
     import importlib
     import pkgutil
 
     root = importlib.import_module(package)
-    for module in pkgutil.walk_packages(root.__path__, f"{package}."):
-        importlib.import_module(module.name)
+    for module in pkgutil.walk_packages(root.__path__, f"{package}.", onerror=lambda name: None):
+        try:
+            importlib.import_module(module.name)
+        except Exception:
+            if not tolerant:
+                raise
 
 
 def _compromised(violations: list[str], changes: list[str]) -> str:
@@ -233,14 +274,40 @@ def _message(exc: BaseException) -> str:
 
 def _student_line(tb) -> str:
     """`exercises/x.py:12: <source>` for the last frame in the graded code, or ''."""
-    frames = [f for f in traceback.extract_tb(tb) if Path(f.filename).parent.name == GRADED_PACKAGE]
+    frames = [
+        f
+        for f in traceback.extract_tb(tb)
+        if Path(f.filename).parent.name == GRADED_PACKAGE
+        or Path(f.filename).resolve() in GRADED_FILES
+    ]
     if not frames:
         return ""
     frame = frames[-1]
-    return f"exercises/{Path(frame.filename).name}:{frame.lineno}: {(frame.line or '').strip()}"
+    path = Path(frame.filename).resolve()
+    name = path.relative_to(ROOT).as_posix() if path in GRADED_FILES else f"exercises/{path.name}"
+    return f"{name}:{frame.lineno}: {(frame.line or '').strip()}"
 
 
 # --- setting up ----------------------------------------------------------------------
+
+
+def task_regions(path: Path) -> list[tuple[int, int]]:
+    """The `(start, end)` lines of the task regions marked in a file (tests/tasks.py's
+    markers); [] where there are none or they do not pair up (then all of it is graded)."""
+    import re
+
+    spans, opened = [], {}
+    for number, line in enumerate(
+        path.read_text(encoding="utf-8", errors="replace").splitlines(), start=1
+    ):
+        if found := re.match(r"\s*# --8<-- \[(end-)?task:([0-9.]+)\]", line):
+            if found[1] and found[2] in opened:
+                spans.append((opened.pop(found[2]), number))
+            elif found[1] or found[2] in opened:
+                return []
+            else:
+                opened[found[2]] = number
+    return [] if opened else spans
 
 
 def load_private(path: Path) -> dict:
@@ -277,22 +344,46 @@ def prepare() -> None:
     sys.meta_path.insert(0, SolutionsBlocked())
 
 
-def run(grader: str, fd: int, key: bytes, graded: Path) -> int:
+def run(
+    grader: str, fd: int, key: bytes, graded: Path, task: str = "", task_files: str = ""
+) -> int:
     """Run one grader on the graded modules in `graded/exercises/`, reporting on `fd`.
 
     Args:
-        grader: The grader's path in the trusted folder, `tests/graders/test_<id>.py`.
+        grader: The grader's path in the trusted folder, `tests/graders/test_<id>.py`; for a
+            build task, its stage test files, `tests/a/test_x.py;tests/b/test_y.py`.
         fd: The file descriptor to write the signed records to.
         key: The key that signs them.
         graded: The folder that holds the student's `exercises/` package.
+        task: A build task's id: run only the tests marked `pytest.mark.task(task)`.
+        task_files: For a build task, the graded files of minifx (the submission's task
+            files), comma-separated paths from the root; they are graded code.
     """
     limit_output()
     os.chdir(ROOT)
     sys.path.insert(0, str(graded))
-    sandbox = load_private(HERE / "sandbox.py")["Sandbox"](str(graded / GRADED_PACKAGE), str(ROOT))
+    graded_modules: tuple[str, ...] = (GRADED_PACKAGE,)
+    sandbox_class = load_private(HERE / "sandbox.py")["Sandbox"]
+    if task:
+        paths = task_files.split(",")
+        GRADED_FILES.update((ROOT / p).resolve() for p in paths)
+        graded_modules = tuple(p.removesuffix(".py").replace("/", ".") for p in paths)
+        sandbox = sandbox_class(
+            [str(ROOT / p) for p in paths],
+            str(ROOT),
+            graded_modules,
+            {str(ROOT / p): spans for p in paths if (spans := task_regions(ROOT / p))},
+        )
+    else:
+        sandbox = sandbox_class(str(graded / GRADED_PACKAGE), str(ROOT))
     sys.addaudithook(sandbox.hook)
     plugin = GradingPlugin(
-        Reporter(fd, key), grader, sandbox, load_private(HERE / "guard.py")["Guard"]
+        Reporter(fd, key),
+        grader,
+        sandbox,
+        load_private(HERE / "guard.py")["Guard"],
+        task,
+        graded_modules,
     )
     del key
 
@@ -321,7 +412,7 @@ def run(grader: str, fd: int, key: bytes, graded: Path) -> int:
         str(ROOT / "pyproject.toml"),
         "-o",
         "addopts=",
-        grader,
+        *grader.split(";"),
     ]
     code = pytest.main(args, plugins=[plugin])
     return 0 if code in (0, 1) else int(code)
@@ -330,11 +421,11 @@ def run(grader: str, fd: int, key: bytes, graded: Path) -> int:
 def main() -> int:
     """`worker.py <grader> <fd>`, the key on standard input: grade the staged folder's own
     `exercises/` (the judge's way where it cannot fork; see `forkserver.py`)."""
-    grader, fd = sys.argv[1], int(sys.argv[2])
+    grader, fd, task = sys.argv[1], int(sys.argv[2]), sys.argv[3:5]
     key = bytes.fromhex(sys.stdin.readline().strip())
     sys.stdin.close()
     prepare()
-    return run(grader, fd, key, ROOT)
+    return run(grader, fd, key, ROOT, *task)
 
 
 if __name__ == "__main__":

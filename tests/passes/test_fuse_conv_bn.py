@@ -91,6 +91,7 @@ def check_like_torch_fx(model: nn.Module, x: torch.Tensor, fused_nodes: int) -> 
 
 @pytest.mark.parametrize("rank", [1, 2, 3])
 @pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.task("6.3")
 def test_every_conv_rank_with_and_without_bias(rank, bias, device):
     model = prepared(ConvBN(rank, bias), device)
     gm = check_like_torch_fx(model, conv_input(rank, device), fused_nodes=1)
@@ -104,6 +105,7 @@ def test_every_conv_rank_with_and_without_bias(rank, bias, device):
 
 
 @pytest.mark.parametrize("groups", [2, 4])
+@pytest.mark.task("6.3")
 def test_grouped_convolutions(groups, device):
     check_like_torch_fx(prepared(ConvBN(2, groups=groups), device), conv_input(2, device), 1)
 
@@ -116,6 +118,7 @@ def test_padding_modes_are_kept(padding_mode, device):
     assert gm.conv.padding_mode == padding_mode
 
 
+@pytest.mark.task("6.3")
 def test_affine_false_batchnorm_is_fused_with_gamma_1_and_beta_0(device):
     check_like_torch_fx(prepared(ConvBN(2, affine=False), device), conv_input(2, device), 1)
 
@@ -129,6 +132,7 @@ def test_resnet50_like_torch_fx(device):
     assert "downsample.1" not in gm.code and "layer1.0.downsample.0" in dict(gm.named_modules())
 
 
+@pytest.mark.task("6.1")
 def test_weights_match_torch_nn_utils_fusion(device):
     generator = torch.Generator().manual_seed(0)
     w, b, mean, gamma, beta = (
@@ -160,6 +164,7 @@ def test_without_inplace_the_input_is_left_as_it_was():
     assert isinstance(traced.bn, nn.BatchNorm2d) and model.conv.weight is traced.conv.weight
 
 
+@pytest.mark.task("6.3")
 def test_inplace_edits_and_returns_the_graph_module():
     traced = symbolic_trace(prepared(ConvBN(2)))
     x = conv_input(2)
@@ -171,6 +176,7 @@ def test_inplace_edits_and_returns_the_graph_module():
         torch.testing.assert_close(traced(x), want, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.task("6.3")
 def test_a_batchnorm_shared_by_two_convs_is_fused_into_both():
     class SharedBN(nn.Module):
         def __init__(self):
@@ -274,6 +280,7 @@ LEFT_ALONE = {  # model, input, why_left_alone's reason for its BatchNorm node
 
 
 @pytest.mark.parametrize("case", list(LEFT_ALONE))
+@pytest.mark.task("6.2")
 def test_left_alone_as_by_torch_fx(case):
     make, make_input, reason = LEFT_ALONE[case]
     model = prepared(make())
@@ -299,6 +306,7 @@ def test_training_mode_is_left_alone_where_torch_fx_raises():
 
 
 @pytest.mark.parametrize("make", [SharedConv, ReadsConvWeight])
+@pytest.mark.task("6.2")
 def test_a_conv_module_used_elsewhere_is_left_alone_where_torch_fx_goes_wrong(make):
     model = prepared(make())
     x = conv_input(2)
@@ -315,6 +323,7 @@ def test_a_conv_module_used_elsewhere_is_left_alone_where_torch_fx_goes_wrong(ma
         assert not torch.allclose(theirs(x), want, rtol=1e-3, atol=1e-3)
 
 
+@pytest.mark.task("6.2")
 def test_linear_and_batchnorm1d_are_left_alone_unlike_torch_fx():
     model = prepared(nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8)))
     gm = fuse_conv_bn(model)
@@ -326,12 +335,14 @@ def test_linear_and_batchnorm1d_are_left_alone_unlike_torch_fx():
     )
 
 
+@pytest.mark.task("6.2")
 def test_nodes_that_are_not_batchnorm_calls():
     gm = symbolic_trace(prepared(nn.Sequential(nn.Conv2d(4, 8, 1), nn.ReLU())))
     modules = dict(gm.named_modules())
     assert {why_left_alone(n, modules) for n in gm.graph.nodes} == {"not a BatchNorm module call"}
 
 
+@pytest.mark.task("6.2")
 def test_a_batchnorm_reading_a_function_result_is_left_alone():
     class AfterRelu(nn.Module):
         def __init__(self):

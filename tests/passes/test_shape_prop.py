@@ -83,6 +83,7 @@ def test_models_match_torch_fx(name, device):
     assert output_type is torch.Tensor and output_meta.shape[0] == shape[0]
 
 
+@pytest.mark.task("5.2")
 def test_every_tensor_node_gets_metadata_and_parameters_require_grad():
     gm = minifx.symbolic_trace(MLP())
     ShapeProp(gm).propagate(torch.randn(4, 32))
@@ -99,6 +100,7 @@ def test_every_tensor_node_gets_metadata_and_parameters_require_grad():
     assert metas["layers_0"].requires_grad and metas["output"].shape == torch.Size([4, 10])
 
 
+@pytest.mark.task("5.2")
 def test_requires_grad_inputs_and_no_grad(device):
     x = torch.randn(3, 4, device=device, requires_grad=True)
     assert assert_same_metadata(lambda: nn.Linear(4, 2).to(device), x)["input_1"][0].requires_grad
@@ -117,6 +119,7 @@ class ConvNet(nn.Module):
         return y.relu(), y.transpose(1, 2), y[:, :, ::2]
 
 
+@pytest.mark.task("5.2")
 def test_channels_last(device):
     x = torch.randn(2, 3, 8, 8, device=device).to(memory_format=torch.channels_last)
     found = assert_same_metadata(lambda: ConvNet().to(device), x)
@@ -135,6 +138,7 @@ def views(x):
     return x.t(), x[::2], x[:, :1], x.expand(2, 3, 4)[0], x.new_empty(0, 4), x.sum(), x.unsqueeze(0)
 
 
+@pytest.mark.task("5.2")
 def test_views_empty_and_scalar_tensors(device):
     found = assert_same_metadata(lambda: views, torch.randn(3, 4, device=device))
     assert found["output"][0][0].memory_format is None  # x.t()
@@ -225,6 +229,7 @@ def nested(x):
     return Pair(a, [b, {"sum": x.sum(), "rows": x.size(0), "none": None}])
 
 
+@pytest.mark.task("5.2")
 def test_nested_outputs_keep_their_structure(device):
     found = assert_same_metadata(lambda: nested, torch.randn(4, 3, device=device))
     chunk, chunk_type = found["chunk"]
@@ -240,6 +245,7 @@ def sizes(x):
     return x.reshape(rows, -1), x.shape, x.dim()
 
 
+@pytest.mark.task("5.2")
 def test_values_without_tensors_get_a_type_but_no_tensor_meta():
     found = assert_same_metadata(lambda: sizes, torch.randn(2, 3, 4))
     assert found["size"] == ("absent", int)
@@ -253,6 +259,7 @@ def test_tensors_stay_on_their_device(device):
     assert out.device.type == device and gm.weight.device.type == device
 
 
+@pytest.mark.task("5.1")
 def test_extract_tensor_metadata_of_a_plain_tensor():
     assert extract_tensor_metadata(
         torch.zeros(2, 3, dtype=torch.float16)
@@ -294,6 +301,7 @@ def test_fake_mode_is_not_supported():
     )
 
 
+@pytest.mark.task("5.2")
 def test_propagate_returns_the_output_and_can_run_twice():
     gm = minifx.symbolic_trace(nn.Linear(4, 2))
     prop = ShapeProp(gm)

@@ -71,6 +71,7 @@ class CatSum(nn.Module):
         return x + torch.max(m1) + torch.max(m2)
 
 
+@pytest.mark.task("7.2")
 def test_the_torch_fx_docstring_example():
     def pattern(w1, w2):
         return torch.cat([w1, w2])
@@ -96,6 +97,7 @@ def silu(x):
     return F.silu(x)
 
 
+@pytest.mark.task("7.2")
 def test_a_later_match_reads_the_value_an_earlier_one_replaced():
     matches = assert_same_rewrite(lambda: swish_chain, swish, silu, (torch.randn(5),))
     assert match_names(matches)[1][1]["x"] == "silu"  # updated to the replacement, as torch.fx
@@ -131,6 +133,7 @@ def two_outputs(x):
     return a + 1, b * 2
 
 
+@pytest.mark.task("7.2")
 def test_a_pattern_with_several_outputs():
     def pattern(x):
         a = torch.relu(x)
@@ -220,6 +223,7 @@ def test_keyword_arguments_must_have_the_same_keys():
     assert len(matches) == 1
 
 
+@pytest.mark.task("7.2")
 def test_replacements_with_more_and_fewer_nodes_and_call_method():
     def program(x):
         return x.neg().neg().relu().sum()
@@ -241,6 +245,7 @@ def test_replacements_with_more_and_fewer_nodes_and_call_method():
     assert_same_rewrite(lambda: program, relu, relu_the_long_way, (torch.randn(3),))
 
 
+@pytest.mark.task("7.2")
 def test_repeated_application_rewrites_what_the_last_one_produced():
     def pattern(x):
         return torch.relu(x)

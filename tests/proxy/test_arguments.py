@@ -26,17 +26,20 @@ def x(tracer):
     return tracer.create_proxy("placeholder", "x", (), {})
 
 
+@pytest.mark.task("1.2")
 def test_create_arg_keeps_namedtuples(tracer, x):
     arg = tracer.create_arg(Point(x, 3))
     assert type(arg) is Point
     assert arg == Point(x.node, 3)
 
 
+@pytest.mark.task("1.2")
 def test_create_arg_converts_slices_and_ranges(tracer, x):
     assert tracer.create_arg(slice(x, None, 2)) == slice(x.node, None, 2)
     assert tracer.create_arg(range(1, 5, 2)) == range(1, 5, 2)
 
 
+@pytest.mark.task("1.2")
 def test_create_arg_keeps_base_types(tracer):
     values = [
         1,
@@ -59,6 +62,7 @@ def test_create_arg_keeps_base_types(tracer):
 @pytest.mark.parametrize(
     "value", [object(), {1, 2}, lambda: 0, b"bytes"], ids=["object", "set", "lambda", "bytes"]
 )
+@pytest.mark.task("1.2")
 def test_create_arg_rejects_unsupported_types(tracer, value):
     with pytest.raises(TraceError, match=f"an argument of type {type(value).__qualname__}"):
         tracer.create_arg(value)

@@ -60,6 +60,7 @@ def walk(value):
 # -- records hold records --------------------------------------------------------
 
 
+@pytest.mark.task("1.6")
 def test_records_hold_records_in_place_of_proxies():
     def fn(x, y):
         h = torch.cat([x, y[:, 1:]], dim=0)
@@ -73,6 +74,7 @@ def test_records_hold_records_in_place_of_proxies():
     assert all(r.graph is tape for r in records)
 
 
+@pytest.mark.task("1.5")
 def test_record_fields_and_repr():
     tape = trace_to_tape(lambda x: torch.add(x, other=x, alpha=2))
     add = tape.records[1]
@@ -93,6 +95,7 @@ def test_attribute_records_nothing_until_used(tracer, x):
     assert [r.name for r in tracer.graph] == ["x"]
 
 
+@pytest.mark.task("1.6")
 def test_attribute_records_getattr_once_and_caches_it(tracer, x):
     shape = x.shape
     first = shape.node
@@ -102,6 +105,7 @@ def test_attribute_records_getattr_once_and_caches_it(tracer, x):
     ]
 
 
+@pytest.mark.task("1.6")
 def test_calling_an_attribute_records_a_method_not_a_getattr(tracer, x):
     size = x.size(0)
     assert [(r.op, r.target, r.args) for r in tracer.graph][1:] == [
@@ -125,6 +129,7 @@ def test_proxy_without_tracer_appends_to_the_nodes_tape():
     assert tape.records[3].args == (add, 2)
 
 
+@pytest.mark.task("1.4")
 def test_proxy_repr(x):
     assert repr(x) == "Proxy(x)"
     assert repr(x + 1) == "Proxy(add)"
@@ -161,6 +166,7 @@ def test_double_star_records_keys(tracer, x):
     assert (tracer.graph.records[1].op, tracer.graph.records[1].target) == ("call_method", "keys")
 
 
+@pytest.mark.task("1.5")
 def test_tensor_method_through_torch_function_is_a_call_method(tracer, x):
     y = placeholder(tracer, "y")
     result = Proxy.__torch_function__(torch.Tensor.add, (Proxy,), (x, y), {"alpha": 2})
@@ -169,6 +175,7 @@ def test_tensor_method_through_torch_function_is_a_call_method(tracer, x):
     assert result.node.kwargs == {"alpha": 2}
 
 
+@pytest.mark.task("1.5")
 def test_torch_function_finds_proxies_in_nested_keyword_arguments(tracer, x):
     y = placeholder(tracer, "y")
     out = torch.cat(tensors=[x, (y + 1)], dim=0)
@@ -179,16 +186,19 @@ def test_torch_function_finds_proxies_in_nested_keyword_arguments(tracer, x):
 # -- create_arg -------------------------------------------------------------------
 
 
+@pytest.mark.task("1.2")
 def test_create_arg_converts_dicts_lists_and_tuples(tracer, x):
     arg = tracer.create_arg({"a": [x, (x, 1)], 2: None})
     assert arg == {"a": [x.node, (x.node, 1)], 2: None}
 
 
+@pytest.mark.task("1.2")
 def test_create_arg_rejects_a_proxy_as_dict_key(tracer, x):
     with pytest.raises(TraceError, match="%x was used as a dict key"):
         tracer.create_arg({x: 1})
 
 
+@pytest.mark.task("1.2")
 def test_create_arg_rejects_a_proxy_inside_a_tuple_key(tracer, x):
     with pytest.raises(TraceError, match="dict key"):
         tracer.create_arg({("k", x): 1})
@@ -255,6 +265,7 @@ def test_custom_iter_is_used_by_for_loops():
     assert [r.name for r in tracer.graph] == ["x", "getitem", "getitem_1", "add"]
 
 
+@pytest.mark.task("1.2")
 def test_proxy_factory_and_name_and_type_expr(tracer, x):
     proxy = tracer.create_proxy(
         "call_function",
@@ -269,6 +280,7 @@ def test_proxy_factory_and_name_and_type_expr(tracer, x):
     assert (proxy.node.name, proxy.node.type) == ("my_relu", torch.Tensor)
 
 
+@pytest.mark.task("1.5")
 def test_two_tracers_in_one_call_raise():
     x = placeholder(TapeRecorder())
     y = placeholder(TapeRecorder(), "y")
@@ -283,6 +295,7 @@ def test_two_tracers_in_one_call_raise():
 # -- the tape ---------------------------------------------------------------------
 
 
+@pytest.mark.task("1.1")
 def test_tape_rejects_an_unknown_opcode():
     with pytest.raises(ValueError) as error:
         Tape().create_node("call_everything", torch.relu)
@@ -302,6 +315,7 @@ def test_opcodes_are_torch_fx_opcodes():
     }
 
 
+@pytest.mark.task("1.1")
 def test_tape_prints_tensor_arguments_compactly():
     tape = Tape()
     x = tape.create_node("placeholder", "x")
@@ -329,6 +343,7 @@ def test_trace_to_tape_on_a_module_records_forward():
     ][:-1]
 
 
+@pytest.mark.task("1.3")
 def test_star_args_parameter_raises():
     def fn(x, *rest):
         return x
@@ -337,6 +352,7 @@ def test_star_args_parameter_raises():
         trace_to_tape(fn)
 
 
+@pytest.mark.task("1.3")
 def test_star_star_kwargs_parameter_raises():
     def fn(x, **options):
         return x
@@ -345,6 +361,7 @@ def test_star_star_kwargs_parameter_raises():
         trace_to_tape(fn)
 
 
+@pytest.mark.task("1.4")
 def test_placeholder_defaults_are_kept():
     def fn(x, y=3, *, scale=0.5):
         return x * y * scale
@@ -362,6 +379,7 @@ def test_placeholder_defaults_are_kept():
     ]
 
 
+@pytest.mark.task("1.4")
 def test_keyword_only_parameters_are_passed_by_keyword():
     def fn(x, *, y):
         return x - y
@@ -370,6 +388,7 @@ def test_keyword_only_parameters_are_passed_by_keyword():
     assert tape.records[2].args == (tape.records[0], tape.records[1])
 
 
+@pytest.mark.task("1.4")
 def test_retracing_starts_a_fresh_tape():
     recorder = TapeRecorder()
     first = recorder.trace(lambda x: x + 1)
@@ -378,6 +397,7 @@ def test_retracing_starts_a_fresh_tape():
     assert [r.name for r in second] == ["x", "add", "output"]
 
 
+@pytest.mark.task("1.5")
 def test_tracers_are_found_inside_slices():
     x = placeholder(TapeRecorder())
     y = placeholder(TapeRecorder(), "y")
@@ -408,6 +428,7 @@ def test_annotations_print_like_torch_fx(annotation, printed):
     assert line == f"%x : {printed} = placeholder[target=x](default=None)"
 
 
+@pytest.mark.task("1.2")
 def test_dict_keys_are_converted_like_values():
     tracer = TapeRecorder()
     assert tracer.create_arg({("a", 1): 2, 3.5: "b"}) == {("a", 1): 2, 3.5: "b"}
@@ -415,3 +436,16 @@ def test_dict_keys_are_converted_like_values():
         tracer.create_arg({object(): 1})
     with pytest.raises(NotImplementedError):  # torch.fx refuses such a key too
         torch.fx.Tracer().create_arg({object(): 1})
+
+
+@pytest.mark.task("1.3")
+def test_trace_records_placeholders_with_defaults_and_the_output_like_torch_fx():
+    def fn(x, y=3, *, scale=0.5):
+        return {"pair": (x, y), "scale": scale}
+
+    tape = trace_to_tape(fn)
+    fx_nodes = torch.fx.symbolic_trace(fn).graph.nodes
+    assert [(r.name, r.op, r.target) for r in tape] == [(n.name, n.op, n.target) for n in fx_nodes]
+    x, y, scale, output = tape.records
+    assert [x.args, y.args, scale.args] == [(), (3,), (0.5,)]
+    assert output.args == ({"pair": (x, y), "scale": scale},)

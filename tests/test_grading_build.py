@@ -1,0 +1,244 @@
+"""The build track through the isolated grading harness (tests/grading/build.py): the
+reference earns full marks, a fully carved release earns 0 with each task's message, and
+a broken or looping task costs only the tasks that need it, with a message naming it."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests import classroom, release
+from tests import tasks as build_tasks
+from tests.grading import build, judge, report
+from tests.grading.gradescope import build as build_autograder
+from tests.grading.manifest import ROOT
+
+pytestmark = [pytest.mark.meta, pytest.mark.needs_solutions]
+
+
+def _grade(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "tests.grading", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+@pytest.fixture(scope="module")
+def trusted() -> dict[str, bytes]:
+    return judge.snapshot()
+
+
+def test_every_task_is_an_entry_with_its_files_and_tests(trusted):
+    entries = build.load_tasks(trusted)
+    assert [e.key for e in entries][:2] == ["T1.1", "T1.2"] and all(
+        e.kind == "task" for e in entries
+    )
+    tape = entries[0]
+    assert (tape.module, tape.grader) == ("minifx/proxy/tape.py", "tests/proxy/test_proxy.py")
+    assert build.expected_tests(tape, trusted) == {
+        "test_tape_rejects_an_unknown_opcode",
+        "test_tape_prints_tensor_arguments_compactly",
+    }
+    assert "minifx/passes/quantize.py" not in build.task_files(trusted)
+
+
+def test_the_reference_earns_full_marks_through_make_grade(tmp_path):
+    run = _grade(
+        "--track",
+        "build",
+        "--results",
+        str(tmp_path / "results.json"),
+        "--verdicts",
+        str(tmp_path / "verdicts.txt"),
+    )
+    assert run.returncode == 0, run.stderr
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["score"] == results["max_score"] > 0, run.stdout
+    verdicts = (tmp_path / "verdicts.txt").read_text().splitlines()
+    assert verdicts and all(re.fullmatch(r"T\d+\.\d+ pass", line) for line in verdicts), verdicts
+
+
+def test_a_fully_carved_release_grades_0_with_each_task_s_message(tmp_path):
+    out = tmp_path / "student"
+    carved = release.release(out, tasks="all")
+    run = _grade("--track", "build", "--results", str(tmp_path / "results.json"), cwd=out)
+    assert run.returncode == 0, run.stderr
+    assert json.loads((tmp_path / "results.json").read_text())["score"] == 0, run.stdout
+    first = carved[0]
+    assert f"T{first.id} {first.title}: not started; its carved body still raises" in run.stdout
+    assert f"NotImplementedError: {first.message()}" in run.stdout
+    # A later task that stops in an unfinished earlier one says whose failure it is.
+    assert re.search(r"T5\.2 .*waits for task 1\.\d", run.stdout), run.stdout
+    assert "stop in task 1." in run.stdout and "Traceback" not in run.stdout
+
+
+def test_one_task_is_graded_alone_with_make_grade_task():
+    run = _grade("--task", "6.1")
+    assert run.returncode == 0, run.stderr
+    assert re.search(r"T6\.1\s+Fold a BatchNorm into conv weights\s+1/1\s+5/5", run.stdout), (
+        run.stdout
+    )
+    assert "T6.2" not in run.stdout and "T1.1" not in run.stdout
+    assert "no build task 9.9" in _grade("--task", "9.9").stderr
+
+
+def _package(trusted, edit) -> dict[str, bytes]:
+    package = {path: trusted[path] for path in build.task_files(trusted)}
+    for path, (old, new) in edit.items():
+        text = package[path].decode()
+        assert old in text
+        package[path] = text.replace(old, new, 1).encode()
+    return package
+
+
+def test_bad_input_costs_only_the_tasks_that_need_it(trusted):
+    entries = {e.id: e for e in build.load_tasks(trusted)}
+    loops = _package(
+        trusted,
+        {
+            "minifx/proxy/tape.py": (
+                "        if op not in OPCODES:\n",
+                "        while True:\n            pass\n        if op not in OPCODES:\n",
+            )
+        },
+    )
+    scores = judge.grade(
+        [entries["1.1"], entries["5.1"]], {}, judge.Limits(timeout=20), trusted, loops
+    )
+    assert "timed out after 20 s while running test_tape" in scores[0].problem
+    assert scores[1].full, (
+        "a task of a later stage that does not run the loop still earns its points"
+    )
+
+    broken = _package(
+        trusted,
+        {
+            "minifx/passes/matcher.py": (
+                "    def _match_nodes(self",
+                "    def _match_nodes(self pn",
+            ),
+            "minifx/passes/shape_prop.py": (
+                "    strided = tensor.layout == torch.strided\n",
+                "    return 42\n",
+            ),
+        },
+    )
+    scores = judge.grade(
+        [entries["1.1"], entries["5.1"], entries["6.1"]],
+        {},
+        judge.Limits(timeout=60),
+        trusted,
+        broken,
+    )
+    assert scores[0].full, "stage 1 does not import the broken stage-5 file"
+    for score in scores[1:]:
+        assert score.problem.startswith("minifx/passes/matcher.py is not valid Python at line"), (
+            score.problem
+        )
+        assert f"Task {score.exercise.id} imports it" in score.problem
+
+    raises = _package(
+        trusted,
+        {
+            "minifx/passes/shape_prop.py": (
+                "    strided = tensor.layout == torch.strided\n",
+                "    raise KeyError('half done')\n",
+            )
+        },
+    )
+    (score,) = judge.grade([entries["5.1"]], {}, judge.Limits(timeout=60), trusted, raises)
+    (test,) = score.tests
+    assert test.outcome == "failed" and test.message.startswith("KeyError: 'half done'")
+    assert "raised at minifx/passes/shape_prop.py:" in test.message
+    text = report.render([score], "minifx/", "task 5.1")
+    assert "T5.1 FAILED test_extract_tensor_metadata_of_a_plain_tensor" in text
+
+
+def test_task_code_may_not_reach_into_the_grading(trusted):
+    entries = {e.id: e for e in build.load_tasks(trusted)}
+    sneaky = _package(
+        trusted,
+        {
+            "minifx/passes/fuse_conv_bn.py": (
+                "    gamma = bn_weight",
+                "    import sys\n    sys._getframe(1)\n    gamma = bn_weight",
+            )
+        },
+    )
+    (score,) = judge.grade([entries["6.1"]], {}, judge.Limits(timeout=60), trusted, sneaky)
+    assert not score.passed and "inspect the running interpreter" in score.tests[0].message
+    assert "minifx/passes/fuse_conv_bn.py:" in score.tests[0].message
+
+
+def test_gradescope_and_classroom_take_the_build_track(tmp_path):
+    zipped = build_autograder(tmp_path / "autograder.zip", track="all")
+    with zipfile.ZipFile(zipped) as archive:
+        assert "--track all" in archive.read("run_autograder").decode()
+        assert "source/tests/tasks.py" in archive.namelist()
+        assert not any(name.startswith("source/solutions/") for name in archive.namelist())
+    workflow = yaml.safe_load(
+        subprocess.run(
+            [sys.executable, "-m", "tests.classroom", "--track", "build", "--chapter", "5"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    steps = workflow["jobs"]["run-autograding-tests"]["steps"]
+    assert "--task 5.1 --task 5.2 --track build" in steps[1]["run"]
+    assert [s["id"] for s in steps[2:-1]] == [
+        "task5-1-describe-a-tensor",
+        "task5-2-shapeprop-run-a-node-and-take-notes",
+    ]
+    assert steps[2]["with"]["command"].startswith("grep -qx 'T5.1 pass'")
+    assert classroom.step_id(build.load_tasks(judge.snapshot())[0]) == "task1-1-the-tape"
+
+
+def test_a_release_carves_what_the_judge_grades(tmp_path):
+    # The release's markers are the ones the judge reads: the carved files keep them.
+    out = tmp_path / "student"
+    release.release(out, tasks="ch6")
+    found = build_tasks.find_tasks(build_tasks.source_files(out))
+    assert [t.id for t in found] == [
+        t.id for t in build_tasks.find_tasks(build_tasks.source_files(ROOT))
+    ]
+    shutil.rmtree(out)
+
+
+def test_a_task_file_changed_outside_its_regions_is_not_run(trusted):
+    entries = {e.id: e for e in build.load_tasks(trusted)}
+    outside = _package(
+        trusted, {"minifx/passes/fuse_conv_bn.py": ("import copy\n", "import copy\nimport os\n")}
+    )
+    scores = judge.grade(
+        [entries["1.1"], entries["6.1"]], {}, judge.Limits(timeout=60), trusted, outside
+    )
+    assert scores[0].full
+    assert scores[1].problem.startswith(
+        "minifx/passes/fuse_conv_bn.py was changed outside its task regions, at line"
+    )
+    unmarked = _package(
+        trusted, {"minifx/passes/fuse_conv_bn.py": ("# --8<-- [end-task:6.1]\n", "\n")}
+    )
+    (score,) = judge.grade([entries["6.1"]], {}, judge.Limits(timeout=60), trusted, unmarked)
+    assert "task markers" in score.problem and "were removed or broken" in score.problem
+
+
+def test_a_submission_s_minifx_is_found_below_a_folder_of_the_repository(tmp_path, trusted):
+    nested = tmp_path / "upload" / "my-repo"
+    shutil.copytree(ROOT / "minifx", nested / "minifx")
+    package = build.submitted_package(build.task_files(trusted), tmp_path / "upload")
+    assert sorted(package) == build.task_files(trusted)
+    assert package["minifx/proxy/tape.py"] == trusted["minifx/proxy/tape.py"]
