@@ -110,7 +110,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = outcome.get_result()
     if not RELEASE or call.excinfo is None or not report.failed:
         return
-    found = _CARVED.search(str(call.excinfo.value)[:100_000])
+    # Only a plain NotImplementedError whose message is a plain str: this runs on what
+    # student code raised, whose __str__ (or a subclass's) may loop, raise or lie.
+    error = call.excinfo.value
+    if type(error) is not NotImplementedError or not error.args or type(error.args[0]) is not str:
+        return
+    found = _CARVED.search(error.args[0][:100_000])
     if found:
         report.outcome = "skipped"
         report.wasxfail = (
