@@ -43,7 +43,6 @@ GAPS: dict[str, str] = {
     "minifx/interpreter/transformer.py": "not yet: tests/interpreter/test_differential.py, "
     "test_overrides.py",
     "minifx/proxy/mutation.py": "not yet",
-    "minifx/proxy/tape.py": "not yet: tests/proxy/test_proxy.py",
 }
 
 
