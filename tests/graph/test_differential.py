@@ -58,7 +58,6 @@ def test_case_names_are_unique():
 
 
 @pytest.mark.parametrize("c", CASES, ids=[c.name for c in CASES])
-@pytest.mark.task("2.6")
 def test_graph_prints_like_torch_fx(c: Case):
     expected = str(trace_torch(c).graph)
     actual = minifx_printout(c, trace_minifx(c).graph)

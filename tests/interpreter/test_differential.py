@@ -122,7 +122,6 @@ def test_kwargs_placeholder_cases_cannot_run(name: str):
 
 
 @pytest.mark.parametrize("c", INTERPRETABLE, ids=ids(INTERPRETABLE))
-@pytest.mark.task("4.3")
 def test_interpreter_runs_like_graph_module_and_eager(c: Case):
     traced, gm = minifx_module(c)
     eager_inputs, gm_inputs = example(c.name), example(c.name)
@@ -208,7 +207,6 @@ def transformed(c: Case) -> tuple[Any, minifx.GraphModule]:
 
 
 @pytest.mark.parametrize("c", CASES, ids=ids(CASES))
-@pytest.mark.task("4.4")
 def test_transformer_graph_and_code_are_torch_fx_transformers(c: Case):
     if c.name in TRANSFORMER_DIFFERS:
         pytest.skip(f"documented difference: {TRANSFORMER_DIFFERS[c.name]} (pinned below)")
@@ -458,7 +456,6 @@ def test_initial_env_skips_the_nodes_it_holds_as_torch_fx():
     assert ours.env is env, "run() fills the caller's dict, as torch.fx does"
 
 
-@pytest.mark.task("4.3")
 def test_initial_env_drops_values_after_their_last_use():
     """Not a listed difference: minifx drops %add after %relu (its last use) even
     though %relu came from initial_env; torch.fx skips the drop for a pre-filled
@@ -542,7 +539,6 @@ def test_boxed_run_wrong_count_messages():
         assert len(ours) == len(theirs) == count
 
 
-@pytest.mark.task("4.3")
 def test_run_twice_starts_afresh():
     """Each run() starts a new env and a new argument iterator, in torch.fx too."""
     gm, tgm = minifx.symbolic_trace(chain), torch.fx.symbolic_trace(chain)

@@ -136,3 +136,36 @@ def test_a_star_args_placeholder_takes_the_remaining_arguments():
     assert interpreter.placeholder("a", (), {}) == 1
     assert interpreter.placeholder("*rest", (), {}) == (2, 3)
     assert interpreter.placeholder("**options", (), {}) == {}
+
+
+# -- task 4.3: run and run_node -----------------------------------------------------
+
+
+@pytest.mark.task("4.3")
+@pytest.mark.parametrize("garbage_collect_values", [True, False])
+def test_run_returns_what_torch_fx_s_run_and_the_module_return(garbage_collect_values):
+    model, x = Net(), torch.randn(2, 3)
+    gm = minifx.symbolic_trace(model)
+    interpreter = Interpreter(gm, garbage_collect_values=garbage_collect_values)
+    ours = interpreter.run(x, 5)
+    theirs = torch.fx.Interpreter(torch.fx.symbolic_trace(model), garbage_collect_values).run(x, 5)
+    for our, their, eager in zip(ours, theirs, model(x, 5)):
+        torch.testing.assert_close(our, their)
+        torch.testing.assert_close(our, eager)
+    kept = [node.name for node in interpreter.env]
+    assert kept == (["output"] if garbage_collect_values else [n.name for n in gm.graph.nodes])
+    # The default of `y` when only `x` is given.
+    torch.testing.assert_close(interpreter.run(x)[1], model(x)[1])
+
+
+@pytest.mark.task("4.3")
+def test_run_node_calls_the_method_named_after_the_opcode_with_the_values():
+    seen = []
+
+    class Recording(Interpreter):
+        def call_function(self, target, args, kwargs):
+            seen.append((getattr(target, "__name__", target), len(args), sorted(kwargs)))
+            return super().call_function(target, args, kwargs)
+
+    Recording(minifx.symbolic_trace(Net())).run(torch.randn(2, 3))
+    assert seen == [("mul", 2, []), ("add", 2, []), ("cat", 1, ["dim"]), ("add", 2, ["alpha"])]

@@ -372,6 +372,7 @@ def copies(make: Any) -> tuple[minifx.GraphModule, minifx.GraphModule, torch.fx.
     return gm, new, theirs
 
 
+@pytest.mark.task("4.4")
 def test_transformer_copy_with_a_tensor_constant():
     gm, new, theirs = copies(lambda: with_constant)
     assert new.code.splitlines()[4] == "    _tensor_constant0 = self._tensor_constant0"
@@ -381,6 +382,7 @@ def test_transformer_copy_with_a_tensor_constant():
     torch.testing.assert_close(new(x), with_constant(x))
 
 
+@pytest.mark.task("4.4")
 def test_transformer_copy_with_a_submodule_used_twice():
     gm, new, _ = copies(SharedTwice)
     assert [n.name for n in new.graph.find_nodes(op="call_module")] == ["lin", "lin_1"]
