@@ -79,8 +79,9 @@ def test_a_fully_carved_release_grades_0_with_each_task_s_message(tmp_path):
     assert f"T{first.id} {first.title}: not started; its carved body still raises" in run.stdout
     assert f"NotImplementedError: {first.message()}" in run.stdout
     # A later task that stops in an unfinished earlier one says whose failure it is.
-    assert re.search(r"T5\.2 .*waits for task 1\.\d", run.stdout), run.stdout
-    assert "stop in task 1." in run.stdout and "Traceback" not in run.stdout
+    # (ShapeProp's tests stop in the first stage they reach that is carved: stage 1 or 2.)
+    assert re.search(r"T5\.2 .*waits for task [12]\.\d", run.stdout), run.stdout
+    assert re.search(r"stop in task [12]\.", run.stdout) and "Traceback" not in run.stdout
 
 
 def test_one_task_is_graded_alone_with_make_grade_task():

@@ -35,11 +35,8 @@ GAPS: dict[str, str] = {
     "minifx/graph/proxyable.py": "not yet: tests/graph/test_tracer_arguments.py",
     "minifx/graph/rewriter.py": "not yet: tests/graph/test_rewriting_tracer.py",
     "minifx/graph/side_effects.py": "not yet: tests/graph/test_dead_code.py",
-    "minifx/graph/tracer.py": "not yet: tests/graph/test_tracer_*.py",
     "minifx/graph/wrapping.py": "not yet: tests/graph/test_differential.py",
     "minifx/interpreter/decompose.py": "not yet: tests/interpreter/test_overrides.py",
-    "minifx/interpreter/interpreter.py": "not yet: tests/interpreter/test_differential.py, "
-    "test_errors.py",
     "minifx/interpreter/transformer.py": "not yet: tests/interpreter/test_differential.py, "
     "test_overrides.py",
     "minifx/proxy/mutation.py": "not yet",

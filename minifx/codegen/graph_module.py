@@ -21,6 +21,7 @@ from .to_folder import ToFolderMixin
 
 
 # --8<-- [start:copy_attr]
+# --8<-- [task:3.3] "Copy what the graph uses" points=5 section=03-codegen.md#graphmodule-state-plus-code
 def _copy_attr(root: nn.Module, gm: nn.Module, target: str, node: Node | None = None) -> None:
     """Make `gm.<target>` the same object as `root.<target>`, adding empty
     `nn.Module`s for the parents on the path (`layer1` for `layer1.conv`)."""
@@ -38,6 +39,7 @@ def _copy_attr(root: nn.Module, gm: nn.Module, target: str, node: Node | None = 
     install(destination, leaf, child_at(source, leaf, target, node))
 
 
+# --8<-- [end-task:3.3]
 # --8<-- [end:copy_attr]
 
 
@@ -93,6 +95,7 @@ class GraphModule(CopyingMixin, SubmodulesMixin, ReadableMixin, ToFolderMixin, n
         """The graph; assigning a new one takes ownership of it and recompiles."""
         return self._graph
 
+    # --8<-- [task:3.4] "recompile" points=5 section=03-codegen.md#changing-the-code-recompile
     @graph.setter
     def graph(self, graph: Graph) -> None:
         if not isinstance(graph, Graph):
@@ -103,12 +106,14 @@ class GraphModule(CopyingMixin, SubmodulesMixin, ReadableMixin, ToFolderMixin, n
         graph.owning_module = self
         self.recompile()
 
+    # --8<-- [end-task:3.4]
     @property
     def code(self) -> str:
         """The source of the generated `forward`."""
         return self._code
 
     # --8<-- [start:recompile]
+    # --8<-- [task:3.4]
     def recompile(self) -> PythonCode:
         """Generate `forward` again from `self.graph`; call it after editing the graph."""
         if self._graph.pytree_info is not None:
@@ -125,6 +130,7 @@ class GraphModule(CopyingMixin, SubmodulesMixin, ReadableMixin, ToFolderMixin, n
                 child.recompile()
         return code
 
+    # --8<-- [end-task:3.4]
     # --8<-- [end:recompile]
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         try:

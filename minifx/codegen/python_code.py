@@ -114,6 +114,7 @@ class _SourceWriter:
 
     # --8<-- [end:names]
     # --8<-- [start:write]
+    # --8<-- [task:3.2] "One line per node" points=5 section=03-codegen.md#one-line-per-node
     def write(self) -> PythonCode:
         freed_at = last_uses(self.graph)
         for index, node in enumerate(self.graph.nodes):
@@ -179,6 +180,7 @@ class _SourceWriter:
         generate_output = self.codegen.generate_output
         self.body.append(call_hook(generate_output, node.args[0], repr_fn=self.expression))
 
+    # --8<-- [end-task:3.2]
     # --8<-- [end:opcodes]
     def _chain(self, base: str, target: str) -> str:
         # Through global_name: `getattr` unless a parameter took that name.

@@ -60,6 +60,7 @@ class _InsertPoint:
     """Returned by `inserting_before/after`: the point moves when this is made (as in
     torch.fx), and back when the `with` block ends."""
 
+    # --8<-- [task:2.3] "Insertion points" points=5 section=02-graph.md#insertion-points
     def __init__(self, graph: Graph, insert: Callable[[Node], None]) -> None:
         self._graph, self._saved = graph, graph._insert
         graph._insert = insert
@@ -71,6 +72,7 @@ class _InsertPoint:
         self._graph._insert = self._saved
 
 
+# --8<-- [end-task:2.3]
 class Graph(GraphConveniences, GraphCopying, CodeGenHooks):
     """A program as a list of `Node`s, in an order where inputs come before users.
 
@@ -121,6 +123,7 @@ class Graph(GraphConveniences, GraphCopying, CodeGenHooks):
         return _NodeList(self)
 
     # --8<-- [start:create_node]
+    # --8<-- [task:2.2]
     def create_node(
         self,
         op: str,
@@ -146,9 +149,11 @@ class Graph(GraphConveniences, GraphCopying, CodeGenHooks):
         self._node_index.add(node)
         return node
 
+    # --8<-- [end-task:2.2]
     # --8<-- [end:create_node]
 
     # --8<-- [start:erase_node]
+    # --8<-- [task:2.4]
     def erase_node(self, to_erase: Node) -> None:
         """Remove a node that nothing uses any more (else `RuntimeError`). O(1) per input."""
         if to_erase.users:
@@ -168,9 +173,11 @@ class Graph(GraphConveniences, GraphCopying, CodeGenHooks):
         erased_inputs = dict.fromkeys(to_erase._input_nodes)  # each one -> None
         to_erase._set_args_kwargs(to_erase._args, to_erase._kwargs, replacing=erased_inputs)
 
+    # --8<-- [end-task:2.4]
     # --8<-- [end:erase_node]
 
     # --8<-- [start:inserting]
+    # --8<-- [task:2.3]
     def inserting_before(self, n: Node | None = None) -> _InsertPoint:
         """Within `with graph.inserting_before(n):`, new nodes go right before `n` (or first)."""
         if n is None:
@@ -188,6 +195,7 @@ class Graph(GraphConveniences, GraphCopying, CodeGenHooks):
         self._check_owned(n, "inserting_after")
         return _InsertPoint(self, n.append)
 
+    # --8<-- [end-task:2.3]
     # --8<-- [end:inserting]
 
     def _check_owned(self, n: Node, method: str) -> None:
@@ -265,6 +273,7 @@ class Graph(GraphConveniences, GraphCopying, CodeGenHooks):
     # --8<-- [end:node_copy]
 
     # --8<-- [start:eliminate_dead_code]
+    # --8<-- [task:2.5] "Dead-code elimination" points=5 section=02-graph.md#dead-code
     def eliminate_dead_code(self, is_impure_node: Callable[[Node], bool] | None = None) -> bool:
         """Erase every node whose value nobody uses and that has no side effect.
 
@@ -283,6 +292,7 @@ class Graph(GraphConveniences, GraphCopying, CodeGenHooks):
                 erased = True
         return self._eliminate_dead_code_in_subgraphs() or erased
 
+    # --8<-- [end-task:2.5]
     # --8<-- [end:eliminate_dead_code]
 
     def lint(self) -> None:

@@ -16,6 +16,7 @@ from .node import Node
 
 
 # --8<-- [start:last_uses]
+# --8<-- [task:3.1] "Last uses" points=5 section=03-codegen.md#why-x-none
 def last_uses(graph: Graph) -> dict[Node, list[Node]]:
     """Node -> the values whose last use is at that node.
 
@@ -38,4 +39,5 @@ def last_uses(graph: Graph) -> dict[Node, list[Node]]:
     return freed_at
 
 
+# --8<-- [end-task:3.1]
 # --8<-- [end:last_uses]

@@ -141,6 +141,7 @@ class Node(NodeConveniences):
     def kwargs(self, new_kwargs: dict) -> None:
         self._set_args_kwargs(self._args, new_kwargs)
 
+    # --8<-- [task:2.1] "Use-def lists" points=5 section=02-graph.md#from-tape-to-graph
     def _set_args_kwargs(
         self, new_args: tuple, new_kwargs: dict, replacing: dict[Node, Node | None] | None = None
     ) -> None:
@@ -166,6 +167,7 @@ class Node(NodeConveniences):
         self._args = map_aggregate(tuple(new_args), record_use)
         self._kwargs = map_aggregate(dict(new_kwargs), record_use) if new_kwargs else _NO_KWARGS
 
+    # --8<-- [end-task:2.1]
     # --8<-- [end:use_def]
 
     @property
@@ -184,6 +186,7 @@ class Node(NodeConveniences):
         return self._prev
 
     # --8<-- [start:linked_list]
+    # --8<-- [task:2.2] "A linked list, and create_node" points=5 section=02-graph.md#building-a-graph-by-hand
     def prepend(self, x: Node) -> None:
         """Move `x` (a node of this graph) so that it comes right before this node. O(1)."""
         self._check_same_graph(x)
@@ -208,8 +211,10 @@ class Node(NodeConveniences):
         before, after = self._prev, self._next
         before._next, after._prev = after, before
 
+    # --8<-- [end-task:2.2]
     # --8<-- [end:linked_list]
 
+    # --8<-- [task:2.4] "Replacing and erasing" points=5 section=02-graph.md#replacing-and-erasing
     def replace_input_with(self, old_input: Node, new_input: Node) -> None:
         """Use `new_input` wherever this node's arguments use `old_input`."""
         self._set_args_kwargs(self._args, self._kwargs, replacing={old_input: new_input})
@@ -239,6 +244,7 @@ class Node(NodeConveniences):
             user.replace_input_with(self, replace_with)
         return changed
 
+    # --8<-- [end-task:2.4]
     # --8<-- [end:replace_all_uses_with]
 
     def is_impure(self, impure_random: bool = True) -> bool:

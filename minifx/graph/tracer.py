@@ -165,6 +165,7 @@ class Tracer(ConcreteArgs, ConstantsOnRoot, TracerBase):
             m, torch.nn.Sequential
         )
 
+    # --8<-- [task:2.6] "Leaf modules and parameters" points=5 section=02-graph.md#leaf-modules
     def call_module(self, m: torch.nn.Module, forward: Callable, args: tuple, kwargs: dict) -> Any:
         """Record a leaf module call as `call_module`; run any other module's `forward`."""
         path = self.path_of_module(m)
@@ -173,6 +174,7 @@ class Tracer(ConcreteArgs, ConstantsOnRoot, TracerBase):
                 return forward(*args, **kwargs)
             return self.create_proxy("call_module", path, args, kwargs)
 
+    # --8<-- [end-task:2.6]
     # --8<-- [end:leaf]
 
     def path_of_module(self, mod: torch.nn.Module) -> str:
@@ -185,6 +187,7 @@ class Tracer(ConcreteArgs, ConstantsOnRoot, TracerBase):
         return paths[mod]
 
     # --8<-- [start:getattr]
+    # --8<-- [task:2.6]
     def getattr(self, attr: str, attr_val: Any, parameter_proxy_cache: dict[str, Proxy]) -> Any:
         """Called for each `module.attr` read while tracing: a parameter becomes a Proxy
         for one `get_attr` node, made on first use; other values are returned as they are."""
@@ -213,6 +216,7 @@ class Tracer(ConcreteArgs, ConstantsOnRoot, TracerBase):
                 return cache[path]
         return None
 
+    # --8<-- [end-task:2.6]
     def create_node(
         self,
         kind: str,

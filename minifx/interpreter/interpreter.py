@@ -41,6 +41,7 @@ class Interpreter:
 
     # --8<-- [end:init]
     # --8<-- [start:run]
+    # --8<-- [task:4.3] "run and run_node" points=5 section=04-interpreter.md#the-interpreter
     def run(
         self, *args: Any, initial_env: dict | None = None, enable_io_processing: bool = True
     ) -> Any:
@@ -73,19 +74,23 @@ class Interpreter:
                 error.add_note(running_note(self, node))
             raise
 
+    # --8<-- [end-task:4.3]
     # --8<-- [end:run]
     def boxed_run(self, args_list: list) -> Any:
         """Run on a list of arguments, emptied first so that each input can be freed early."""
         return self.run(initial_env=boxed_inputs(self.graph, args_list))
 
     # --8<-- [start:run_node]
+    # --8<-- [task:4.3]
     def run_node(self, n: Node) -> Any:
         """Fetch the values of the node's arguments; call the method named after its opcode."""
         args, kwargs = self.fetch_args_kwargs_from_env(n)
         return getattr(self, n.op)(n.target, args, kwargs)
 
+    # --8<-- [end-task:4.3]
     # --8<-- [end:run_node]
     # --8<-- [start:opcodes]
+    # --8<-- [task:4.2] "One method per opcode" points=5 section=04-interpreter.md#the-interpreter
     def placeholder(self, target: str, args: tuple, kwargs: dict) -> Any:
         """The next argument of `run`, else the default; `*args` gets the rest, `**kwargs` `{}`."""
         if target.startswith("*"):
@@ -113,8 +118,10 @@ class Interpreter:
         """The value the graph returns: the output node's only argument."""
         return args[0]
 
+    # --8<-- [end-task:4.2]
     # --8<-- [end:opcodes]
     # --8<-- [start:fetch]
+    # --8<-- [task:4.1] "Fetching values" points=5 section=04-interpreter.md#the-interpreter
     def fetch_attr(self, target: str) -> Any:
         """The attribute of `self.module` at the dotted path `target`."""
         value = self.module
@@ -139,6 +146,7 @@ class Interpreter:
 
         return map_nodes(args, value_of)
 
+    # --8<-- [end-task:4.1]
     # --8<-- [end:fetch]
 
 

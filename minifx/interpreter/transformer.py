@@ -43,6 +43,7 @@ class Transformer(Interpreter):
     """An Interpreter on Proxies: `transform()` returns what they record in `new_graph`
     as a `GraphModule`. A Proxy records method calls: `call_method` needs no override."""
 
+    # --8<-- [task:4.4] "The Transformer" points=5 section=04-interpreter.md#the-transformer
     def __init__(self, module: GraphModule) -> None:
         super().__init__(module)
         old = self.graph
@@ -87,4 +88,5 @@ class Transformer(Interpreter):
         return GraphModule(self.module, self.new_graph)
 
 
+# --8<-- [end-task:4.4]
 # --8<-- [end:transformer]

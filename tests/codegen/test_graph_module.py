@@ -181,6 +181,43 @@ def x4():
 # -- copying state from the root ---------------------------------------------------
 
 
+@pytest.mark.task("3.3")
+@pytest.mark.parametrize(
+    "targets",
+    [
+        ["layer1.0.conv", "head.weight", "scale", "shift"],
+        ["head", "head.weight"],  # the whole module first: its weight comes with it
+        ["head.weight", "head"],  # the weight first: `head` is a plain module holding it
+        ["layer1.1.conv.weight", "layer1.1.conv.bias", "layer1"],
+    ],
+)
+def test_copy_attr_installs_what_torch_fx_s_copy_attr_installs(targets):
+    # _copy_attr alone, into an empty module: no GraphModule, no generated code (task 3.4).
+    from minifx.codegen.graph_module import _copy_attr
+
+    root = Net()
+
+    def copied(copy_attr: Callable) -> dict:
+        gm = torch.nn.Module()
+        for target in targets:
+            copy_attr(root, gm, target)
+        shared = {
+            name: value is root.get_submodule(name)
+            for name, value in gm.named_modules()
+            if name and type(value) is not torch.nn.Module
+        }
+        shared |= {
+            name: value is root.get_parameter(name)
+            for name, value in gm.named_parameters(remove_duplicate=False)
+        }
+        shared |= {name: value is root.get_buffer(name) for name, value in gm.named_buffers()}
+        return {**keys(gm), "shared": shared}
+
+    state = copied(_copy_attr)
+    assert state == copied(torch.fx.graph_module._copy_attr)
+    assert all(state["shared"].values()), "the root's own objects, not copies"
+
+
 def test_copies_only_the_state_the_graph_uses_as_torch_fx_does():
     root = Net()
     state = differential(lambda lib: keys(lib.symbolic_trace(root)))
@@ -340,6 +377,7 @@ def relu_to_gelu(lib: Lib, model: torch.nn.Module) -> torch.nn.Module:
     return gm
 
 
+@pytest.mark.task("3.4")
 def test_relu_to_gelu_recompiles_to_the_gelu_model_as_in_torch_fx():
     model = ReluNet()
     reference = GeluNet()
@@ -358,6 +396,7 @@ def test_relu_to_gelu_recompiles_to_the_gelu_model_as_in_torch_fx():
     assert gm.code == python_code(gm.graph).src
 
 
+@pytest.mark.task("3.4")
 def test_assigning_a_graph_recompiles_and_takes_ownership():
     def build(lib):
         gm = lib.symbolic_trace(ReluNet())
@@ -379,6 +418,7 @@ def test_assigning_something_else_than_a_graph_is_a_type_error():
         gm.graph = torch.fx.Graph()
 
 
+@pytest.mark.task("3.4")
 def test_code_is_python_code_of_the_graph_and_torch_fx_code():
     root = Net()
     code = differential(lambda lib: lib.symbolic_trace(root).code)

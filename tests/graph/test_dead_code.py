@@ -141,12 +141,14 @@ def is_impure_and_changed(target, make_args, op="call_function", **is_impure_opt
 
 
 @pytest.mark.parametrize("target, make_args", KEPT_BY_BOTH.values(), ids=KEPT_BY_BOTH.keys())
+@pytest.mark.task("2.5")
 def test_calls_with_side_effects_survive_in_both(target, make_args):
     graph, (impure, changed) = differential(is_impure_and_changed(target, make_args))
     assert impure and not changed and len(graph.nodes) == 3
 
 
 @pytest.mark.parametrize("target, make_args", ERASED_BY_BOTH.values(), ids=ERASED_BY_BOTH.keys())
+@pytest.mark.task("2.5")
 def test_pure_calls_are_erased_by_both(target, make_args):
     graph, (impure, changed) = differential(is_impure_and_changed(target, make_args))
     assert not impure and changed and names(graph.nodes) == ["x", "output"]

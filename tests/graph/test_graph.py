@@ -86,6 +86,7 @@ def chain(lib: Lib):
 # -- naming -----------------------------------------------------------------------
 
 
+@pytest.mark.task("2.2")
 def test_repeated_targets_count_up():
     def build(lib):
         graph = lib.Graph()
@@ -184,6 +185,7 @@ def test_placeholders_print_defaults_annotations_and_users():
     )
 
 
+@pytest.mark.task("2.2")
 def test_every_opcode_prints_like_torch_fx():
     class Custom:
         pass
@@ -250,6 +252,7 @@ def test_print_tabular_has_a_header_and_a_row_per_node(capsys):
 # -- insertion points ----------------------------------------------------------------
 
 
+@pytest.mark.task("2.2")
 def test_new_nodes_go_to_the_end_by_default():
     def build(lib):
         graph, x, _, _ = chain(lib)
@@ -260,6 +263,7 @@ def test_new_nodes_go_to_the_end_by_default():
     assert found == ["x", "add", "relu", "output", "sin"]
 
 
+@pytest.mark.task("2.3")
 def test_inserting_before_keeps_the_order_of_creation():
     def build(lib):
         graph, x, _, relu = chain(lib)
@@ -272,6 +276,7 @@ def test_inserting_before_keeps_the_order_of_creation():
     assert found == ["x", "add", "sin", "cos", "relu", "output"]
 
 
+@pytest.mark.task("2.3")
 def test_two_nodes_inserted_after_one_node_come_out_reversed():
     # torch.fx's quirk: each new node goes right after `x`, in front of the
     # previous new one. minifx copies it so that passes port unchanged.
@@ -286,6 +291,7 @@ def test_two_nodes_inserted_after_one_node_come_out_reversed():
     assert found == ["x", "cos", "sin", "add", "relu", "output"]
 
 
+@pytest.mark.task("2.3")
 def test_inserting_after_the_newest_node_builds_a_chain():
     def build(lib):
         graph, x, _, _ = chain(lib)
@@ -299,6 +305,7 @@ def test_inserting_after_the_newest_node_builds_a_chain():
     assert found == ["x", "sin", "cos", "tan", "add", "relu", "output"]
 
 
+@pytest.mark.task("2.3")
 def test_none_means_the_start_before_and_the_end_after():
     def build(lib):
         graph, x, add, _ = chain(lib)
@@ -313,6 +320,7 @@ def test_none_means_the_start_before_and_the_end_after():
     assert found == ["first", "x", "add", "relu", "output", "sin"]
 
 
+@pytest.mark.task("2.3")
 def test_insertion_point_is_restored_on_exit_even_after_an_error():
     def build(lib):
         graph, x, add, _ = chain(lib)
@@ -377,6 +385,7 @@ def test_len_iteration_and_reversed():
     assert names(graph.nodes) == ["x", "add", "relu", "output"]  # reversing made no copy
 
 
+@pytest.mark.task("2.2")
 def test_prepend_and_append_move_nodes():
     def build(lib):
         graph = lib.Graph()
@@ -394,6 +403,7 @@ def test_prepend_and_append_move_nodes():
     assert found == (["x", "cos", "tan", "sin"], 4)
 
 
+@pytest.mark.task("2.2")
 def test_moving_a_node_keeps_its_users_and_inputs():
     def build(lib):
         graph, x, add, relu = chain(lib)
@@ -408,6 +418,40 @@ def test_moving_a_node_keeps_its_users_and_inputs():
 # -- use-def lists -------------------------------------------------------------------
 
 
+@pytest.mark.task("2.1")
+def test_use_def_lists_of_nodes_made_directly_are_torch_fx_s():
+    # Nodes made by their constructor, not by create_node (task 2.2): only the
+    # use-def bookkeeping is at work.
+    def build(node_type, graph):
+        x, y = (node_type(graph, name, "placeholder", name, (), {}) for name in "xy")
+        add = node_type(graph, "add", "call_function", operator.add, (x, [y, (x,)]), {"k": y})
+        mul = node_type(graph, "mul", "call_function", operator.mul, (add, add), {})
+        seen = []
+        for change in (
+            lambda: None,
+            lambda: setattr(add, "args", (y, 2)),
+            lambda: setattr(add, "kwargs", {"k": {"z": x}}),
+            lambda: setattr(mul, "args", (x, y)),
+            lambda: setattr(add, "kwargs", {}),
+        ):
+            change()
+            seen.append(
+                [
+                    (names(n.users), names(n.all_input_nodes), str(n.args), str(n.kwargs))
+                    for n in (x, y, add, mul)
+                ]
+            )
+        return seen
+
+    ours = build(minifx.graph.Node, minifx.graph.Graph())
+    assert ours == build(torch.fx.Node, torch.fx.Graph())
+    assert ours[0][0] == (["add"], [], "()", "{}")  # x, at first
+    assert ours[0][2] == (["mul"], ["x", "y"], "(x, [y, (x,)])", "{'k': y}")  # add, at first
+    assert ours[-1][0] == (["mul"], [], "()", "{}")  # x, at last: add no longer uses it
+    assert ours[-1][2] == ([], ["y"], "(y, 2)", "{}")  # add, at last: mul no longer uses it
+
+
+@pytest.mark.task("2.2")
 def test_users_and_inputs_are_ordered_sets():
     def build(lib):
         graph = lib.Graph()
@@ -467,6 +511,7 @@ def test_update_arg_out_of_range_raises_index_error():
     assert str(graph) == str(chain(TORCH)[0])  # nothing changed
 
 
+@pytest.mark.task("2.4")
 def test_replace_input_with_swaps_every_occurrence():
     def build(lib):
         graph = lib.Graph()
@@ -479,6 +524,7 @@ def test_replace_input_with_swaps_every_occurrence():
     assert found == ([], ["add"], ["y"])
 
 
+@pytest.mark.task("2.4")
 def test_replace_all_uses_with_rewires_every_user():
     def build(lib):
         graph = lib.Graph()
@@ -494,6 +540,7 @@ def test_replace_all_uses_with_rewires_every_user():
     assert x_users == [] and y_users == ["add", "view", "output"]
 
 
+@pytest.mark.task("2.4")
 def test_replace_all_uses_with_asks_delete_user_cb_per_user():
     def build(lib):
         graph = lib.Graph()
@@ -547,6 +594,7 @@ def test_replace_all_uses_with_itself_changes_nothing():
 # -- erasing ---------------------------------------------------------------------------
 
 
+@pytest.mark.task("2.4")
 def test_erase_node_refuses_a_node_with_users():
     def build(lib):
         graph, _, add, _ = chain(lib)
@@ -558,6 +606,7 @@ def test_erase_node_refuses_a_node_with_users():
     assert length == 4
 
 
+@pytest.mark.task("2.4")
 def test_erase_node_removes_it_from_its_inputs_users():
     def build(lib):
         graph, x, add, relu = chain(lib)
@@ -587,6 +636,7 @@ def test_erase_unused_nodes_while_iterating_forwards():
     assert length == 3
 
 
+@pytest.mark.task("2.4")
 def test_erase_a_chain_while_iterating_backwards():
     def build(lib):
         graph = lib.Graph()
@@ -880,6 +930,7 @@ def test_find_nodes_never_returns_an_erased_node_after_a_retarget(sort):
 # -- dead code -------------------------------------------------------------------------------
 
 
+@pytest.mark.task("2.5")
 def test_eliminate_dead_code_removes_unused_pure_nodes():
     def build(lib):
         graph = lib.Graph()
@@ -905,6 +956,7 @@ def test_eliminate_dead_code_removes_unused_pure_nodes():
     ],
     ids=["keep-all", "only-output"],
 )
+@pytest.mark.task("2.5")
 def test_eliminate_dead_code_asks_is_impure_node(is_impure, expected):
     def build(lib):
         graph = lib.Graph()

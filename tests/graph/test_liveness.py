@@ -52,6 +52,7 @@ class Block(torch.nn.Module):
 @pytest.mark.parametrize(
     "program", [chain, diamond, keywords, Block()], ids=["chain", "diamond", "keywords", "module"]
 )
+@pytest.mark.task("3.1")
 def test_last_uses_is_torch_fx_user_to_last_uses(program) -> None:
     ours = minifx.graph.Tracer().trace(program)
     root = program if isinstance(program, torch.nn.Module) else torch.nn.Module()
@@ -60,6 +61,7 @@ def test_last_uses_is_torch_fx_user_to_last_uses(program) -> None:
     assert by_name(last_uses(ours)) == expected
 
 
+@pytest.mark.task("3.1")
 def test_chain_frees_each_value_at_the_next_node() -> None:
     graph = minifx.graph.Tracer().trace(chain)
     assert by_name(last_uses(graph)) == {
@@ -70,6 +72,7 @@ def test_chain_frees_each_value_at_the_next_node() -> None:
     }
 
 
+@pytest.mark.task("3.1")
 def test_an_unused_value_has_no_last_use() -> None:
     graph = minifx.graph.Graph()
     x = graph.placeholder("x")
@@ -82,6 +85,7 @@ def test_an_unused_value_has_no_last_use() -> None:
     assert by_name(table) == {"output": ["relu"], "relu": ["x"]}
 
 
+@pytest.mark.task("3.1")
 def test_a_value_used_twice_by_one_node_is_listed_once() -> None:
     graph = minifx.graph.Graph()
     x = graph.placeholder("x")

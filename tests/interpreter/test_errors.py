@@ -63,6 +63,7 @@ def notes_of(error: BaseException) -> list[str]:
 # -- an op that raises ------------------------------------------------------------------------
 
 
+@pytest.mark.task("4.3")
 def test_call_function_error_keeps_its_type_and_message_and_names_the_node():
     with pytest.raises(RuntimeError) as error:
         Interpreter(minifx.symbolic_trace(square)).run(torch.ones(2, 3))
@@ -188,6 +189,7 @@ def test_missing_argument():
         torch.fx.Interpreter(torch.fx.symbolic_trace(two_inputs)).run(torch.ones(2))
 
 
+@pytest.mark.task("4.3")
 def test_too_many_arguments():
     """Difference 2: torch.fx ignores the extra argument."""
 

@@ -73,6 +73,7 @@ def test_neg_sigm_swap_interpreter():
     torch.testing.assert_close(gm(x), fn(x))  # the GraphModule itself is unchanged
 
 
+@pytest.mark.task("4.4")
 def test_neg_sigm_swap_transformer():
     gm, tgm = trace_both(lambda: fn)
     ours = neg_sigm_swap(Transformer)(gm).transform()
@@ -371,6 +372,7 @@ def copies(make: Any) -> tuple[minifx.GraphModule, minifx.GraphModule, torch.fx.
     return gm, new, theirs
 
 
+@pytest.mark.task("4.4")
 def test_transformer_copy_with_a_tensor_constant():
     gm, new, theirs = copies(lambda: with_constant)
     assert new.code.splitlines()[4] == "    _tensor_constant0 = self._tensor_constant0"
@@ -380,6 +382,7 @@ def test_transformer_copy_with_a_tensor_constant():
     torch.testing.assert_close(new(x), with_constant(x))
 
 
+@pytest.mark.task("4.4")
 def test_transformer_copy_with_a_submodule_used_twice():
     gm, new, _ = copies(SharedTwice)
     assert [n.name for n in new.graph.find_nodes(op="call_module")] == ["lin", "lin_1"]
@@ -390,6 +393,7 @@ def test_transformer_copy_with_a_submodule_used_twice():
     torch.testing.assert_close(new(x), gm.lin(gm.lin(x)))
 
 
+@pytest.mark.task("4.4")
 def test_transformer_copy_keeps_placeholder_defaults():
     _, new, _ = copies(lambda: with_default)
     assert "def forward(self, x, scale = 2.0, shift = 1):" in new.code
