@@ -45,7 +45,7 @@ def test_every_task_is_an_entry_with_its_files_and_tests(trusted):
         e.kind == "task" for e in entries
     )
     tape = entries[0]
-    assert (tape.module, tape.grader) == ("minifx/proxy/tape.py", "tests/proxy/test_proxy.py")
+    assert (tape.module, tape.grader) == ("minifx/proxy/tape.py", "tests/proxy/test_tape.py")
     assert build.expected_tests(tape, trusted) == {
         "test_tape_rejects_an_unknown_opcode",
         "test_tape_prints_tensor_arguments_compactly",

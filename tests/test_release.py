@@ -134,6 +134,7 @@ def test_a_release_with_chapter_1_s_tasks_carves_only_those(tmp_path):
             "no:cacheprovider",
             "-rx",
             "tests/proxy/test_proxy.py",
+            "tests/proxy/test_tape.py",
         ],
         cwd=out,
         capture_output=True,
