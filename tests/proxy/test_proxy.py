@@ -18,14 +18,11 @@ from minifx.proxy import (
     TracerBase,
     trace_to_tape,
 )
+from tests.proxy.support import placeholder
 
 pytestmark = pytest.mark.ch1
 
 Point = collections.namedtuple("Point", ["x", "y"])
-
-
-def placeholder(tracer, name="x"):
-    return tracer.create_proxy("placeholder", name, (), {})
 
 
 @pytest.fixture
@@ -36,20 +33,6 @@ def tracer():
 @pytest.fixture
 def x(tracer):
     return placeholder(tracer)
-
-
-def walk(value):
-    """Every leaf inside nested lists, tuples, dicts and slices."""
-    if isinstance(value, (list, tuple)):
-        for item in value:
-            yield from walk(item)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from walk(item)
-    elif isinstance(value, slice):
-        yield from walk((value.start, value.stop, value.step))
-    else:
-        yield value
 
 
 # -- Attribute --------------------------------------------------------------------

@@ -20,28 +20,11 @@ from minifx.proxy import (
     TraceError,
     trace_to_tape,
 )
+from tests.proxy.support import placeholder, walk
 
 pytestmark = pytest.mark.ch1
 
 Point = collections.namedtuple("Point", ["x", "y"])
-
-
-def placeholder(tracer, name="x"):
-    return tracer.create_proxy("placeholder", name, (), {})
-
-
-def walk(value):
-    """Every leaf inside nested lists, tuples, dicts and slices."""
-    if isinstance(value, (list, tuple)):
-        for item in value:
-            yield from walk(item)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from walk(item)
-    elif isinstance(value, slice):
-        yield from walk((value.start, value.stop, value.step))
-    else:
-        yield value
 
 
 # -- records hold records --------------------------------------------------------
