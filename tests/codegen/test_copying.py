@@ -71,13 +71,34 @@ def test_a_replica_of_a_relu_runs_as_in_the_issue():
     assert all(torch.equal(result, torch.tensor([0.0, 2.0])) for result in results)
 
 
-@pytest.mark.skipif(torch.cuda.device_count() < 1, reason="DataParallel replication needs a GPU")
-@pytest.mark.parametrize("library", LIBRARIES)
-def test_replicate_onto_a_gpu_runs(library):
-    gm = LIBRARIES[library](Scaled()).cuda()
-    (replica,) = torch.nn.parallel.replicate(gm, [0])
+def _replicate_outcome(gm: torch.nn.Module, detach: bool) -> object:
+    """`"ran"` if a replica of `gm` on GPU 0 computes what `gm` computes, else the error."""
     x = torch.randn(2, 3, device="cuda")
+    try:
+        (replica,) = torch.nn.parallel.replicate(gm, [0], detach)
+    except Exception as error:  # the outcome compared with torch.fx's, not a failure
+        return type(error), str(error)
     torch.testing.assert_close(replica(x), gm(x))
+    return "ran"
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 1, reason="DataParallel replication needs a GPU")
+@pytest.mark.parametrize("detach", [True, False])
+def test_replicate_onto_a_gpu_behaves_like_torch_fx(detach):
+    """DataParallel replicates with `detach=not torch.is_grad_enabled()`.
+
+    Detached replicas run in both libraries. Without detaching, torch.fx's GraphModule
+    refuses the replica's non-leaf parameter copies with a TypeError (seen with torch
+    2.11 on an H200, where a plain `nn.Module` replicates): minifx must do what torch.fx
+    does either way.
+    """
+    outcomes = {
+        name: _replicate_outcome(trace(Scaled()).cuda(), detach)
+        for name, trace in LIBRARIES.items()
+    }
+    assert outcomes["minifx"] == outcomes["torch.fx"]
+    if detach:
+        assert outcomes["minifx"] == "ran"
 
 
 # --- minifx.codegen.copying's helpers (pickling itself: test_source.py, test_graph_module.py)
