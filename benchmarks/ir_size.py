@@ -1,4 +1,4 @@
-"""IR size: how many nodes minifx and torch.fx trace ResNet-50 into, per opcode.
+"""IR size: how many nodes minifx, torch.fx and TorchScript capture ResNet-50 into.
 
 Run it from the repository root:
 
@@ -31,13 +31,16 @@ status 1 when they differ, a minifx bug) and, reported beside it, the same
 printed graph. Each traced GraphModule's output is checked against the eager
 model's (`torch.equal`), so that the decomposed graph is a real program and
 not only a count.
+
+Next to them, the paper's comparison: the same model captured by `torch.jit.trace`
+and `torch.jit.script`, counted by `benchmarks.torchscript_size` (whose docstring says
+how a TorchScript graph is counted), with the paper's counts beside ours.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
-import datetime
 import os
 import sys
 import traceback
@@ -51,22 +54,24 @@ import torch.fx
 from torch import nn
 
 import minifx
-from benchmarks.common import format_markdown, machine_description
-from benchmarks.plots import png_figure
+from benchmarks.torchscript_size import (
+    CAPTURES,
+    PAPER_COUNTS,
+    count_nodes,
+    count_with_inputs_and_returns,
+    kind_counts,
+    torchscript_graph,
+)
 from tests.models import ResNet50
 
 LIBRARY_NAMES = ("minifx", "torch.fx")
 OPCODES = ("placeholder", "get_attr", "call_function", "call_module", "call_method", "output")
 TRACERS = ("default", "decomposed")
 
-# What the torch.fx paper says about the size of its IR, as far as we could
-# read it. Source: a reading of the paper (GiantPandaCV, repository
-# BBuf/giantpandacv.com) says that its Figure 5 shows ResNet-50's TorchScript
-# IR next to its torch.fx IR; neither that reading nor the paper's pages we
-# could search (ar5iv's copy, arXiv 2112.08429, shows only its opening) give
-# a node count. So the table says "not found" instead of a number.
-PAPER_FIGURE = "Reed et al. 2022, Figure 5 (ResNet-50, TorchScript IR vs torch.fx IR)"
-PAPER_COUNT = "not found"
+# The paper's torch.fx count, as the walkthrough of the paper in the project's seeds
+# (004_f76f08ed96b37b97.txt) quotes it: "445 nodes for ResNet50 in torch.fx".
+PAPER_FIGURE = "Reed et al. 2022, section 2.1 and Figure 5 (ResNet-50 in torch.fx)"
+PAPER_COUNT = str(PAPER_COUNTS["torch.fx"])
 
 
 # --- the tracers ----------------------------------------------------------------------
@@ -199,6 +204,8 @@ class Results:
         same_text: tracer -> whether both libraries print the same graph.
         failures: library -> `undecomposable`'s answer.
         skipped_checks: BatchNorm modules whose rank check the decomposed tracer skipped.
+        torchscript: capture -> (nodes, nodes with inputs and returns), `CAPTURES`' order.
+        torchscript_kinds: capture -> {node kind group: nodes}.
         model: a line naming the model and its input.
         name: the model's short name, for the plot's title.
     """
@@ -207,6 +214,8 @@ class Results:
     same_text: dict[str, bool] = field(default_factory=dict)
     failures: dict[str, dict[str, str]] = field(default_factory=dict)
     skipped_checks: int = 0
+    torchscript: dict[str, tuple[int, int]] = field(default_factory=dict)
+    torchscript_kinds: dict[str, dict[str, int]] = field(default_factory=dict)
     model: str = ""
     name: str = ""
 
@@ -260,106 +269,11 @@ def measure(model: nn.Module, x: torch.Tensor, description: str = "") -> Results
         isinstance(m, nn.modules.batchnorm._BatchNorm) for m in model.modules()
     )
     results.failures = {library: undecomposable(model, library) for library in LIBRARY_NAMES}
+    for capture in CAPTURES:
+        graph = torchscript_graph(model, x, capture)
+        results.torchscript[capture] = count_nodes(graph), count_with_inputs_and_returns(graph)
+        results.torchscript_kinds[capture] = kind_counts(graph)
     return results
-
-
-# --- reporting ----------------------------------------------------------------------
-
-
-def counts_table(results: Results) -> tuple[list[str], list[list[str]]]:
-    """One row per tracer and library, then the paper's figure; header and rows."""
-    header = ["tracer", "library", *OPCODES, "total", "libraries agree"]
-    rows = []
-    for tracer in TRACERS:
-        agree = "yes" if tracer not in results.disagreements() else "**NO: counts differ**"
-        for library in LIBRARY_NAMES:
-            counts = results.counts[tracer, library]
-            rows.append(
-                [
-                    tracer,
-                    library,
-                    *(str(counts[op]) for op in OPCODES),
-                    str(results.total(tracer, library)),
-                    agree,
-                ]
-            )
-    rows.append(["paper", PAPER_FIGURE, *("-" for _ in OPCODES), PAPER_COUNT, "-"])
-    return header, rows
-
-
-def failures_lines(results: Results) -> list[str]:
-    """What each library could not trace through without help, one line per type."""
-    lines = []
-    for library, failures in results.failures.items():
-        if not failures:
-            lines.append(f"- {library}: every layer type traces through.")
-        for kind, error in failures.items():
-            lines.append(f"- {library} cannot trace through `{kind}`: ``{error}``")
-    return lines
-
-
-def markdown_report(results: Results, note: str = "") -> str:
-    """The table with a header saying what was counted and how."""
-    header, rows = counts_table(results)
-    same = ", ".join(
-        f"{tracer}: {'yes' if results.same_text[tracer] else 'NO'}" for tracer in TRACERS
-    )
-    lines = [
-        "# IR size: nodes per opcode, minifx vs torch.fx",
-        "",
-        # The book includes the report from here on, under its own heading
-        # (pymdownx.snippets drops these marker lines).
-        "<!-- --8<-- [start:report] -->",
-        f"Produced by `python -m benchmarks.ir_size` on "
-        f"{datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}.",
-        "",
-        f"- Model: {results.model}, in eval mode. Machine (counts do not depend on it): "
-        f"{machine_description()}.",
-    ]
-    if note:
-        lines.append(f"- Note: {note}")
-    lines += [
-        "- **default**: each library's `Tracer`; `torch.nn` layers are leaves (`call_module`). "
-        "**decomposed**: `is_leaf_module` returns False for every module, so layers become "
-        "`call_function` nodes on `get_attr` parameters and buffers; "
-        f"the rank check of {results.skipped_checks} BatchNorm modules was skipped (see below).",
-        "- Every traced GraphModule's output equals the eager model's (`torch.equal`), checked.",
-        f"- Both libraries print the same graph: {same}.",
-        f"- The paper's number: {PAPER_COUNT}. A reading of the paper (GiantPandaCV) says its "
-        "Figure 5 shows ResNet-50 in TorchScript IR and in torch.fx IR; we could not read a "
-        "node count there, so none is quoted.",
-        "",
-        "**Nodes per opcode**",
-        "",
-        format_markdown(header, rows),
-        "",
-        "**Layer types that cannot be traced through without help** (each tried alone, the "
-        "other layers left as leaves)",
-        "",
-        *failures_lines(results),
-        "",
-        "<!-- --8<-- [end:report] -->",
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def save_plot(results: Results, path: Path) -> None:
-    """Bars of nodes per opcode, stacked, one bar per library and tracer (PNG)."""
-    bars = [(tracer, library) for tracer in TRACERS for library in LIBRARY_NAMES]
-    labels = [f"{tracer}\n{library}" for tracer, library in bars]
-    with png_figure(path, figsize=(7, 4.5)) as axes:
-        bottoms = [0] * len(bars)
-        for op in OPCODES:
-            heights = [results.counts[bar][op] for bar in bars]
-            if any(heights):
-                axes.bar(labels, heights, bottom=bottoms, label=op)
-                bottoms = [b + h for b, h in zip(bottoms, heights)]
-        for x, total in enumerate(bottoms):
-            axes.annotate(str(total), (x, total), ha="center", va="bottom")
-        axes.set_ylabel("nodes")
-        axes.set_title(f"IR size of {results.name}: nodes per opcode")
-        axes.legend()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -398,6 +312,9 @@ def main(argv: list[str] | None = None) -> int:
     x = torch.randn(1, 3, args.image_size, args.image_size)
     description = f"`tests.models.ResNet50(width={args.width})`, input 1x3x{args.image_size}x{args.image_size}"
     results = measure(ResNet50(width=args.width), x, description)
+    # Imported here: the report module imports this one's Results and constants.
+    from benchmarks.ir_size_report import markdown_report, save_plot
+
     report = markdown_report(results, args.note)
     print(report)
     if args.out is not None:

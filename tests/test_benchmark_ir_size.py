@@ -118,7 +118,12 @@ def test_main_writes_the_report_and_the_plot(tmp_path, capsys) -> None:
         "| default | torch.fx | 1 | 0 | 17 | 158 | 0 | 1 | 177 | yes |",
         "| decomposed | minifx | 1 | 267 | 175 | 0 | 0 | 1 | 444 | yes |",
         "| decomposed | torch.fx | 1 | 267 | 175 | 0 | 0 | 1 | 444 | yes |",
-        f"| paper | {ir_size.PAPER_FIGURE} | - | - | - | - | - | - | not found | - |",
+        f"| paper | {ir_size.PAPER_FIGURE} | - | - | - | - | - | - | 445 | - |",
+        "| `symbolic_trace` | torch.fx, minifx | 177 | 177 | - |",
+        "| decomposed | torch.fx, minifx | 444 | 444 | 445 |",
+        "| `torch.jit.trace` | TorchScript | 858 | 860 | 860 |",
+        "| `torch.jit.script` | TorchScript | 1813 | 2565 | 2614 |",
+        "| `torch.jit.trace` | 417 | 49 | 217 | 0 | 0 | 175 | 0 | 858 |",
     ):
         assert row in report
     assert "- Both libraries print the same graph: default: yes, decomposed: yes." in report
