@@ -243,7 +243,6 @@ def save_plot(results: Results, path: Path) -> None:
         },
         ylabel="speedup over eager (eager time / fused time)",
         title="ResNet-50 after Conv–BatchNorm fusion",
-        legend_loc="lower right",
     )
 
 

@@ -240,7 +240,6 @@ def save_plot(results: Results, path: Path) -> None:
         {name: [results.speedup(batch, name) for batch in batches] for name in INT8},
         ylabel="speedup over float (float time / int8 time)",
         title="DeepRecommender-shaped autoencoder, int8 on the CPU",
-        legend_loc="upper left",
     )
 
 

@@ -5,6 +5,11 @@ Chromium (Debian's `chromium` package, which `make test` installs where it can).
 request that leaves localhost is refused and counted: the book must work offline, so
 fonts, Mermaid and search all come from the site itself.
 
+Every page is also measured at a laptop's and a phone's width (tests/book_layout.js):
+no code block or table whose content is hidden to the side, no diagram text drawn under
+11 px, no overlapping labels, no diagram taller than the window without a button that
+fits it (the layout is chapters/assets/layout.css and diagrams.js).
+
 Skipped, with the reason, where there is no Chromium; Playwright itself is a dev
 dependency, so a missing Playwright is an error, not a skip.
 """
@@ -198,3 +203,103 @@ def test_code_blocks_have_copy_buttons(site, reader):
     assert buttons.count() >= 5
     assert buttons.count() == page.locator("div.highlight pre > code").count()
     assert buttons.first.get_attribute("title") == "Copy to clipboard"
+
+
+# Readable without scrolling sideways or zooming (tests/book_layout.js measures a page).
+LAYOUT_JS = (ROOT / "tests" / "book_layout.js").read_text(encoding="utf-8")
+LAYOUT_LIMITS = {"minFontPx": 11, "slackPx": 1, "widePanned": False}
+# A laptop, and a phone (an iPhone 12 to 15's CSS pixels). On the phone only, a graph too
+# wide to be read at the screen's width may keep a readable size in a box that scrolls.
+WINDOWS = {"desktop": (1280, 800, False), "phone": (390, 844, True)}
+# Everything a reader can open is measured: collapsed blocks opened, every tab shown.
+OPEN_EVERYTHING = """() => {
+  document.querySelectorAll("details").forEach((d) => (d.open = true));
+  const style = document.createElement("style");
+  style.textContent = ".tabbed-set > .tabbed-content > .tabbed-block {display: block !important}";
+  document.head.append(style);
+}"""
+
+
+def layout_problems(page: Page, diagrams: int, wide_panned: bool) -> dict:
+    """Wait for the page's `diagrams` to be drawn, open every block and tab, and measure
+    the page (book_layout.js)."""
+    page.wait_for_function(
+        "n => document.querySelectorAll('article div.mermaid').length >= n",
+        arg=diagrams,
+        timeout=15_000,
+    )
+    page.evaluate(OPEN_EVERYTHING)
+    page.wait_for_timeout(50)  # let the diagrams' size watcher see the opened blocks
+    return page.evaluate(LAYOUT_JS, {**LAYOUT_LIMITS, "widePanned": wide_panned})
+
+
+@pytest.mark.parametrize("window", WINDOWS)
+def test_every_page_is_readable_without_scrolling_sideways_or_zooming(site, browser, window):
+    width, height, wide_panned = WINDOWS[window]
+    context = browser.new_context(viewport={"width": width, "height": height})
+    context.add_init_script(OPEN_SHADOW_ROOTS)
+    page = context.new_page()
+    problems, totals = [], {"code": 0, "tables": 0, "diagrams": 0, "labels": 0, "panned": 0}
+    try:
+        for path in site.pages():
+            page.goto(site.url + path, wait_until="load")
+            html = (site.directory / path / "index.html").read_text(encoding="utf-8")
+            measured = layout_problems(page, html.count('<pre class="mermaid">'), wide_panned)
+            problems += [f"/{path} at {width} px: {p}" for p in measured["problems"]]
+            for key in totals:
+                totals[key] += measured["counts"][key]
+    finally:
+        context.close()
+    # The measurements saw the book (they cannot pass by finding nothing to measure).
+    assert totals["code"] >= 300 and totals["tables"] >= 50, totals
+    assert totals["diagrams"] >= 15 and totals["labels"] >= 200, totals
+    assert totals["panned"] <= 3, f"{totals['panned']} diagrams scroll sideways on a phone"
+    assert not problems, f"{len(problems)} layout problems:\n" + "\n".join(problems)
+
+
+# A page with one of each problem: the measurement finds and names every one.
+BROKEN_PAGE = """
+<article>
+  <h2>Wide things</h2>
+  <pre><code style="display:block; overflow:auto; width:200px">WIDE_CODE</code></pre>
+  <div style="overflow-x:auto; width:200px"><table><tr><td>WIDE_CELL</td></tr></table></div>
+  <h2>Diagrams</h2>
+  <div class="mermaid" id="tiny"></div>
+  <div class="mermaid" id="crowded"></div>
+  <div class="mermaid" id="tall"></div>
+  <h2>Tables that do not line up</h2>
+  <table><tr><th>a</th><th>b</th></tr><tr><td>1</td><td>2</td></tr></table>
+  <table><tr><th>a</th><th>b</th></tr><tr><td>a long cell</td><td>2</td></tr></table>
+</article>
+<script>
+  const node = (x, label) =>
+    `<g class="node"><rect x="${x}" y="0" width="300" height="40"/>` +
+    `<text x="${x}" y="30" font-size="16">${label}</text></g>`;
+  // 1000 units drawn 100 px wide: 16-unit text is 1.6 px high.
+  document.getElementById("tiny").attachShadow({mode: "open"}).innerHTML =
+    `<svg width="100" viewBox="0 0 1000 100">${node(0, "small")}</svg>`;
+  document.getElementById("crowded").attachShadow({mode: "open"}).innerHTML =
+    `<svg width="400" viewBox="0 0 400 100">${node(0, "first")}${node(20, "second")}</svg>`;
+  document.getElementById("tall").attachShadow({mode: "open"}).innerHTML =
+    `<svg width="300" height="3000" viewBox="0 0 300 3000">${node(0, "alone")}</svg>`;
+</script>
+""".replace("WIDE_CODE", "x" * 400).replace("WIDE_CELL", "y" * 400)
+
+
+def test_layout_measurement_names_each_problem(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.set_content(BROKEN_PAGE)
+    problems = page.evaluate(LAYOUT_JS, LAYOUT_LIMITS)["problems"]
+    context.close()
+    expected = [
+        "code block 1 under 'Wide things' (starts 'xxxx",
+        "table under 'Wide things' (starts 'yyyy",
+        "diagram 1 under 'Diagrams': text 'small' is 1.6 px high",
+        "diagram 2 under 'Diagrams': text 'first' overlaps text 'second'",
+        "diagram 2 under 'Diagrams': text 'first' overlaps the box 'second'",
+        "diagram 3 under 'Diagrams': 3000 px tall in a 800 px window, with no button",
+        "table under 'Tables that do not line up' (header 'ab'): columns",
+    ]
+    for start in expected:
+        assert any(p.startswith(start) for p in problems), (start, problems)
