@@ -16,6 +16,7 @@ import ast
 import re
 from pathlib import Path
 
+from tests import tasks
 from tests.tasks import Task, functions_in
 
 SECTION = re.compile(r"^\s*# --8<-- \[(start|end):([a-z][-_0-9a-z]*)\]")
@@ -70,9 +71,13 @@ def _qualified_names(node: ast.AST, prefix: str = "") -> dict[int, str]:
 
 
 def is_carved(root: Path, task: Task) -> bool:
-    """Whether `task` is carved out of the minifx under `root` (its body raises its message)."""
-    head = f"Task {task.id} ({task.title}) is yours to write"
-    return any(head in (root / path).read_text(encoding="utf-8") for path in task.paths)
+    """Whether `task` is carved out of the minifx under `root`: a body raises what carving
+    writes (its message in two strings, cut at the first ': ', which a title may hold)."""
+    written = [line.strip() for line in tasks._raise("", task.message()).splitlines()[1:]]
+    return any(
+        all(line in (root / path).read_text(encoding="utf-8") for line in written)
+        for path in task.paths
+    )
 
 
 def box(task: Task, functions: dict[str, list[str]], carved: bool) -> str:

@@ -96,3 +96,14 @@ def test_in_a_release_the_hook_boxes_only_the_tasks_left_in_the_reference(tmp_pa
     shown = book_hooks.with_task_boxes(page, tmp_path)
     assert "Task 1.2" not in shown  # the release boxed it already, before its carved code
     assert '!!! example "Task 1.5 · __torch_function__ (5 points)"' in shown
+
+
+def test_every_carved_task_is_seen_as_carved_and_gets_no_second_box(tmp_path: Path):
+    shutil.copytree(ROOT / "minifx", tmp_path / "minifx")
+    every = tasks.find_tasks(tasks.source_files(ROOT))
+    assert not any(task_boxes.is_carved(ROOT, t) for t in every)
+    tasks.carve(tmp_path, every)
+    assert all(task_boxes.is_carved(tmp_path, t) for t in every)  # titles with ': ' too
+    for page in sorted((ROOT / "chapters").glob("*.md")):
+        text = page.read_text(encoding="utf-8")
+        assert book_hooks.with_task_boxes(text, tmp_path) == text, page.name
