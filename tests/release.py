@@ -26,6 +26,7 @@ import sys
 import tarfile
 from pathlib import Path
 
+from tests import task_boxes
 from tests import tasks as build_tasks
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,13 +75,13 @@ def release(out: Path, root: Path = ROOT, tasks: str = "") -> list[build_tasks.T
     chosen = [
         task for task in build_tasks.find_tasks(build_tasks.source_files(out)) if task.id in ids
     ]
-    carved_sections = sections_of(out, chosen)  # read before carving moves the lines
+    boxes = task_boxes.boxes_for(out, chosen, carved=True)  # read before carving moves lines
     changed = build_tasks.carve(out, chosen)
     if changed:
         _allow_unused_imports(out / "pyproject.toml", changed)
     for page in (out / "chapters").glob("*.md"):
         text = page.read_text(encoding="utf-8")
-        boxed = task_boxes(text, carved_sections)
+        boxed = task_boxes.task_boxes(text, boxes)
         if boxed != text:
             page.write_text(boxed, encoding="utf-8")
     return chosen
@@ -96,58 +97,6 @@ def _allow_unused_imports(pyproject: Path, paths: list[str]) -> None:
     )
     text = text.replace(header, header + lines, 1) if header in text else f"{text}\n{header}{lines}"
     pyproject.write_text(text, encoding="utf-8")
-
-
-SECTION = re.compile(r"^\s*# --8<-- \[(start|end):([a-z][-_0-9a-z]*)\]")
-INCLUDE = re.compile(r'^--8<-- "(?P<path>[^":]+):(?P<name>[^"]+)"$')
-
-
-def sections_of(root: Path, tasks: list[build_tasks.Task]) -> dict[str, list[build_tasks.Task]]:
-    """`{"path:section": tasks}`: the book's snippet sections that show code of `tasks`."""
-    found: dict[str, list[build_tasks.Task]] = {}
-    for path in sorted({p for task in tasks for p in task.paths}):
-        opened: dict[str, int] = {}
-        lines = (root / path).read_text(encoding="utf-8").splitlines()
-        for number, line in enumerate(lines, start=1):
-            if (marker := SECTION.match(line)) and marker[1] == "start":
-                opened[marker[2]] = number
-            elif marker and marker[2] in opened:
-                start = opened.pop(marker[2])
-                shown = [
-                    t
-                    for t in tasks
-                    if any(r.path == path and r.start < number and start < r.end for r in t.regions)
-                ]
-                if shown:
-                    found[f"{path}:{marker[2]}"] = shown
-    return found
-
-
-def task_boxes(markdown: str, sections: dict[str, list[build_tasks.Task]]) -> str:
-    """`markdown` with a task box before each code block that includes carved code."""
-    lines = markdown.splitlines(keepends=True)
-    for index in reversed(range(len(lines))):
-        include = INCLUDE.match(lines[index].rstrip("\n"))
-        if not include or f"{include['path']}:{include['name']}" not in sections:
-            continue
-        fence = next((i for i in range(index - 1, -1, -1) if lines[i].startswith("```")), None)
-        if fence is None:
-            continue
-        boxes = "".join(_box(task) for task in sections[f"{include['path']}:{include['name']}"])
-        lines[fence:fence] = [boxes]
-    return "".join(lines)
-
-
-def _box(task: build_tasks.Task) -> str:
-    """What to implement, the contract, a hint and the check, for one carved task."""
-    return (
-        f'!!! example "Task {task.id} · {task.title} ({task.points:g} points)"\n\n'
-        f"    In this release, the code below is yours to write: its body raises\n"
-        f"    `NotImplementedError` until you do. The contract is each function's docstring and\n"
-        f"    signature. Hint: read this section up to here, close the page, and write it from\n"
-        f'    the idea; the tests marked `task("{task.id}")` compare your minifx with torch.fx.\n'
-        f"    Check it with `make grade TASK={task.id}`.\n\n"
-    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -50,17 +50,22 @@ class MinMaxObserver(nn.Module):
         self.register_buffer("min_val", torch.tensor(float("inf")))
         self.register_buffer("max_val", torch.tensor(float("-inf")))
 
+    # --8<-- [task:8.1] "Observers" points=5 section=08-quantization.md#observers
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Widen `min_val` and `max_val` to take in the values of `x`; return `x` as it is."""
         values = x.detach()
         self.min_val.copy_(torch.minimum(self.min_val, values.min()))
         self.max_val.copy_(torch.maximum(self.max_val, values.max()))
         return x
+
+    # --8<-- [end-task:8.1]
 
     @property
     def has_seen_data(self) -> bool:
         """Whether any data went through the observer (calibration ran)."""
         return bool(self.min_val <= self.max_val)
 
+    # --8<-- [task:8.1]
     @property
     def quant_range(self) -> tuple[int, int]:
         """The smallest and largest integer of the dtype, one bit less with reduce_range."""
@@ -86,6 +91,8 @@ class MinMaxObserver(nn.Module):
         scale = torch.clamp((max_pos - min_neg) / (high - low), min=eps)
         zero_point = low - torch.round(min_neg / scale).int().item()
         return scale.item(), min(max(zero_point, low), high)
+
+    # --8<-- [end-task:8.1]
 
     def extra_repr(self) -> str:
         return f"min_val={self.min_val.item():.4g}, max_val={self.max_val.item():.4g}"

@@ -233,6 +233,7 @@ def _observed_qparams(gm: GraphModule, node: Node) -> tuple[tuple[float, int], t
     )
 
 
+# --8<-- [task:8.2] "Convert: int8 ops in the graph" points=10 section=08-quantization.md#convert-int8-ops-in-the-graph
 def _convert_op(
     gm: GraphModule, node: Node, input_qparams: tuple[float, int], output_qparams: tuple[float, int]
 ) -> None:
@@ -288,6 +289,7 @@ def _dequantize_for_float_users(gm: GraphModule, quantized: set[Node]) -> None:
                 user.replace_input_with(node, float_value)
 
 
+# --8<-- [end-task:8.2]
 # --8<-- [end:convert]
 
 

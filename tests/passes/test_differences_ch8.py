@@ -52,7 +52,7 @@ from minifx.passes.quantize import (
     convert,
     prepare,
 )
-from tests.passes.test_quantize import _torch_ao
+from tests.passes.quantization_oracle import torch_ao
 
 pytestmark = [
     pytest.mark.ch8,
@@ -175,7 +175,7 @@ def test_only_linear_and_conv2d_modules_run_in_int8_where_torch_ao_quantizes_mor
     `x.flatten()`)."""
     torch.manual_seed(0)
     model, x = Functional().eval(), torch.randn(2, 3, 6, 6)
-    _, theirs = _torch_ao(model, [x])
+    _, theirs = torch_ao(model, [x])
     targets = {n.name: n.target for n in theirs.graph.nodes}
     assert (targets["conv2d"], targets["linear"], targets["add_1"]) == (
         torch.ops.quantized.conv2d,
@@ -232,7 +232,7 @@ def test_minifx_fuses_every_relu_spelling_torch_ao_only_nn_relu_and_f_relu(layer
         "conv2d": (lambda: nn.Conv2d(4, 4, 1), (2, 4, 3, 3)),
     }[layer]
     model, x = LayerThenRelu(make(), spelling).eval(), torch.randn(shape)
-    _, theirs = _torch_ao(model, [x])
+    _, theirs = torch_ao(model, [x])
     _, ours = calibrated(model, [x])
     assert isinstance(ours.layer, (QuantizedLinear, QuantizedConv2d)) and ours.layer.relu
     fused_by_torch_ao = spelling in ("nn.ReLU", "F.relu")
@@ -249,7 +249,7 @@ def test_observer_and_parameter_names_and_module_types_differ_from_torch_aos():
     friends; minifx's are `QuantizedLinear` / `QuantizedConv2d` with a `relu` flag."""
     torch.manual_seed(0)
     model, batches = MLP().eval(), [torch.randn(4, 16)]
-    ao_prepared, theirs = _torch_ao(model, batches)
+    ao_prepared, theirs = torch_ao(model, batches)
     ours_prepared, ours = calibrated(model, batches)
     ao_observers = [n for n, m in ao_prepared.named_children() if isinstance(m, ao.ObserverBase)]
     assert ao_observers and all(
@@ -281,7 +281,7 @@ def test_torch_ao_runs_deprecated_quantized_tensors_where_minifx_runs_plain_inte
     both compute the same integers."""
     torch.manual_seed(0)
     model, batches, x = MLP().eval(), [torch.randn(32, 16)], torch.randn(8, 16)
-    _, theirs = _torch_ao(model, batches)
+    _, theirs = torch_ao(model, batches)
     _, ours = calibrated(model, batches)
     theirs_values = torch_fx_values(
         theirs, x
@@ -318,7 +318,7 @@ def test_torch_ao_accepts_what_minifx_refuses():
     with pytest.raises(ValueError, match="training mode"):
         prepare(training)
 
-    _, theirs = _torch_ao(Twice().eval(), [torch.randn(2, 4)])
+    _, theirs = torch_ao(Twice().eval(), [torch.randn(2, 4)])
     assert [n.target for n in theirs.graph.nodes if n.op == "call_module"] == ["fc", "fc"]
     assert isinstance(theirs.fc, nnq.Linear)
     with pytest.raises(ValueError, match="called by 2 nodes"):

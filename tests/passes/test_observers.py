@@ -2,6 +2,7 @@
 
 The scale and zero point of every scheme must be torch.ao's, bit for bit: chapter 8's int8
 models are compared with torch.ao's, and the same scales make the same int8 values.
+They grade build task 8.1 (the observer's forward, its integer range and its qparams).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import torch
 
 from minifx.passes.observers import ACTIVATION, WEIGHT, MinMaxObserver
 
-pytestmark = pytest.mark.ch8
+pytestmark = [pytest.mark.ch8, pytest.mark.task("8.1")]
 
 
 def test_observer_records_the_true_min_and_max_and_returns_its_input():

@@ -2,12 +2,12 @@
 
 The oracle for numbers is PyTorch itself: `prepare_fx` / `convert_fx` with the same
 per-tensor min/max qconfig for whole models (same scales, the same int8 outputs). The
-observers are tested in test_observers.py, the int8 kernels in test_int8.py.
+observers are tested in test_observers.py, the int8 kernels in test_int8.py, and convert's
+graph rewriting also in test_quantize_convert.py (the tests of build task 8.2).
 """
 
 from __future__ import annotations
 
-import copy
 import warnings
 
 import pytest
@@ -17,14 +17,13 @@ from torch import nn
 from examples.ch8_quantization import MLP, AutoEncoder, SmallCNN, quantize, relative_error
 from minifx.codegen import symbolic_trace
 from minifx.passes.quantize import (
-    ACTIVATION,
-    WEIGHT,
     MinMaxObserver,
     QuantizedConv2d,
     QuantizedLinear,
     convert,
     prepare,
 )
+from tests.passes.quantization_oracle import run_torch_ao, torch_ao
 
 pytestmark = pytest.mark.ch8
 
@@ -47,40 +46,6 @@ def _model_and_data(case: str, device: str = "cpu"):
         [torch.randn(shape, device=device) for _ in range(4)],
         torch.randn(shape, device=device),
     )
-
-
-def _torch_ao(model: nn.Module, calibration: list[torch.Tensor]):
-    """torch.ao's prepare_fx / convert_fx with the qconfig minifx uses, warnings silenced.
-
-    Its converted model calls `torch.quantize_per_tensor`, which torch 2.13 calls deprecated:
-    run it through `_run_torch_ao`.
-    """
-    from torch.ao.quantization import MinMaxObserver as AoObserver
-    from torch.ao.quantization import QConfig, QConfigMapping
-    from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
-
-    qconfig = QConfig(
-        activation=AoObserver.with_args(**ACTIVATION), weight=AoObserver.with_args(**WEIGHT)
-    )
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "torch.ao.quantization is deprecated", DeprecationWarning)
-        warnings.filterwarnings("ignore", "Please use quant_min and quant_max", UserWarning)
-        warnings.filterwarnings("ignore", "torch.quantize_per_tensor", UserWarning)
-        prepared = prepare_fx(
-            copy.deepcopy(model),
-            QConfigMapping().set_global(qconfig),
-            example_inputs=(calibration[0],),
-        )
-        with torch.no_grad():
-            for batch in calibration:
-                prepared(batch)
-        return prepared, convert_fx(prepared)
-
-
-def _run_torch_ao(converted: nn.Module, x: torch.Tensor) -> torch.Tensor:
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "torch.quantize_per_tensor", UserWarning)
-        return converted(x)
 
 
 # --- prepare ------------------------------------------------------------------------
@@ -197,44 +162,6 @@ def test_convs_the_int8_kernels_cannot_run_stay_float():
         "2",
         "_2_observer",
     ]
-
-
-def test_a_value_read_by_float_and_int8_ops_reaches_each_in_its_form():
-    class Branches(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.fc1, self.fc2 = nn.Linear(8, 8), nn.Linear(8, 8)
-
-        def forward(self, x):
-            h = self.fc1(x)
-            return self.fc2(h) + torch.selu(h) + x
-
-    torch.manual_seed(0)
-    model = Branches().eval()
-    converted = quantize(model, [torch.randn(16, 8) for _ in range(3)])
-    assert (
-        str(converted.graph)
-        == """\
-graph():
-    %x : [num_users=2] = placeholder[target=x]
-    %x_scale : [num_users=1] = get_attr[target=x_scale]
-    %x_zero_point : [num_users=1] = get_attr[target=x_zero_point]
-    %quantize : [num_users=1] = call_function[target=minifx.passes.int8.quantize](args = (%x, %x_scale, %x_zero_point), kwargs = {})
-    %fc1 : [num_users=2] = call_module[target=fc1](args = (%quantize,), kwargs = {})
-    %fc1_scale : [num_users=1] = get_attr[target=fc1_scale]
-    %fc1_zero_point : [num_users=1] = get_attr[target=fc1_zero_point]
-    %dequantize : [num_users=1] = call_function[target=minifx.passes.int8.dequantize](args = (%fc1, %fc1_scale, %fc1_zero_point), kwargs = {})
-    %fc2 : [num_users=1] = call_module[target=fc2](args = (%fc1,), kwargs = {})
-    %fc2_scale : [num_users=1] = get_attr[target=fc2_scale]
-    %fc2_zero_point : [num_users=1] = get_attr[target=fc2_zero_point]
-    %dequantize_1 : [num_users=1] = call_function[target=minifx.passes.int8.dequantize](args = (%fc2, %fc2_scale, %fc2_zero_point), kwargs = {})
-    %selu : [num_users=1] = call_function[target=torch.selu](args = (%dequantize,), kwargs = {})
-    %add : [num_users=1] = call_function[target=operator.add](args = (%dequantize_1, %selu), kwargs = {})
-    %add_1 : [num_users=1] = call_function[target=operator.add](args = (%add, %x), kwargs = {})
-    return add_1"""
-    )
-    x = torch.randn(4, 8)
-    assert relative_error(converted(x), model(x)) < 0.05
 
 
 def test_a_call_by_keyword_stays_float():
@@ -384,7 +311,7 @@ def test_same_scales_and_close_outputs_as_torch_ao(case):
         for batch in calibration:
             prepared(batch)
     ours = convert(prepared)
-    ao_prepared, theirs = _torch_ao(model, calibration)
+    ao_prepared, theirs = torch_ao(model, calibration)
     ours_qparams = sorted(
         m.calculate_qparams() for m in prepared.modules() if isinstance(m, MinMaxObserver)
     )
@@ -409,7 +336,7 @@ def test_same_scales_and_close_outputs_as_torch_ao(case):
     assert len(compared) == len(ours_qparams) - len(fused_here_only)
     assert set(compared.values()) <= ao_qparams
     with torch.no_grad():
-        ours_out, theirs_out, reference = ours(x), _run_torch_ao(theirs, x), model(x)
+        ours_out, theirs_out, reference = ours(x), run_torch_ao(theirs, x), model(x)
     output_scale = max(scale for scale, _ in ours_qparams)
     assert (ours_out - theirs_out).abs().max() <= 4 * output_scale
     if case != "cnn":  # same graph of int8 ops, same integers: the very same output
