@@ -25,6 +25,7 @@ Usage: `python -m tests.notebooks OUT_DIR` writes every chapter's notebook to OU
 
 from __future__ import annotations
 
+import argparse
 import ast
 import doctest
 import re
@@ -322,10 +323,13 @@ def chapters(root: Path = ROOT) -> list[Path]:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: python -m tests.notebooks OUT_DIR", file=sys.stderr)
-        return 2
-    out = Path(argv[0])
+    """Write every chapter's notebook into the folder the command line names."""
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.notebooks",
+        description="Write each chapter of the book as a Jupyter notebook into OUT_DIR.",
+    )
+    parser.add_argument("out_dir", type=Path, metavar="OUT_DIR", help="folder to write into")
+    out = parser.parse_args(argv).out_dir
     out.mkdir(parents=True, exist_ok=True)
     for chapter in chapters():
         target = out / f"{chapter.stem}.ipynb"
