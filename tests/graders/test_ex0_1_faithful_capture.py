@@ -126,7 +126,7 @@ def _verdict(ex, name: str):
     return got
 
 
-def _hint(got, want: tuple, inputs: list) -> str:
+def _hint(got, want: tuple) -> str:
     kind, detail = want
     got_kind = getattr(got, "kind", None)
     got_detail = getattr(got, "detail", None)
@@ -158,7 +158,7 @@ def test_verdict(ex, name):
             explain(
                 f"check_capture({name}, {len(inputs)} input(s){shown}): Verdict{want}",
                 repr(got)[:400],
-                _hint(got, want, inputs),
+                _hint(got, want),
                 SEE_SPECIALISE if want[0] in ("wrong", "fails") else SEE,
             ),
             pytrace=False,

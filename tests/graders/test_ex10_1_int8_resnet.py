@@ -155,8 +155,14 @@ def _shipped(ex, shipped):
             describe_error(error),
             stub_hint(error, "ship (and the functions it chains)"),
         )
-    if not isinstance(got, ex.Shipped):
-        _fail("ship(model, calibration) returns a Shipped", repr(got)[:300], "return Shipped(...).")
+    if not isinstance(got, ex.Shipped) or not all(
+        isinstance(m, nn.Module) for m in (got.model, got.folded)
+    ):
+        _fail(
+            "ship(model, calibration) returns a Shipped of two GraphModules and two byte counts",
+            repr(got)[:300],
+            "return Shipped(int8_model, folded, float_bytes, int8_bytes).",
+        )
     return model, before, got
 
 
@@ -348,6 +354,7 @@ def test_quantize_calibrates_on_every_batch(quantizing):
     got_zero = getattr(got, "x_zero_point", None)
     if (
         not isinstance(got_scale, torch.Tensor)
+        or not isinstance(got_zero, torch.Tensor)
         or abs(float(got_scale) - scale) > 1e-6 * scale
         or float(got_zero) != zero_point
     ):
@@ -437,11 +444,11 @@ def test_ship_stays_close_to_the_eager_model(ex, shipped):
     x = torch.randn(4, 3, 32, 32, generator=generator)
     want = copy.deepcopy(model).eval()(x)
     out, error = call_graded(got.model, x)
-    if error is not None or out.shape != want.shape:
+    if error is not None or not isinstance(out, torch.Tensor) or out.shape != want.shape:
         _fail(
-            "shipped.model(x) runs",
-            describe_error(error) if error else repr(out.shape),
-            "see above.",
+            f"shipped.model(x) returns a tensor of shape {tuple(want.shape)}",
+            describe_error(error) if error else repr(out)[:200],
+            "shipped.model is the int8 GraphModule: it takes a batch as the model does.",
         )
     error_size = (out - want).abs().max().item()
     bound = 0.15 * want.abs().max().item()
