@@ -45,6 +45,51 @@ _IS_RELU_BODY = """\
 
 
 MISTAKES: dict[str, list[Mistake]] = {
+    # tests/graders/test_ex0_1_faithful_capture.py
+    "0.1": [
+        Mistake(
+            "only the first input checked",
+            "for index, args in enumerate(inputs):",
+            "for index, args in enumerate(inputs[:1]):",
+            "check every input, not only the first",
+        ),
+        Mistake(
+            "every error taken for a refusal",
+            "except TraceError as error:",
+            "except Exception as error:",
+            "catch only TraceError",
+        ),
+        Mistake(
+            "a failing capture not caught",
+            "except Exception:  # the captured program raised",
+            "except ZeroDivisionError:  # the captured program raised",
+            "catch that and return Verdict('fails', index)",
+        ),
+        Mistake(
+            "the whole message as detail",
+            'Verdict("refused", str(error).splitlines()[0])',
+            'Verdict("refused", str(error))',
+            "the first line of the message only",
+        ),
+        Mistake(
+            "inputs counted from 1",
+            'return Verdict("wrong", index)',
+            'return Verdict("wrong", index + 1)',
+            "counted from 0",
+        ),
+        Mistake(
+            "tensors compared with ==",
+            "if not torch.equal(got, want):",
+            "if not got == want:",
+            "compare with torch.equal",
+        ),
+        Mistake(
+            "output nodes not counted",
+            "Counter(node.op for node in gm.graph.nodes)",
+            'Counter(node.op for node in gm.graph.nodes if node.op != "output")',
+            "output nodes included",
+        ),
+    ],
     # tests/graders/test_ex1_1_proxy_failure.py
     "1.1": [
         Mistake(
@@ -1127,6 +1172,120 @@ MISTAKES: dict[str, list[Mistake]] = {
             "    return observer.calculate_qparams()[0]\n"
             "    largest = weight.detach().abs().flatten(1).amax(dim=1)  # max |w| of each channel\n",
             "compute the scales yourself",
+        ),
+    ],
+    # tests/graders/test_ex9_1_graph_breaks.py
+    "9.1": [
+        Mistake(
+            "the graph returned instead of its code",
+            "        return gm.forward\n",
+            "        return gm.graph\n",
+            "return gm.forward",
+        ),
+        Mistake(
+            "the GraphModule recorded instead of its summary",
+            "self.graphs.append(summarize(gm))",
+            "self.graphs.append(gm)",
+            "append summarize(gm)",
+        ),
+        Mistake(
+            "str(target) for functions",
+            "node.target if isinstance(node.target, str) else node.target.__name__",
+            "str(node.target)",
+            "__name__",
+        ),
+        Mistake(
+            "only call_function nodes",
+            'if node.op.startswith("call_"))',
+            'if node.op == "call_function")',
+            "a call_method node",
+        ),
+        Mistake(
+            "every node listed as an op",
+            'for node in nodes if node.op.startswith("call_"))',
+            "for node in nodes)",
+            "lists only the call_function, call_method and call_module nodes",
+        ),
+        Mistake(
+            "every node counted as an input",
+            'sum(node.op == "placeholder" for node in nodes)',
+            "len(nodes)",
+            "placeholder nodes",
+        ),
+        Mistake(
+            "one break per graph",
+            "max(len(self.graphs) - 1, 0)",
+            "len(self.graphs)",
+            "n - 1 breaks",
+        ),
+        Mistake(
+            "-1 breaks without a graph",
+            "max(len(self.graphs) - 1, 0)",
+            "len(self.graphs) - 1",
+            "return 0",
+        ),
+    ],
+    # tests/graders/test_ex10_1_int8_resnet.py
+    "10.1": [
+        Mistake(
+            "folded in training mode",
+            "inference = copy.deepcopy(model).eval()",
+            "inference = copy.deepcopy(model)",
+            "fuse_conv_bn leaves a training-mode BatchNorm alone",
+        ),
+        Mistake(
+            "the caller's model switched to eval mode",
+            "inference = copy.deepcopy(model).eval()",
+            "inference = model.eval()",
+            "would switch the caller's model",
+        ),
+        Mistake(
+            "elements counted instead of bytes",
+            "meta.shape.numel() * meta.dtype.itemsize",
+            "meta.shape.numel()",
+            "numel() counts elements, not bytes",
+        ),
+        Mistake(
+            "4 bytes per element whatever the dtype",
+            "meta.shape.numel() * meta.dtype.itemsize",
+            "meta.shape.numel() * 4",
+            "1 byte: use dtype.itemsize",
+        ),
+        Mistake(
+            "placeholders and get_attr nodes counted",
+            'if node.op.startswith("call_") and isinstance(meta, TensorMetadata):',
+            "if isinstance(meta, TensorMetadata):",
+            "leave out",
+        ),
+        Mistake(
+            "calibrated on the first batch only",
+            "for batch in calibration:",
+            "for batch in calibration[:1]:",
+            "only the first batch",
+        ),
+        Mistake(
+            "the prepared model returned, not converted",
+            "return convert(prepared)",
+            "return prepared",
+            "return convert(prepared), not prepared",
+        ),
+        Mistake(
+            "quantized before folding",
+            "int8 = quantize(folded, calibration)",
+            "int8 = quantize(symbolic_trace(copy.deepcopy(model).eval()), calibration)",
+            "fold before you quantize",
+        ),
+        Mistake(
+            "float bytes of the unfolded graph",
+            "float_bytes = sum(activation_bytes(folded, example).values())",
+            "float_bytes = sum(activation_bytes(symbolic_trace(copy.deepcopy(model).eval()), example).values())",
+            "measure the folded model",
+        ),
+        Mistake(
+            "int8 bytes measured on the float graph",
+            "int8_bytes = sum(activation_bytes(int8, example).values())",
+            "int8_bytes = sum(activation_bytes(folded, example).values())",
+            "measure the int8 model",
         ),
     ],
 }

@@ -52,6 +52,10 @@ torch.set_num_threads(1)
 # tests/test_grading_tampering.py has the same kinds of attack written to get past it.
 FRAMEWORK = "graded code may not use the test framework"
 ATTACKS = {
+    "0.1": (
+        "import builtins\nbuiltins.isinstance = lambda *args: True\n",
+        "reaches into the running",
+    ),
     "1.1": ("import unittest\nraise unittest.SkipTest('not today')\n", FRAMEWORK),
     "1.2": ("import pytest\npytest.skip('later', allow_module_level=True)\n", FRAMEWORK),
     "2.1": ("import pytest\npytest.exit('done', returncode=0)\n", FRAMEWORK),
@@ -144,6 +148,14 @@ subprocess.Popen([sys.executable, "-c", script], start_new_session=True,
         "reaches into the running interpreter or the operating system",
     ),
     "8.2": ("print('x' * 10_000_000)\nimport sys\nsys.stdout.flush()\n", "NotImplementedError"),
+    "9.1": (
+        "import torch._dynamo\ntorch._dynamo.explain = lambda fn: fn\n",
+        "may not change the modules it imports",
+    ),
+    "10.1": (
+        "import threading\nthreading.Thread(target=print).start()\n",
+        "reaches into the running",
+    ),
 }
 # A manifest of the student's own, which must change nothing.
 FAKE_MANIFEST = (
