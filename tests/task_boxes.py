@@ -125,20 +125,47 @@ def boxes_for(root: Path, tasks: list[Task], carved: bool) -> dict[str, str]:
     }
 
 
+BOX_TITLE = re.compile(r'^!!! example "Task (?P<id>\d+\.\d+) ', re.M)
+
+
+def _split_boxes(boxes: str) -> dict[str, str]:
+    """`{task id: its box}` of the boxes that `boxes_for` put together for one section."""
+    starts = [match.start() for match in BOX_TITLE.finditer(boxes)] + [len(boxes)]
+    if starts[0] != 0:
+        raise ValueError(f"not a task box: {boxes[:60]!r}")
+    return {BOX_TITLE.match(boxes, a)["id"]: boxes[a:b] for a, b in zip(starts, starts[1:])}
+
+
 def task_boxes(markdown: str, boxes: dict[str, str], collapse: bool = False) -> str:
     """`markdown` with its boxes before each fenced block that includes a section of `boxes`;
-    with `collapse`, the block itself goes, indented, into a collapsed `???` block."""
+    with `collapse`, the block itself goes, indented, into a collapsed `???` block.
+
+    A task whose code a page includes twice gets its box once, before the first include;
+    later includes say that they continue it.
+    """
     lines = markdown.splitlines(keepends=True)
-    for index in reversed(range(len(lines))):
-        include = INCLUDE.match(lines[index].rstrip("\n"))
-        if not include or f"{include['path']}:{include['name']}" not in boxes:
+    edits, boxed = [], set()  # (fence, close, text before the block, collapsed block's title)
+    for index, line in enumerate(lines):
+        include = INCLUDE.match(line.rstrip("\n"))
+        key = include and f"{include['path']}:{include['name']}"
+        if not include or key not in boxes:
             continue
         fence = next((i for i in range(index - 1, -1, -1) if lines[i].startswith("```")), None)
         close = next((i for i in range(index + 1, len(lines)) if lines[i].startswith("```")), None)
         if fence is None or close is None:
             continue
+        per_task = _split_boxes(boxes[key])
+        new = {id_: text for id_, text in per_task.items() if id_ not in boxed}
+        again = ", ".join(id_ for id_ in per_task if id_ in boxed)
+        before = "".join(new.values())
+        if again and not collapse:
+            before += f"*More of task {again}: its box is above.*\n\n"
+        title = f"The reference code (more of task {again})" if again else "The reference code"
+        edits.append((fence, close, before, title))
+        boxed.update(per_task)
+    for fence, close, before, title in reversed(edits):
         if collapse:
             code = [f"    {line}" if line.strip() else line for line in lines[fence : close + 1]]
-            lines[fence : close + 1] = ['??? note "The reference code"\n\n', *code]
-        lines[fence:fence] = [boxes[f"{include['path']}:{include['name']}"]]
+            lines[fence : close + 1] = [f'??? note "{title}"\n\n', *code]
+        lines[fence:fence] = [before]
     return "".join(lines)

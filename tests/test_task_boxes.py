@@ -70,6 +70,22 @@ def test_the_reference_page_shows_the_box_and_the_code_collapsed_under_it():
     )
 
 
+def test_a_task_included_twice_gets_its_box_once():
+    twice = PAGE + "\n" + PAGE.split("\n\n", 2)[2]  # the same include again, further down
+    released = task_boxes.task_boxes(twice, {"minifx/proxy/proxy.py:create_proxy": BOX})
+    assert released.count(BOX) == 1
+    assert released.index(BOX) < released.index("*More of task 1.2: its box is above.*")
+    reference = book_hooks.with_task_boxes(twice, ROOT)
+    assert reference.count(BOX) == 1
+    assert reference.count('??? note "The reference code"') == 1
+    assert reference.count('??? note "The reference code (more of task 1.2)"') == 1
+
+
+def test_what_is_not_a_task_box_is_refused():
+    with pytest.raises(ValueError, match="not a task box"):
+        task_boxes.task_boxes(PAGE, {"minifx/proxy/proxy.py:create_proxy": "a note\n"})
+
+
 def test_code_of_no_task_and_other_pages_stay_as_they_are():
     plain = PAGE.replace("proxy.py:create_proxy", "ir.py:grammar")
     assert book_hooks.with_task_boxes(plain, ROOT) == plain
