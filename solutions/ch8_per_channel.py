@@ -9,13 +9,19 @@ from __future__ import annotations
 
 import torch
 
-QMIN, QMAX = -128, 127  # qint8
+QMIN, QMAX = -128, 127  # int8
 
 
 # --8<-- [start:given]
-def relative_error(weight: torch.Tensor, quantized: torch.Tensor) -> float:
+def dequantize_per_channel(q: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
+    """What int8 values stand for: `scales[c] * q[c]` for each output channel c (dim 0),
+    as float32 (symmetric: every zero point is 0)."""
+    return q.float() * scales.reshape(-1, *[1] * (q.dim() - 1))
+
+
+def relative_error(weight: torch.Tensor, q: torch.Tensor, scales: torch.Tensor) -> float:
     """`||dequantized - weight|| / ||weight||`: how much of the weight rounding lost."""
-    return ((quantized.dequantize() - weight).norm() / weight.norm()).item()
+    return ((dequantize_per_channel(q, scales) - weight).norm() / weight.norm()).item()
 
 
 # --8<-- [end:given]
@@ -23,7 +29,7 @@ def relative_error(weight: torch.Tensor, quantized: torch.Tensor) -> float:
 
 # --8<-- [start:solution]
 def per_channel_scales(weight: torch.Tensor) -> torch.Tensor:
-    """Symmetric qint8 scales, one per output channel (dim 0) of a Linear or Conv2d weight."""
+    """Symmetric int8 scales, one per output channel (dim 0) of a Linear or Conv2d weight."""
     largest = weight.detach().abs().flatten(1).amax(dim=1)  # max |w| of each channel
     # Symmetric: [-largest, largest] onto [-127.5, 127.5], PyTorch's (QMAX - QMIN) / 2.
     scales = largest / ((QMAX - QMIN) / 2)
@@ -31,11 +37,15 @@ def per_channel_scales(weight: torch.Tensor) -> torch.Tensor:
     return scales.float().clamp(min=torch.finfo(torch.float32).eps)
 
 
-def quantize_per_channel(weight: torch.Tensor) -> torch.Tensor:
-    """`weight` as a per-channel symmetric qint8 tensor (axis 0, zero points 0)."""
+def quantize_per_channel(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """`weight` as int8 values and a scale per output channel: `weight[c] ≈ scales[c] * q[c]`."""
     scales = per_channel_scales(weight)
-    zero_points = torch.zeros_like(scales, dtype=torch.int64)
-    return torch.quantize_per_channel(weight.detach(), scales.double(), zero_points, 0, torch.qint8)
+    # Each channel's 1 / scale, shaped to broadcast over the channel's entries; multiplied,
+    # in float32, as PyTorch rounds (a division can land a half step on the other side).
+    inverse = (1 / scales).reshape(-1, *[1] * (weight.dim() - 1))
+    # The largest |w| lands on 127.5, which rounds to 128: clamp it into int8's range.
+    q = torch.round(weight.detach() * inverse).clamp(QMIN, QMAX)
+    return q.to(torch.int8), scales
 
 
 # --8<-- [end:solution]

@@ -1149,18 +1149,40 @@ MISTAKES: dict[str, list[Mistake]] = {
             "in place",
         ),
         Mistake(
-            "quantized per tensor",
-            "return torch.quantize_per_channel(weight.detach(), scales.double(), zero_points, 0, torch.qint8)",
-            "return torch.quantize_per_tensor(weight.detach(), scales.max().item(), 0, torch.qint8)",
+            "one scale for the whole tensor returned",
+            "return q.to(torch.int8), scales",
+            "return q.to(torch.int8), scales.max()",
             "not per tensor",
         ),
         Mistake(
-            "quint8 with zero point 128",
-            "    zero_points = torch.zeros_like(scales, dtype=torch.int64)\n"
-            "    return torch.quantize_per_channel(weight.detach(), scales.double(), zero_points, 0, torch.qint8)",
-            "    zero_points = torch.full_like(scales, 128, dtype=torch.int64)\n"
-            "    return torch.quantize_per_channel(weight.detach(), scales.double(), zero_points, 0, torch.quint8)",
-            "qint8",
+            "every channel rounded with the largest scale",
+            "inverse = (1 / scales).reshape(-1, *[1] * (weight.dim() - 1))",
+            "inverse = 1 / scales.max()",
+            "not per tensor",
+        ),
+        Mistake(
+            "uint8 with zero point 128",
+            "return q.to(torch.int8), scales",
+            "return (q + 128).to(torch.uint8), scales",
+            "not uint8",
+        ),
+        Mistake(
+            "divided by the scales",
+            "q = torch.round(weight.detach() * inverse)",
+            "q = torch.round(weight.detach() / scales.reshape(-1, *[1] * (weight.dim() - 1)))",
+            "multiply by the reciprocal",
+        ),
+        Mistake(
+            "no clamp: 127.5 rounds to 128, which wraps",
+            "q = torch.round(weight.detach() * inverse).clamp(QMIN, QMAX)",
+            "q = torch.round(weight.detach() * inverse)",
+            "128 does not fit in int8",
+        ),
+        Mistake(
+            "truncated instead of rounded",
+            "q = torch.round(weight.detach() * inverse).clamp(QMIN, QMAX)",
+            "q = (weight.detach() * inverse).clamp(QMIN, QMAX)",
+            "truncates",
         ),
         Mistake(
             "torch.ao's observer computes the scales",

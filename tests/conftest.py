@@ -8,7 +8,10 @@ that check the solutions in the project's own run.
 from __future__ import annotations
 
 import importlib
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,3 +139,38 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         report.wasxfail = (
             f"waits for build task {found[1]} ({found[2]}): make grade TASK={found[1]}"
         )
+
+
+# --- the book, built once -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BookBuild:
+    """One `mkdocs build --strict` of the book.
+
+    Attributes:
+        site: The folder it wrote.
+        returncode: mkdocs' exit status (0: built, with no warning).
+        stderr: What mkdocs said.
+    """
+
+    site: Path
+    returncode: int
+    stderr: str
+
+
+@pytest.fixture(scope="session")
+def book_build(tmp_path_factory: pytest.TempPathFactory) -> BookBuild:
+    """The book built strictly, once per run for every test that reads the built site
+    (tests/test_book.py checks the build, tests/test_browser.py serves it): a build takes
+    about a minute, and both read the same pages."""
+    site = tmp_path_factory.mktemp("book") / "site"
+    build = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+        cwd=Path(__file__).resolve().parent.parent,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    return BookBuild(site, build.returncode, build.stderr)

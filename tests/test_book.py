@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,18 +11,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.meta
-def test_book_builds_strict(tmp_path):
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    run = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    problems = [line for line in run.stderr.splitlines() if not line.startswith("INFO")]
-    assert run.returncode == 0, "`mkdocs build --strict` failed:\n" + "\n".join(problems)
-    assert (tmp_path / "site" / "index.html").is_file(), "the build wrote no index.html"
+def test_book_builds_strict(book_build):
+    """The build itself is the session's one (tests/conftest.py), shared with the browser test."""
+    problems = [line for line in book_build.stderr.splitlines() if not line.startswith("INFO")]
+    assert book_build.returncode == 0, "`mkdocs build --strict` failed:\n" + "\n".join(problems)
+    assert (book_build.site / "index.html").is_file(), "the build wrote no index.html"
     # Build-task markers are dropped from the code a chapter includes (tests/book_hooks.py);
     # the guides that explain them keep the ones they write. (API pages show raw source.)
-    site = tmp_path / "site"
+    site = book_build.site
     marked = {
         page.parent.relative_to(site).as_posix()
         for page in site.rglob("index.html")

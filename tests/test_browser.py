@@ -20,8 +20,6 @@ import functools
 import http.server
 import os
 import shutil
-import subprocess
-import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,22 +87,14 @@ class Site:
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Site:
-    """The book, built strictly and served on localhost."""
+def site(book_build) -> Site:
+    """The book, built strictly (once per run: tests/conftest.py) and served on localhost."""
     assert MERMAID_JS.is_file(), (
         f"{MERMAID_JS.relative_to(ROOT)} is missing: run `make test` (or `make "
         f"{MERMAID_JS.relative_to(ROOT)}`), which fetches Mermaid from the npm registry"
     )
-    out = tmp_path_factory.mktemp("site")
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    build = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    assert build.returncode == 0, build.stderr[-3000:]
+    assert book_build.returncode == 0, book_build.stderr[-3000:]
+    out = book_build.site
     handler = functools.partial(_QuietHandler, directory=str(out))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()

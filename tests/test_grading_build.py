@@ -182,6 +182,39 @@ def test_task_code_may_not_reach_into_the_grading(trusted):
     assert "minifx/passes/fuse_conv_bn.py:" in score.tests[0].message
 
 
+def test_without_the_fork_server_a_task_s_worker_starts_afresh(trusted, monkeypatch):
+    """Where the judge cannot fork (not Linux), a task's worker starts afresh in its folder
+    and grades the submission's minifx: the reference earns full marks, a carved task
+    nothing, and the sandbox still refuses what task code may not do. (The tests above
+    grade through the fork server.)"""
+    monkeypatch.setenv("MINIFX_GRADING_NO_FORK", "1")
+    entries = {e.id: e for e in build.load_tasks(trusted)}
+    (task,) = [t for t in build_tasks.find_tasks(_minifx(trusted)) if t.id == "6.1"]
+    path = task.regions[0].path
+    carved = _package(trusted, {})
+    carved[path] = build_tasks.carve_source(path, trusted[path].decode(), [task]).encode()
+    sneaky = _package(
+        trusted,
+        {
+            path: (
+                "    gamma = bn_weight",
+                "    import sys\n    sys._getframe(1)\n    gamma = bn_weight",
+            )
+        },
+    )
+    scores = [
+        judge.grade([entries["6.1"]], {}, judge.Limits(timeout=60), trusted, package)[0]
+        for package in (_package(trusted, {}), carved, sneaky)
+    ]
+    assert scores[0].full, [t.message for t in scores[0].tests if t.outcome != "passed"]
+    assert scores[1].earned == 0 and "Task 6.1 (" in scores[1].tests[0].message
+    assert "inspect the running interpreter" in scores[2].tests[0].message
+
+
+def _minifx(trusted: dict[str, bytes]) -> dict[str, bytes]:
+    return {path: data for path, data in trusted.items() if path.startswith("minifx/")}
+
+
 def test_gradescope_and_classroom_take_the_build_track(tmp_path):
     zipped = build_autograder(tmp_path / "autograder.zip", track="all")
     with zipfile.ZipFile(zipped) as archive:

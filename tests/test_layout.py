@@ -39,7 +39,6 @@ GAPS: dict[str, str] = {
     "minifx/interpreter/decompose.py": "not yet: tests/interpreter/test_overrides.py",
     "minifx/interpreter/transformer.py": "not yet: tests/interpreter/test_differential.py, "
     "test_overrides.py",
-    "minifx/proxy/mutation.py": "not yet",
 }
 
 

@@ -2,25 +2,26 @@
 carved alone, each task fails its own tests and no earlier task's; the reference passes
 them all; a release with every task carved fails every one.
 
-The proof runs the marked stage tests in a copy of the repository per carving, in one
-pytest process each (about 30 runs of a few seconds, as many at once as there are cores:
-about ninety seconds on two cores).
+The proof runs the marked stage tests in a copy of the repository per carving (about 30),
+each run forked from one process that has imported torch and pytest, as many at once as
+there are cores (tests/pytest_forks.py). `test_the_proof_catches_tests_that_do_not_follow_
+their_task` runs the same machinery on a toy repository whose tests are wrong, and checks
+that the proof says so.
 """
 
 from __future__ import annotations
 
 import ast
-import os
 import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from tests import tasks
+from tests.pytest_forks import ForkedPytest
 from tests.tasks import ROOT, Region, Task, TaskError
 
 # The proof needs the reference minifx: a student release (carved) leaves it out.
@@ -195,10 +196,9 @@ def workspace(base: Path) -> Path:
     return folder
 
 
-def run_marked(folder: Path, graded: dict[str, dict[str, set[str]]]) -> dict[str, tuple[str, str]]:
-    """Run every marked test in `folder`: `{"<path>::<function>": (task, failure message or '')}`,
-    one entry per failing parameter case, else one `''` per function."""
-    ids = sorted(
+def marked_ids(graded: dict[str, dict[str, set[str]]]) -> list[str]:
+    """Every marked test, as `<path>::<function>`."""
+    return sorted(
         {
             f"{path}::{name}"
             for files in graded.values()
@@ -206,30 +206,34 @@ def run_marked(folder: Path, graded: dict[str, dict[str, set[str]]]) -> dict[str
             for name in names
         }
     )
+
+
+def pytest_args(ids: list[str], report: Path) -> list[str]:
+    """The arguments of a run of `ids` that writes its results to `report`."""
+    return [
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        "-o",
+        "addopts=",
+        # The report keeps each failure's message; a one-line traceback makes a run
+        # with every test failing five times faster than the full one would.
+        "--tb=line",
+        "--junitxml",
+        str(report),
+        *ids,
+    ]
+
+
+def read_report(folder: Path, graded: dict[str, dict[str, set[str]]]) -> dict[str, tuple[str, str]]:
+    """The results of the run in `folder`: `{"<path>::<function>": (task, failure message
+    or '')}`, the first failing parameter case's message, else `''` per function."""
     report = folder / "report.xml"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            "no:randomly",
-            "-o",
-            "addopts=",
-            # The report keeps each failure's message; a one-line traceback makes a run
-            # with every test failing five times faster than the full one would.
-            "--tb=line",
-            "--junitxml",
-            str(report),
-            *ids,
-        ],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    output = folder / "pytest-output.txt"
+    assert report.is_file(), f"no report from {folder.name}: " + (
+        output.read_text()[-3000:] if output.is_file() else "no output either"
     )
     task_of = {
         f"{path}::{name}": task
@@ -249,21 +253,37 @@ def run_marked(folder: Path, graded: dict[str, dict[str, set[str]]]) -> dict[str
     return results
 
 
+def carvings(
+    reference: Path, found: list[Task], graded: dict[str, dict[str, set[str]]], names: list[str]
+) -> dict[str, dict[str, tuple[str, str]]]:
+    """`{name: results of the marked tests}` for each carving `name` of the repository copy
+    `reference` (a task id, "all", or "none" for the reference itself).
+
+    Each carving is a copy with its tasks carved; the marked tests run in every copy,
+    forked from one process that has imported torch and pytest (tests/pytest_forks.py),
+    as many at a time as there are cores. The reference is collected once first, writing
+    its bytecode: the copies then import the test modules (assertion-rewritten) and
+    minifx's unchanged modules without compiling them again. A carved module's source
+    differs from the one its copied `.pyc` was made from, so Python compiles it afresh.
+    """
+    ids = marked_ids(graded)
+    folders = [reference.parent / f"carved-{name}" for name in names]
+    with ForkedPytest() as runs:
+        runs.run([(reference, ["--collect-only", *pytest_args(ids, Path("collected.xml"))])], True)
+        for name, folder in zip(names, folders):
+            shutil.copytree(reference, folder)
+            tasks.carve(folder, [] if name == "none" else tasks.select(found, name))
+        runs.run([(folder, pytest_args(ids, Path("report.xml"))) for folder in folders])
+    return {name: read_report(folder, graded) for name, folder in zip(names, folders)}
+
+
 @pytest.fixture(scope="module")
 def proof(tmp_path_factory):
-    """`{carved task id, or "none" or "all": results of run_marked}`, run in parallel."""
-    base = tmp_path_factory.mktemp("tasks")
-    reference, found, graded = workspace(base), reference_tasks(), marked_tests()
-
-    def carved(name: str) -> dict[str, tuple[str, str]]:
-        folder = base / f"carved-{name}"
-        shutil.copytree(reference, folder)
-        tasks.carve(folder, [] if name == "none" else tasks.select(found, name))
-        return run_marked(folder, graded)
-
-    names = ["none", "all", *(t.id for t in found)]
-    with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
-        return found, dict(zip(names, pool.map(carved, names)))
+    """The reference's tasks, and `{carved task id, or "none" or "all": results}`."""
+    reference, found = workspace(tmp_path_factory.mktemp("tasks")), reference_tasks()
+    return found, carvings(
+        reference, found, marked_tests(), ["none", "all", *(t.id for t in found)]
+    )
 
 
 def test_the_reference_passes_every_marked_test(proof):
@@ -278,13 +298,15 @@ def test_a_fully_carved_release_fails_every_marked_test_with_a_task_message(proo
     assert not not_failing
 
 
-@pytest.mark.parametrize("task_id", [t.id for t in reference_tasks()])
-def test_carving_one_task_fails_its_tests_and_no_earlier_task_s(proof, task_id):
-    found, results = proof
-    task = next(t for t in found if t.id == task_id)
+def carving_problems(
+    found: list[Task], task: Task, results: dict[str, tuple[str, str]]
+) -> list[str]:
+    """What is wrong with carving `task` alone, from the marked tests' `results` in that
+    carving: a test of its own that did not fail with its message, or a test of another
+    task that failed (a later task's may fail, with this task's message)."""
     own = f"Task {task.id} ("
     problems = []
-    for key, (owner, message) in results[task_id].items():
+    for key, (owner, message) in results.items():
         later = tasks.select(found, owner)[0].order > task.order
         if owner == task.id and own not in message:
             problems.append(
@@ -292,7 +314,74 @@ def test_carving_one_task_fails_its_tests_and_no_earlier_task_s(proof, task_id):
             )
         elif owner != task.id and message and not (later and own in message):
             problems.append(f"{key} (task {owner}) failed: {message}")
+    return problems
+
+
+@pytest.mark.parametrize("task_id", [t.id for t in reference_tasks()])
+def test_carving_one_task_fails_its_tests_and_no_earlier_task_s(proof, task_id):
+    found, results = proof
+    task = next(t for t in found if t.id == task_id)
+    problems = carving_problems(found, task, results[task_id])
     assert not problems, "\n".join(problems)
+
+
+# A repository of two tasks whose tests are honest for 1.1 and not for 1.2: task 1.2's
+# test never calls `double`, and task 1.1's test calls `double` too (an earlier task's test
+# that a later task's carving breaks). The proof must say both.
+TOY = {
+    "minifx/__init__.py": "",
+    "minifx/toy.py": """\
+# --8<-- [task:1.1] "Add one" points=1 section=01-proxy.md#x
+def add_one(x):
+    return x + 1
+# --8<-- [end-task:1.1]
+
+
+# --8<-- [task:1.2] "Double" points=1 section=01-proxy.md#x
+def double(x):
+    return 2 * x
+# --8<-- [end-task:1.2]
+""",
+    "tests/__init__.py": "",
+    "tests/test_toy.py": """\
+import pytest
+
+from minifx.toy import add_one, double
+
+
+@pytest.mark.task("1.1")
+def test_add_one():
+    assert add_one(1) == 2 and double(add_one(0)) == 2
+
+
+@pytest.mark.task("1.2")
+def test_double():
+    assert 2 * 3 == 6
+""",
+    "pyproject.toml": '[tool.pytest.ini_options]\nmarkers = ["task(id): a build task"]\n',
+}
+
+
+def test_the_proof_catches_tests_that_do_not_follow_their_task(tmp_path):
+    """The proof's own machinery (carve, run forked, read the reports, judge), on TOY."""
+    reference = tmp_path / "work"
+    for path, text in TOY.items():
+        (reference / path).parent.mkdir(parents=True, exist_ok=True)
+        (reference / path).write_text(text)
+    found = tasks.find_tasks(tasks.source_files(reference))
+    graded = tasks.task_tests({"tests/test_toy.py": TOY["tests/test_toy.py"].encode()})
+    results = carvings(reference, found, graded, ["none", "1.1", "1.2"])
+    assert not any(message for _, message in results["none"].values())
+    assert carving_problems(found, found[0], results["1.1"]) == []
+    assert carving_problems(found, found[1], results["1.2"]) == [
+        "tests/test_toy.py::test_add_one (task 1.1) failed: "
+        + results["1.2"]["tests/test_toy.py::test_add_one"][1],
+        "tests/test_toy.py::test_double (task 1.2) did not fail with task 1.2's message: passed",
+    ]
+    assert (
+        "Task 1.2 (Double) is yours to write"
+        in results["1.2"]["tests/test_toy.py::test_add_one"][1]
+    )
 
 
 # --- the book teaches the track -------------------------------------------------------

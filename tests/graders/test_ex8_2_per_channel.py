@@ -2,13 +2,15 @@
 
 Expected values are golden: the weights are built from exact small fractions, and their
 per-channel scales were written out once from PyTorch's `PerChannelMinMaxObserver`
-(symmetric, qint8, axis 0). The int8 values are `torch.quantize_per_channel` with those
-golden scales; minifx's per-tensor `quantize_weight` gives the error to beat, and the
-error measure is the grader's copy of the given `relative_error`. The exercise says
-compute the scales yourself: handing the work to an observer (torch.ao's or minifx's) fails.
+(symmetric, qint8, axis 0). The int8 values are PyTorch's rounding with those golden
+scales, `clamp(round(w * (1 / scale)), -128, 127)` in float32 (`_int8_values`): on these
+weights, what `torch.quantize_per_channel(...).int_repr()` gave when they were written
+(torch 2.13, which deprecates that function; a division instead of the reciprocal gives
+other values on three of the five). minifx's per-tensor `quantize_weight` gives the error
+to beat, and the error measure is the grader's copy of the given `relative_error`. The
+exercise says compute the scales yourself: handing the work to an observer (torch.ao's or
+minifx's) fails.
 """
-
-import warnings
 
 import pytest
 import torch
@@ -26,10 +28,7 @@ from tests.graders.support import (
     stub_hint,
 )
 
-pytestmark = [
-    pytest.mark.ch8,
-    pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor:UserWarning"),
-]
+pytestmark = pytest.mark.ch8
 
 SEE = "chapters/08-quantization.md#exercise-82-per-channel-weights"
 SEE_AFFINE = "chapters/08-quantization.md#affine-quantization"
@@ -43,9 +42,14 @@ def ex(impl):
 # --- the grader's own copy of the given code ------------------------------------------
 
 
-def _relative_error(weight: torch.Tensor, quantized: torch.Tensor) -> float:
-    """The given `relative_error`, copied: the student may edit theirs."""
-    return ((quantized.dequantize() - weight).norm() / weight.norm()).item()
+def _dequantized(q: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
+    """The given `dequantize_per_channel`, copied: the student may edit theirs."""
+    return q.float() * scales.reshape(-1, *[1] * (q.dim() - 1))
+
+
+def _relative_error(weight: torch.Tensor, q: torch.Tensor, scales: torch.Tensor) -> float:
+    """The given `relative_error`, copied."""
+    return _float_error(weight, _dequantized(q, scales))
 
 
 def _float_error(weight: torch.Tensor, dequantized: torch.Tensor) -> float:
@@ -113,6 +117,21 @@ def _scales(case: str) -> torch.Tensor:
     return torch.tensor(SCALES[case], dtype=torch.float32)
 
 
+def _per_channel(values: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """One value per output channel, shaped to broadcast over each channel's entries."""
+    return values.reshape(-1, *[1] * (weight.dim() - 1))
+
+
+def _int8_values(weight: torch.Tensor, scales: torch.Tensor, divide: bool = False) -> torch.Tensor:
+    """PyTorch's symmetric int8 rounding of `weight` with `scales` (`divide`: the near miss)."""
+    scaled = (
+        weight / _per_channel(scales, weight)
+        if divide
+        else weight * _per_channel(1 / scales, weight)
+    )
+    return torch.round(scaled).clamp(-128, 127).to(torch.int8)
+
+
 # --- running the student's code -----------------------------------------------------------
 
 # Ready-made observers and qparams helpers: torch.ao's and minifx's.
@@ -151,8 +170,7 @@ def _call(ex, function: str, weight: torch.Tensor):
     if uses:
         _yourself(uses)
 
-    with pytest.MonkeyPatch.context() as patch, warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "torch.quantize_per_tensor", UserWarning)
+    with pytest.MonkeyPatch.context() as patch:
         patch.setattr(
             ao_observer.UniformQuantizationObserverBase,
             "_calculate_qparams",
@@ -279,54 +297,85 @@ def test_scales_stay_on_the_weights_device(ex, device):
     )
 
 
-def _quantized_hint(case: str, weight: torch.Tensor, got) -> str:
-    """The hint for a quantize_per_channel result that is not the expected tensor."""
-    if not isinstance(got, torch.Tensor) or not got.is_quantized:
+def _quantized_problem(case: str, weight: torch.Tensor, got) -> str | None:
+    """What is wrong with `got`, a quantize_per_channel result, in its form: the hint, or
+    None when it is a pair of an int8 tensor of the weight's shape and the right scales."""
+    if not (isinstance(got, tuple) and len(got) == 2):
         return (
-            "return the quantized tensor that torch.quantize_per_channel gives (dequantize() "
-            "turns it back into floats), not a float or integer tensor."
+            "return a pair (q, scales): the int8 values and the scales from "
+            f"per_channel_scales, not a {type(got).__name__}."
         )
-    if got.qscheme() not in (torch.per_channel_affine, torch.per_channel_symmetric):
+    q, scales = got
+    if not isinstance(q, torch.Tensor) or q.is_quantized or q.dtype != torch.int8:
+        kind = q.dtype if isinstance(q, torch.Tensor) else type(q).__name__
+        if kind == torch.uint8:
+            return "signed int8 values with zero point 0 (torch.int8, -128..127), not uint8."
+        return f"q is a plain torch.int8 tensor (signed, -128..127), not {kind}."
+    if q.shape != weight.shape:
         return (
-            f"quantize per channel with torch.quantize_per_channel, not per tensor "
-            f"(your tensor's qscheme is {got.qscheme()})."
+            f"one int8 value per weight entry: shape {tuple(weight.shape)}, not {tuple(q.shape)}."
         )
-    if got.dtype != torch.qint8:
-        return f"the int8 type is torch.qint8 (signed, -128..127), not {got.dtype}."
-    if got.q_per_channel_axis() != 0:
-        return f"axis 0, the output channels, not axis {got.q_per_channel_axis()}."
-    if got.q_per_channel_zero_points().any():
-        return "symmetric: every zero point is 0."
-    if not torch.equal(got.q_per_channel_scales().float(), _scales(case)):
-        return "the scales are per_channel_scales(weight): " + _scales_hint(
-            case, weight, got.q_per_channel_scales().float()
+    if not isinstance(scales, torch.Tensor) or (scales.numel() == 1 and weight.shape[0] > 1):
+        return "one scale per output channel, not per tensor: return per_channel_scales(weight)."
+    if not (scales.dtype == torch.float32 and torch.equal(scales.detach().cpu(), _scales(case))):
+        return "the scales are per_channel_scales(weight): " + _scales_hint(case, weight, scales)
+    return None
+
+
+def _int8_hint(weight: torch.Tensor, scales: torch.Tensor, q: torch.Tensor) -> str:
+    """The hint for int8 values `q` that are not PyTorch's rounding with `scales`."""
+    exact = weight * _per_channel(1 / scales, weight)
+    if torch.equal(q, _int8_values(weight, scales, divide=True)):
+        return (
+            "multiply by the reciprocal, weight[c] * (1 / scales[c]), in float32 as PyTorch "
+            "does: dividing rounds some values that lie near a half step to the other side."
         )
-    return "quantize the weight itself, with torch.quantize_per_channel."
+    if torch.equal(q, torch.round(exact).to(torch.int8)):
+        return (
+            "clamp to QMIN..QMAX before converting: each channel's largest |w| lands on "
+            "127.5, which rounds to 128, and 128 does not fit in int8."
+        )
+    if torch.equal(q, exact.clamp(-128, 127).to(torch.int8)):
+        return (
+            "round to the nearest step (torch.round) before converting; .to(torch.int8) truncates."
+        )
+    overall = scales.max()
+    if torch.equal(q, torch.round(weight * (1 / overall)).clamp(-128, 127).to(torch.int8)):
+        return "not per tensor: round each channel with its own scale, not the largest one."
+    return (
+        "q[c] = round(weight[c] * (1 / scales[c])) for each output channel c (dim 0), "
+        "clamped to -128..127, as a torch.int8 tensor."
+    )
+
+
+def _quantize(ex, case: str, weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The student's `(q, scales)`; a test fails with a hint if it is not of that form."""
+    got = _call(ex, "quantize_per_channel", weight)
+    problem = _quantized_problem(case, weight, got)
+    if problem:
+        pytest.fail(
+            explain(
+                "a pair (q, scales): q a torch.int8 tensor of the weight's shape, the float32 "
+                f"scales {SCALES[case]}",
+                repr(got),
+                problem,
+                SEE,
+            ),
+            pytrace=False,
+        )
+    return got
 
 
 @pytest.mark.parametrize("case", list(SCALES))
-def test_int8_values_equal_torch_quantize_per_channel(ex, case):
+def test_int8_values_are_pytorchs_rounding_per_channel(ex, case):
     weight = _weights()[case]
     scales = _scales(case)
-    want = torch.quantize_per_channel(
-        weight, scales.double(), torch.zeros(len(scales), dtype=torch.int64), 0, torch.qint8
-    )
-    got = _call(ex, "quantize_per_channel", weight)
-    same = (
-        isinstance(got, torch.Tensor)
-        and got.is_quantized
-        and got.dtype == torch.qint8
-        and got.qscheme() in (torch.per_channel_affine, torch.per_channel_symmetric)
-        and got.q_per_channel_axis() == 0
-        and torch.equal(got.int_repr(), want.int_repr())
-        and torch.equal(got.q_per_channel_scales().float(), scales)
-        and not got.q_per_channel_zero_points().any()
-    )
-    assert same, explain(
-        f"a qint8 tensor quantized per channel along axis 0, zero points 0, int values "
-        f"{want.int_repr().tolist()}",
-        repr(got),
-        _quantized_hint(case, weight, got),
+    want = _int8_values(weight, scales)
+    q, _ = _quantize(ex, case, weight)
+    assert torch.equal(q.cpu(), want), explain(
+        f"int8 values {want.tolist()}",
+        repr(q.tolist()),
+        _int8_hint(weight, scales, q.cpu()),
         SEE,
     )
 
@@ -336,22 +385,19 @@ def test_per_channel_loses_less_than_per_tensor(ex, case):
     weight = _weights()[case]
     int8_weight, scale = quantize.quantize_weight(weight)
     theirs = int8_weight.float() * scale  # what minifx's per-tensor int8 weight stands for
-    ours = _call(ex, "quantize_per_channel", weight)
-    if not (isinstance(ours, torch.Tensor) and ours.is_quantized):
-        pytest.fail(
-            explain("a quantized tensor", repr(ours), _quantized_hint(case, weight, ours), SEE),
-            pytrace=False,
-        )
-    per_channel, per_tensor = _relative_error(weight, ours), _float_error(weight, theirs)
+    q, scales = _quantize(ex, case, weight)
+    per_channel, per_tensor = _relative_error(weight, q, scales), _float_error(weight, theirs)
     # Channel 0 is 500 times smaller than channel 3: one scale for both rounds it to a few levels.
-    small_channel = _relative_error(weight[0], ours[0]), _float_error(weight[0], theirs[0])
+    small_channel = (
+        _relative_error(weight[:1], q[:1], scales[:1]),
+        _float_error(weight[0], theirs[0]),
+    )
     assert per_channel < per_tensor and small_channel[0] < small_channel[1] / 10, explain(
         f"less than the per-tensor error {per_tensor:.3%} overall, and a tenth of its "
         f"{small_channel[1]:.2%} on the smallest channel",
         f"{per_channel:.3%} overall, {small_channel[0]:.2%} on the smallest channel",
-        _quantized_hint(case, weight, ours)
-        if ours.qscheme() not in (torch.per_channel_affine, torch.per_channel_symmetric)
-        else "each channel's scale comes from that channel's largest |w| alone.",
+        "each channel's int8 values come from that channel's own scale: "
+        + _int8_hint(weight, scales, q.cpu()),
         SEE,
     )
 
@@ -359,13 +405,8 @@ def test_per_channel_loses_less_than_per_tensor(ex, case):
 def test_every_weight_is_within_half_a_step(ex):
     weight = _weights()["conv2d"]
     scales = _scales("conv2d")
-    got = _call(ex, "quantize_per_channel", weight)
-    if not (isinstance(got, torch.Tensor) and got.is_quantized):
-        pytest.fail(
-            explain("a quantized tensor", repr(got), _quantized_hint("conv2d", weight, got), SEE),
-            pytrace=False,
-        )
-    error = (got.dequantize() - weight).abs().flatten(1).amax(1)
+    q, _ = _quantize(ex, "conv2d", weight)
+    error = (_dequantized(q.cpu(), scales) - weight).abs().flatten(1).amax(1)
     assert bool((error <= scales / 2 * (1 + 1e-5)).all()), explain(
         "|dequantized - weight| at most half a scale in every channel (rounding to the nearest step)",
         f"errors {error.tolist()} for scales {scales.tolist()}",

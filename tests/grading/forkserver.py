@@ -18,10 +18,16 @@ carries file descriptors:
 
 The server is single-threaded (forking a process that runs threads is unsafe), and it
 forks nothing but workers. `ForkServer` below is the judge's side.
+
+A build task's worker grades the submission's own minifx, staged in a folder of its own,
+so the server for tasks (`tasks=True`) imports torch and pytest but no minifx; each child
+takes its task's folder as the root it grades (as `worker.py` started afresh there would),
+and imports that folder's minifx itself.
 """
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 import select
@@ -61,9 +67,11 @@ class ForkServer:
     Args:
         root: A staged folder of trusted files (it has `tests/grading/forkserver.py`).
         env: The environment of the server, and so of every worker.
+        tasks: A server for build tasks: it imports no minifx, and each worker grades the
+            folder its request names (see `spawn`).
     """
 
-    def __init__(self, root: Path, env: dict[str, str]) -> None:
+    def __init__(self, root: Path, env: dict[str, str], tasks: bool = False) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._socket, self._lock, self._changed = ours, threading.Lock(), threading.Condition()
         self._replies: dict[int, dict] = {}
@@ -74,6 +82,7 @@ class ForkServer:
                 "-I",
                 str(root / "tests" / "grading" / "forkserver.py"),
                 str(theirs.fileno()),
+                *(["tasks"] if tasks else []),
             ],
             cwd=root,
             env=env,
@@ -92,14 +101,28 @@ class ForkServer:
             )
 
     def spawn(
-        self, grader: str, graded: Path, key: bytes, report_fd: int, output_fd: int
+        self,
+        grader: str,
+        graded: Path,
+        key: bytes,
+        report_fd: int,
+        output_fd: int,
+        task: tuple[str, str] = ("", ""),
     ) -> tuple[int, int]:
-        """Fork a worker; its `(request id, pid)`."""
+        """Fork a worker; its `(request id, pid)`. For a build task, `task` is its id and its
+        graded files (comma-separated), and `graded` the task's staged folder."""
         with self._lock:
             request = self._next_id
             self._next_id += 1
             message = json.dumps(
-                {"id": request, "grader": grader, "graded": str(graded), "key": key.hex()}
+                {
+                    "id": request,
+                    "grader": grader,
+                    "graded": str(graded),
+                    "key": key.hex(),
+                    "task": task[0],
+                    "task_files": task[1],
+                }
             )
             try:
                 socket.send_fds(self._socket, [message.encode()], [report_fd, output_fd])
@@ -203,9 +226,17 @@ def _become_worker(channel: socket.socket, request: dict, fds: list[int]) -> Non
         os.dup2(output_fd, 1)
         os.dup2(output_fd, 2)
         os.close(output_fd)
-        code = WORKER["run"](
-            request["grader"], report_fd, bytes.fromhex(request["key"]), Path(request["graded"])
-        )
+        key, graded = bytes.fromhex(request["key"]), Path(request["graded"])
+        if request.get("task"):
+            # As worker.py started afresh in the task's folder: its copy there, whose root
+            # is that folder (and whose code the sandbox knows as the worker's own).
+            worker = load_worker(graded / "tests" / "grading" / "worker.py")
+            worker["prepare"]()
+            code = worker["run"](
+                request["grader"], report_fd, key, graded, request["task"], request["task_files"]
+            )
+        else:
+            code = WORKER["run"](request["grader"], report_fd, key, graded)
     finally:
         try:
             sys.stdout.flush()
@@ -216,22 +247,29 @@ def _become_worker(channel: socket.socket, request: dict, fds: list[int]) -> Non
 
 def main() -> None:
     channel = socket.socket(fileno=int(sys.argv[1]))
-    WORKER["prepare"]()
+    tasks = sys.argv[2:] == ["tasks"]  # each worker imports its own task folder's minifx
+    if not tasks:
+        WORKER["prepare"]()
     for name in PRELOAD:
         __import__(name)
-    if (WORKER["ROOT"] / "minifx").is_dir():  # a course without minifx still grades
+    if not tasks and (WORKER["ROOT"] / "minifx").is_dir():  # a course without minifx still grades
         WORKER["_import_all"]("minifx")
     channel.send(json.dumps({"id": -1, "ready": True}).encode())
     serve(channel)
 
 
-if __name__ == "__main__":
-    # The worker's code, in a private namespace (see worker.py), shared by every child.
-    _path = Path(__file__).resolve().parent / "worker.py"
-    WORKER = {
+def load_worker(path: Path) -> dict:
+    """The worker's code (`path`, a worker.py), run in a private namespace (see worker.py)."""
+    worker = {
         "__name__": "grading_private_worker",
-        "__file__": str(_path),
-        "__builtins__": dict(vars(__builtins__)),
+        "__file__": str(path),
+        "__builtins__": dict(vars(builtins)),
     }
-    exec(compile(_path.read_bytes(), str(_path), "exec", dont_inherit=True), WORKER)
+    exec(compile(path.read_bytes(), str(path), "exec", dont_inherit=True), worker)
+    return worker
+
+
+if __name__ == "__main__":
+    # The worker's code, shared by every child (a build task's child loads its own copy).
+    WORKER = load_worker(Path(__file__).resolve().parent / "worker.py")
     main()

@@ -316,7 +316,7 @@ def _start(
     """Start a worker: its process group, and a function that gives its returncode once it ended.
     For a build task, `task` is its id and its graded files, comma-separated."""
     if server is not None:
-        request, pid = server.spawn(grader, folder, key, write_end, log.fileno())
+        request, pid = server.spawn(grader, folder, key, write_end, log.fileno(), task)
         return pid, lambda: server.returncode(request)
     process = subprocess.Popen(
         [
@@ -578,14 +578,11 @@ def grade(
     # breaks when several threads use it at once.
     package = package or {}
     checks = {e.key: _checks(e, modules, trusted, package) for e in exercises}
-    server = None
+    servers: dict[str, ForkServer | None] = {"exercise": None, "task": None}
     try:
-        if any(
-            not problem and e.kind == "exercise"
-            for e in exercises
-            for problem, _ in [checks[e.key]]
-        ):
-            server = start_server(stage(base, trusted, None), env)
+        for kind in servers:
+            if any(not checks[e.key][0] and e.kind == kind for e in exercises):
+                servers[kind] = start_server(stage(base, trusted, None), env, kind == "task")
         with ThreadPoolExecutor(max_workers=limits.jobs) as pool:
             futures = [
                 pool.submit(
@@ -597,26 +594,28 @@ def grade(
                     limits,
                     env,
                     base,
-                    server,
+                    servers[e.kind],
                 )
                 for e in exercises
             ]
             scores = [f.result() for f in futures]
     finally:
-        if server is not None:
-            server.close()
+        for server in servers.values():
+            if server is not None:
+                server.close()
         kill_leftovers(run_token)
         shutil.rmtree(base, ignore_errors=True)
     return scores
 
 
-def start_server(folder: Path, env: dict[str, str]) -> ForkServer | None:
+def start_server(folder: Path, env: dict[str, str], tasks: bool = False) -> ForkServer | None:
     """A fork server in `folder` where this system can fork one (Linux); else None, and
-    each worker starts afresh."""
+    each worker starts afresh. `tasks`: the server for build tasks, which imports no minifx
+    (each task's worker grades its own staged copy)."""
     if not sys.platform.startswith("linux") or os.environ.get("MINIFX_GRADING_NO_FORK"):
         return None
     try:
-        return ForkServer(folder, env)
+        return ForkServer(folder, env, tasks)
     except (ForkServerError, OSError):
         return None
 
@@ -657,7 +656,12 @@ def _grade_one(
         if exercise.kind == "task":
             folder = stage_task(base, trusted, modules, exercise)
             run = run_worker(
-                folder, exercise.grader, limits, env, None, (exercise.id, ",".join(sorted(modules)))
+                folder,
+                exercise.grader,
+                limits,
+                env,
+                server,
+                (exercise.id, ",".join(sorted(modules))),
             )
         else:
             folder = stage(base, None if server else trusted, modules)
