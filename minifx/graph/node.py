@@ -152,20 +152,31 @@ class Node(NodeConveniences):
         """
         for old_input in self._input_nodes:
             del old_input.users[self]
-        inputs: dict[Node, None] = {}  # a dict as an ordered set: a second use keeps its place
-        self._input_nodes = inputs
+        self._input_nodes = {}  # a dict as an ordered set: a second use keeps its place
+        replacing = replacing or {}
 
-        def record_use(leaf: Any) -> Any:
-            if isinstance(leaf, Node):
-                if replacing:
-                    leaf = replacing.get(leaf, leaf)
-                if isinstance(leaf, Node):
-                    inputs[leaf] = None
-                    leaf.users[self] = None
-            return leaf
+        def use(leaf: Node) -> Any:
+            return self._record_use(replacing.get(leaf, leaf))
 
-        self._args = map_aggregate(tuple(new_args), record_use)
-        self._kwargs = map_aggregate(dict(new_kwargs), record_use) if new_kwargs else _NO_KWARGS
+        args = []
+        for arg in new_args:
+            if isinstance(arg, Node):  # `use`, inlined: most arguments are flat, edits walk them
+                arg = replacing.get(arg, arg)
+                if isinstance(arg, Node):
+                    self._input_nodes[arg] = None
+                    arg.users[self] = None
+            elif isinstance(arg, _AGGREGATES):
+                arg = map_arg(arg, use)
+            args.append(arg)
+        self._args = tuple(args)
+        self._kwargs = map_arg(dict(new_kwargs), use) if new_kwargs else _NO_KWARGS
+
+    def _record_use(self, value: Any) -> Any:
+        """Record that this node uses `value`, if it is a node; return `value`."""
+        if isinstance(value, Node):
+            self._input_nodes[value] = None
+            value.users[self] = None
+        return value
 
     # --8<-- [end-task:2.1]
     # --8<-- [end:use_def]
@@ -240,8 +251,9 @@ class Node(NodeConveniences):
         changed = list(self.users)
         if delete_user_cb is not None:
             changed = [user for user in changed if delete_user_cb(user)]
+        replacing = {self: replace_with}  # what each user's replace_input_with would do
         for user in changed:
-            user.replace_input_with(self, replace_with)
+            user._set_args_kwargs(user._args, user._kwargs, replacing)
         return changed
 
     # --8<-- [end-task:2.4]
