@@ -7,6 +7,7 @@ so they cannot drift apart from the arguments.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..proxy.ir import format_line
@@ -152,31 +153,31 @@ class Node(NodeConveniences):
         """
         for old_input in self._input_nodes:
             del old_input.users[self]
-        self._input_nodes = {}  # a dict as an ordered set: a second use keeps its place
+        inputs: dict[Node, None] = {}  # a dict as an ordered set: a second use keeps its place
+        self._input_nodes = inputs
         replacing = replacing or {}
-
-        def use(leaf: Node) -> Any:
-            return self._record_use(replacing.get(leaf, leaf))
-
         args = []
         for arg in new_args:
-            if isinstance(arg, Node):  # `use`, inlined: most arguments are flat, edits walk them
+            if isinstance(arg, Node):  # `_use`, inlined: most arguments are flat, edits walk them
                 arg = replacing.get(arg, arg)
                 if isinstance(arg, Node):
-                    self._input_nodes[arg] = None
+                    inputs[arg] = None
                     arg.users[self] = None
             elif isinstance(arg, _AGGREGATES):
-                arg = map_arg(arg, use)
+                arg = map_arg(arg, partial(self._use, replacing))
             args.append(arg)
         self._args = tuple(args)
-        self._kwargs = map_arg(dict(new_kwargs), use) if new_kwargs else _NO_KWARGS
+        self._kwargs = _NO_KWARGS
+        if new_kwargs:
+            self._kwargs = map_arg(dict(new_kwargs), partial(self._use, replacing))
 
-    def _record_use(self, value: Any) -> Any:
-        """Record that this node uses `value`, if it is a node; return `value`."""
-        if isinstance(value, Node):
-            self._input_nodes[value] = None
-            value.users[self] = None
-        return value
+    def _use(self, replacing: dict[Node, Node | None], leaf: Node) -> Any:
+        """Record that this node uses `leaf`, or what `replacing` puts in its place."""
+        leaf = replacing.get(leaf, leaf)
+        if isinstance(leaf, Node):
+            self._input_nodes[leaf] = None
+            leaf.users[self] = None
+        return leaf
 
     # --8<-- [end-task:2.1]
     # --8<-- [end:use_def]
