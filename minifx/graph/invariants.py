@@ -74,11 +74,11 @@ def walk_list(graph: Graph) -> Iterator[Node]:
     """2. Yield the nodes in order, checking that each is well linked, made by this graph
     (`created`) and not erased, and that there are no more than it made."""
     created = graph._node_index.all_nodes()
-    root, count = graph._root, 0
+    root, size, count = graph._root, graph._len, 0
     node = root._next
     while node is not root:
         count += 1
-        if node._next._prev is not node or node._prev._next is not node or count > graph._len:
+        if node._next._prev is not node or node._prev._next is not node or count > size:
             raise invariant_errors.link_error(graph, node, created)
         if node.graph is not graph or node._erased or node not in created:
             raise invariant_errors.link_error(graph, node, created)
