@@ -1,7 +1,7 @@
 """The wording of a broken invariant: which rule, which node, and how to fix it.
 
-`invariants.py` decides whether a rule holds; the functions here only build the
-exception it raises, of the form
+`invariants.py` decides whether a rule holds; the functions here build the
+exception it raises (and, for invariants 2 and 5, find which case broke), of the form
 
     Graph.lint: invariant 4 (inputs come first) is broken at %sin: ...
     How to fix: ...
@@ -16,10 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..proxy.ir import OPCODES
 from .errors import MisuseError
+from .node import Node
 
 if TYPE_CHECKING:
     from .graph import Graph
-    from .node import Node
+
+# Types that may hold nodes inside a node's arguments (`map_aggregate` walks the same).
+AGGREGATES = (tuple, list, dict, slice)
 
 _LINK_FIX = (
     "edit the list only with graph methods (create_node, erase_node, "
@@ -251,3 +254,60 @@ def not_a_module(node: Node) -> RuntimeError:
 
 def _names(nodes: Any) -> str:
     return "[" + ", ".join(f"%{n.name}" for n in nodes) + "]"
+
+
+# --- Which case broke, once a check of `check_all` has failed ----------------------------
+
+
+def link_error(graph: Graph, node: Node, created: set[Node]) -> RuntimeError:
+    """2. Why `node` breaks the list: a broken link, a node of another graph, an erased
+    one, one the graph did not make (not in `created`), or one more than it made."""
+    if node._next._prev is not node or node._prev._next is not node:
+        return broken_link(node)
+    if node.graph is not graph:
+        return foreign_node(node)
+    if node._erased:
+        return erased_but_linked(node)
+    if node not in created:
+        return not_created(node)
+    return too_many_nodes(node, graph._len)
+
+
+def use_def_error(graph: Graph, last: Node) -> RuntimeError | None:
+    """5. The error for the first node up to `last` whose use-def lists disagree with its
+    arguments (`None` if only nodes of other graphs use these nodes)."""
+    node = graph._root
+    while node is not last:
+        node = node._next
+        used = nodes_in_arguments(node)
+        if used.keys() != node._input_nodes.keys():
+            return inputs_disagree(node, used)
+        for input_node in used:
+            if node not in input_node.users:
+                return missing_user(node, input_node)
+        for user in node.users:
+            if node not in nodes_in_arguments(user):
+                return false_user(node, user)
+    return None
+
+
+def nodes_in_arguments(node: Node) -> dict[Node, None]:
+    """The nodes in `node.args` and `node.kwargs`, read from the arguments themselves
+    (not from the use-def lists that lint is checking), in order of first use."""
+    found: dict[Node, None] = {}
+    collect_nodes(node._args, found)
+    collect_nodes(node._kwargs.values(), found)
+    return found
+
+
+def collect_nodes(values: Any, found: dict[Node, None]) -> None:
+    """Add the nodes in `values`, and in the tuples, lists, dicts and slices among them."""
+    for value in values:
+        if isinstance(value, Node):
+            found[value] = None
+        elif isinstance(value, AGGREGATES):
+            if isinstance(value, dict):
+                value = value.values()
+            elif isinstance(value, slice):
+                value = (value.start, value.stop, value.step)
+            collect_nodes(value, found)

@@ -7,6 +7,7 @@ so they cannot drift apart from the arguments.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..proxy.ir import format_line
@@ -154,18 +155,29 @@ class Node(NodeConveniences):
             del old_input.users[self]
         inputs: dict[Node, None] = {}  # a dict as an ordered set: a second use keeps its place
         self._input_nodes = inputs
+        replacing = replacing or {}
+        args = []
+        for arg in new_args:
+            if isinstance(arg, Node):  # `_use`, inlined: most arguments are flat, edits walk them
+                arg = replacing.get(arg, arg)
+                if isinstance(arg, Node):
+                    inputs[arg] = None
+                    arg.users[self] = None
+            elif isinstance(arg, _AGGREGATES):
+                arg = map_arg(arg, partial(self._use, replacing))
+            args.append(arg)
+        self._args = tuple(args)
+        self._kwargs = _NO_KWARGS
+        if new_kwargs:
+            self._kwargs = map_arg(dict(new_kwargs), partial(self._use, replacing))
 
-        def record_use(leaf: Any) -> Any:
-            if isinstance(leaf, Node):
-                if replacing:
-                    leaf = replacing.get(leaf, leaf)
-                if isinstance(leaf, Node):
-                    inputs[leaf] = None
-                    leaf.users[self] = None
-            return leaf
-
-        self._args = map_aggregate(tuple(new_args), record_use)
-        self._kwargs = map_aggregate(dict(new_kwargs), record_use) if new_kwargs else _NO_KWARGS
+    def _use(self, replacing: dict[Node, Node | None], leaf: Node) -> Any:
+        """Record that this node uses `leaf`, or what `replacing` puts in its place."""
+        leaf = replacing.get(leaf, leaf)
+        if isinstance(leaf, Node):
+            self._input_nodes[leaf] = None
+            leaf.users[self] = None
+        return leaf
 
     # --8<-- [end-task:2.1]
     # --8<-- [end:use_def]
@@ -240,8 +252,9 @@ class Node(NodeConveniences):
         changed = list(self.users)
         if delete_user_cb is not None:
             changed = [user for user in changed if delete_user_cb(user)]
+        replacing = {self: replace_with}  # what each user's replace_input_with would do
         for user in changed:
-            user.replace_input_with(self, replace_with)
+            user._set_args_kwargs(user._args, user._kwargs, replacing)
         return changed
 
     # --8<-- [end-task:2.4]
