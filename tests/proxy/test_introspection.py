@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from minifx.proxy.introspection import current_instruction, is_tensor_method_or_property
+from tests.proxy.support import param_id
 
 pytestmark = pytest.mark.ch1
 
@@ -26,7 +27,7 @@ pytestmark = pytest.mark.ch1
         F.relu,
         F.linear,
     ],
-    ids=str,
+    ids=param_id,
 )
 def test_is_tensor_method_or_property_agrees_with_torch(function):
     assert is_tensor_method_or_property(function) == (

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from minifx.proxy.names import Namespace, snake_case, target_to_name
+from tests.proxy.support import param_id
 
 pytestmark = pytest.mark.ch1
 
@@ -129,7 +130,7 @@ def fx_target_to_str(target):
         "ALL_CAPS",
         "x",
     ],
-    ids=str,
+    ids=param_id,
 )
 def test_target_to_name_matches_torch_fx(target):
     assert target_to_name(target) == fx_target_to_str(target)

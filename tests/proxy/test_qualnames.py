@@ -9,6 +9,7 @@ import torch
 import torch.fx
 
 from minifx.proxy.qualnames import qualified_name, type_repr
+from tests.proxy.support import param_id
 from tests.proxy.test_ir import TARGETS, _id, helper
 
 pytestmark = pytest.mark.ch1
@@ -40,7 +41,7 @@ def test_qualified_name_of_a_plain_function_and_a_callable_instance():
         helper,
         "int",
     ],
-    ids=str,
+    ids=param_id,
 )
 def test_type_repr_is_torch_fx_s(annotation):
     assert type_repr(annotation) == torch.fx.node._type_repr(annotation)
