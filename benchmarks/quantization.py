@@ -31,10 +31,8 @@ runners taking turns (forwards, then backwards), each keeping its fastest round,
 from __future__ import annotations
 
 import argparse
-import copy
 import datetime
 import sys
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -45,7 +43,7 @@ from torch import nn
 from benchmarks.common import format_markdown, machine_description, time_runners
 from benchmarks.plots import speedup_bars
 from examples.ch8_quantization import AutoEncoder, quantize, relative_error
-from minifx.passes.quantize import ACTIVATION, WEIGHT
+from tests.passes.quantization_oracle import torch_ao
 
 RUNNERS = ("float", "minifx int8", "torch.ao int8")
 INT8 = RUNNERS[1:]
@@ -66,36 +64,13 @@ def calibration_data(n: int, batches: int = 8, batch_size: int = 32) -> list[tor
     return [torch.randn(batch_size, n, generator=generator) for _ in range(batches)]
 
 
-def torch_ao_quantize(model: nn.Module, calibration: list[torch.Tensor]) -> nn.Module:
-    """PyTorch's FX graph-mode PTQ with minifx's scheme; its deprecation warnings silenced."""
-    from torch.ao.quantization import MinMaxObserver, QConfig, QConfigMapping
-    from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
-
-    qconfig = QConfig(
-        activation=MinMaxObserver.with_args(**ACTIVATION), weight=MinMaxObserver.with_args(**WEIGHT)
-    )
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "torch.ao.quantization is deprecated", DeprecationWarning)
-        warnings.filterwarnings("ignore", "Please use quant_min and quant_max", UserWarning)
-        warnings.filterwarnings("ignore", "torch.quantize_per_tensor", UserWarning)
-        prepared = prepare_fx(
-            copy.deepcopy(model),
-            QConfigMapping().set_global(qconfig),
-            example_inputs=(calibration[0],),
-        )
-        with torch.no_grad():
-            for batch in calibration:
-                prepared(batch)
-        return convert_fx(prepared)
-
-
 def runners(model: nn.Module, calibration: list[torch.Tensor]) -> dict[str, Callable]:
     """The float model and both libraries' int8 versions of it, in `RUNNERS` order."""
     ours = quantize(model, calibration)  # no warning: minifx's int8 path uses no quantized tensors
     return {
         "float": model,
         "minifx int8": ours,
-        "torch.ao int8": torch_ao_quantize(model, calibration),
+        "torch.ao int8": torch_ao(model, calibration)[1],  # (prepared, converted)
     }
 
 

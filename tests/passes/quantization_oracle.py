@@ -95,3 +95,29 @@ def quantize_per_tensor(x: torch.Tensor, qparams: tuple[float, int]) -> torch.Te
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "torch.quantize_per_tensor", UserWarning)
         return torch.quantize_per_tensor(x, float(qparams[0]), int(qparams[1]), torch.quint8)
+
+
+# What `convert` makes of a model of four Linears with a SELU after the third (the layout
+# of the MLP of the quantization tests and of the task 8.2 tests' chain): int8 from fc1
+# to fc3, float around the SELU, int8 again for fc4.
+CONVERTED_FOUR_LINEARS = """\
+graph():
+    %x : 'torch.Tensor' [num_users=1] = placeholder[target=x]
+    %x_scale : [num_users=1] = get_attr[target=x_scale]
+    %x_zero_point : [num_users=1] = get_attr[target=x_zero_point]
+    %quantize : [num_users=1] = call_function[target=minifx.passes.int8.quantize](args = (%x, %x_scale, %x_zero_point), kwargs = {})
+    %fc1 : [num_users=1] = call_module[target=fc1](args = (%quantize,), kwargs = {})
+    %fc2 : [num_users=1] = call_module[target=fc2](args = (%fc1,), kwargs = {})
+    %fc3 : [num_users=1] = call_module[target=fc3](args = (%fc2,), kwargs = {})
+    %fc3_scale : [num_users=1] = get_attr[target=fc3_scale]
+    %fc3_zero_point : [num_users=1] = get_attr[target=fc3_zero_point]
+    %dequantize : [num_users=1] = call_function[target=minifx.passes.int8.dequantize](args = (%fc3, %fc3_scale, %fc3_zero_point), kwargs = {})
+    %selu : [num_users=1] = call_function[target=torch.selu](args = (%dequantize,), kwargs = {})
+    %selu_scale : [num_users=1] = get_attr[target=selu_scale]
+    %selu_zero_point : [num_users=1] = get_attr[target=selu_zero_point]
+    %quantize_1 : [num_users=1] = call_function[target=minifx.passes.int8.quantize](args = (%selu, %selu_scale, %selu_zero_point), kwargs = {})
+    %fc4 : [num_users=1] = call_module[target=fc4](args = (%quantize_1,), kwargs = {})
+    %fc4_scale : [num_users=1] = get_attr[target=fc4_scale]
+    %fc4_zero_point : [num_users=1] = get_attr[target=fc4_zero_point]
+    %dequantize_1 : [num_users=1] = call_function[target=minifx.passes.int8.dequantize](args = (%fc4, %fc4_scale, %fc4_zero_point), kwargs = {})
+    return dequantize_1"""

@@ -23,7 +23,7 @@ from minifx.passes.quantize import (
     convert,
     prepare,
 )
-from tests.passes.quantization_oracle import run_torch_ao, torch_ao
+from tests.passes.quantization_oracle import CONVERTED_FOUR_LINEARS, run_torch_ao, torch_ao
 
 pytestmark = pytest.mark.ch8
 
@@ -209,33 +209,10 @@ def test_prepare_refuses_a_linear_called_twice():
 # --- convert ------------------------------------------------------------------------
 
 
-CONVERTED_MLP = """\
-graph():
-    %x : 'torch.Tensor' [num_users=1] = placeholder[target=x]
-    %x_scale : [num_users=1] = get_attr[target=x_scale]
-    %x_zero_point : [num_users=1] = get_attr[target=x_zero_point]
-    %quantize : [num_users=1] = call_function[target=minifx.passes.int8.quantize](args = (%x, %x_scale, %x_zero_point), kwargs = {})
-    %fc1 : [num_users=1] = call_module[target=fc1](args = (%quantize,), kwargs = {})
-    %fc2 : [num_users=1] = call_module[target=fc2](args = (%fc1,), kwargs = {})
-    %fc3 : [num_users=1] = call_module[target=fc3](args = (%fc2,), kwargs = {})
-    %fc3_scale : [num_users=1] = get_attr[target=fc3_scale]
-    %fc3_zero_point : [num_users=1] = get_attr[target=fc3_zero_point]
-    %dequantize : [num_users=1] = call_function[target=minifx.passes.int8.dequantize](args = (%fc3, %fc3_scale, %fc3_zero_point), kwargs = {})
-    %selu : [num_users=1] = call_function[target=torch.selu](args = (%dequantize,), kwargs = {})
-    %selu_scale : [num_users=1] = get_attr[target=selu_scale]
-    %selu_zero_point : [num_users=1] = get_attr[target=selu_zero_point]
-    %quantize_1 : [num_users=1] = call_function[target=minifx.passes.int8.quantize](args = (%selu, %selu_scale, %selu_zero_point), kwargs = {})
-    %fc4 : [num_users=1] = call_module[target=fc4](args = (%quantize_1,), kwargs = {})
-    %fc4_scale : [num_users=1] = get_attr[target=fc4_scale]
-    %fc4_zero_point : [num_users=1] = get_attr[target=fc4_zero_point]
-    %dequantize_1 : [num_users=1] = call_function[target=minifx.passes.int8.dequantize](args = (%fc4, %fc4_scale, %fc4_zero_point), kwargs = {})
-    return dequantize_1"""
-
-
 def test_converted_graph_fuses_the_relu_and_keeps_int8_between_linears():
     model, calibration, _ = _model_and_data("mlp")
     converted = quantize(model, calibration)
-    assert str(converted.graph) == CONVERTED_MLP
+    assert str(converted.graph) == CONVERTED_FOUR_LINEARS
     assert converted.fc1.relu and not converted.fc2.relu
     assert all(isinstance(getattr(converted, f"fc{i}"), QuantizedLinear) for i in range(1, 5))
     assert not any(isinstance(m, (MinMaxObserver, nn.ReLU)) for m in converted.modules())

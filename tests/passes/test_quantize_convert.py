@@ -23,7 +23,7 @@ from minifx.passes.quantize import (
     convert,
     prepare,
 )
-from tests.passes.quantization_oracle import int8_layer, quantize_per_tensor
+from tests.passes.quantization_oracle import CONVERTED_FOUR_LINEARS, int8_layer, quantize_per_tensor
 
 pytestmark = [pytest.mark.ch8, pytest.mark.task("8.2")]
 
@@ -83,33 +83,10 @@ def relative_error(output: torch.Tensor, reference: torch.Tensor) -> float:
     return ((output - reference).norm() / reference.norm()).item()
 
 
-CONVERTED_CHAIN = """\
-graph():
-    %x : 'torch.Tensor' [num_users=1] = placeholder[target=x]
-    %x_scale : [num_users=1] = get_attr[target=x_scale]
-    %x_zero_point : [num_users=1] = get_attr[target=x_zero_point]
-    %quantize : [num_users=1] = call_function[target=minifx.passes.int8.quantize](args = (%x, %x_scale, %x_zero_point), kwargs = {})
-    %fc1 : [num_users=1] = call_module[target=fc1](args = (%quantize,), kwargs = {})
-    %fc2 : [num_users=1] = call_module[target=fc2](args = (%fc1,), kwargs = {})
-    %fc3 : [num_users=1] = call_module[target=fc3](args = (%fc2,), kwargs = {})
-    %fc3_scale : [num_users=1] = get_attr[target=fc3_scale]
-    %fc3_zero_point : [num_users=1] = get_attr[target=fc3_zero_point]
-    %dequantize : [num_users=1] = call_function[target=minifx.passes.int8.dequantize](args = (%fc3, %fc3_scale, %fc3_zero_point), kwargs = {})
-    %selu : [num_users=1] = call_function[target=torch.selu](args = (%dequantize,), kwargs = {})
-    %selu_scale : [num_users=1] = get_attr[target=selu_scale]
-    %selu_zero_point : [num_users=1] = get_attr[target=selu_zero_point]
-    %quantize_1 : [num_users=1] = call_function[target=minifx.passes.int8.quantize](args = (%selu, %selu_scale, %selu_zero_point), kwargs = {})
-    %fc4 : [num_users=1] = call_module[target=fc4](args = (%quantize_1,), kwargs = {})
-    %fc4_scale : [num_users=1] = get_attr[target=fc4_scale]
-    %fc4_zero_point : [num_users=1] = get_attr[target=fc4_zero_point]
-    %dequantize_1 : [num_users=1] = call_function[target=minifx.passes.int8.dequantize](args = (%fc4, %fc4_scale, %fc4_zero_point), kwargs = {})
-    return dequantize_1"""
-
-
 def test_int8_ops_get_a_quantize_before_them_and_a_dequantize_before_float_users():
     prepared, _ = calibrated(Chain().eval(), (16, 12))
     converted = convert(prepared)
-    assert str(converted.graph) == CONVERTED_CHAIN
+    assert str(converted.graph) == CONVERTED_FOUR_LINEARS
     assert all(isinstance(getattr(converted, f"fc{i}"), QuantizedLinear) for i in range(1, 5))
     assert [getattr(converted, f"fc{i}").relu for i in range(1, 5)] == [True, False, False, False]
     assert not any(isinstance(m, (MinMaxObserver, nn.ReLU)) for m in converted.modules())
