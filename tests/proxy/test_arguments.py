@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from minifx.proxy import TapeRecorder, TraceError
+from tests.proxy.support import placeholder
 
 pytestmark = pytest.mark.ch1
 
@@ -23,7 +24,7 @@ def tracer():
 
 @pytest.fixture
 def x(tracer):
-    return tracer.create_proxy("placeholder", "x", (), {})
+    return placeholder(tracer)
 
 
 @pytest.mark.task("1.2")

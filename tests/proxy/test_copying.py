@@ -10,6 +10,7 @@ import torch.fx
 
 from minifx.proxy import Proxy, TapeRecorder
 from minifx.proxy.copying import CopyableProxy
+from tests.proxy.support import placeholder
 
 pytestmark = pytest.mark.ch1
 
@@ -21,7 +22,7 @@ def tracer():
 
 @pytest.fixture
 def x(tracer):
-    return tracer.create_proxy("placeholder", "x", (), {})
+    return placeholder(tracer)
 
 
 def test_a_proxy_is_copyable(x):
