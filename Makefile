@@ -2,7 +2,8 @@
 #
 #   make book          build the book and serve it on http://127.0.0.1:8000
 #   make test          the whole test suite (unit, differential, graders on the solutions,
-#                      book build, docs examples, stub checks) with coverage >= 90%
+#                      book build, docs examples, stub checks) with coverage >= 90%, in
+#                      TEST_PROCESSES pytest processes (default 2)
 #   make grade         grade exercises/, each exercise in its own time-limited process
 #                      (CH=N one chapter, EX=2.1 one exercise, RESULTS=path Gradescope's results.json,
 #                      VERBOSE=1 every message in full, TIMEOUT=seconds per exercise);
@@ -37,6 +38,9 @@ RELEASE ?= ../minifx-student
 TASKS ?=
 TASK ?=
 TRACK ?=
+# `make test` runs pytest in this many processes (pytest-xdist), each test file whole in
+# one of them, so that a file's shared fixtures (the carving proof) run once.
+TEST_PROCESSES ?= 2
 comma := ,
 
 # mkdocs-material prints a banner about its successor on every build; the book does not need it.
@@ -54,7 +58,7 @@ MERMAID_JS := chapters/assets/vendor/mermaid.min.js
 # In a student release (no solutions/), the tests are what a student can pass: the graders
 # are left out of pytest (tests/conftest.py) and run afterwards as a report by `make grade`.
 test: $(STAMP) $(MERMAID_JS) chromium
-	$(BIN)/python -m pytest --cov=minifx --cov-report=term-missing:skip-covered --cov-fail-under=90
+	$(BIN)/python -m pytest -n $(TEST_PROCESSES) --dist loadfile --cov=minifx --cov-report=term-missing:skip-covered --cov-fail-under=90
 	@if [ ! -d solutions ]; then echo; echo "Your exercises, graded (a report: it never fails make test):"; $(MAKE) --no-print-directory grade; fi
 
 # A report, not a gate: tests.grading exits 0 whatever the score, non-zero only if it breaks.

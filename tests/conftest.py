@@ -8,6 +8,7 @@ that check the solutions in the project's own run.
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import re
 import subprocess
@@ -19,6 +20,7 @@ from types import ModuleType
 
 import pytest
 import torch
+from filelock import FileLock
 
 
 @dataclass(frozen=True)
@@ -163,14 +165,35 @@ class BookBuild:
 def book_build(tmp_path_factory: pytest.TempPathFactory) -> BookBuild:
     """The book built strictly, once per run for every test that reads the built site
     (tests/test_book.py checks the build, tests/test_browser.py serves it): a build takes
-    about a minute, and both read the same pages."""
-    site = tmp_path_factory.mktemp("book") / "site"
-    build = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
-        cwd=Path(__file__).resolve().parent.parent,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    return BookBuild(site, build.returncode, build.stderr)
+    about a minute, and both read the same pages.
+
+    `make test` runs pytest in two processes (pytest-xdist), each with a temporary folder
+    of its own inside one they share: the first process to get here builds the book there,
+    and the other waits for it and reads the same build.
+    """
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent
+    folder, saved = shared / "book", shared / "book" / "build.json"
+    with FileLock(shared / "book.lock"):
+        if not saved.is_file():
+            folder.mkdir(exist_ok=True)
+            build = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "mkdocs",
+                    "build",
+                    "--strict",
+                    "--site-dir",
+                    str(folder / "site"),
+                ],
+                cwd=Path(__file__).resolve().parent.parent,
+                env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+            saved.write_text(json.dumps({"returncode": build.returncode, "stderr": build.stderr}))
+        result = json.loads(saved.read_text())
+    return BookBuild(folder / "site", result["returncode"], result["stderr"])

@@ -28,6 +28,7 @@ and imports that folder's minifx itself.
 from __future__ import annotations
 
 import builtins
+import gc
 import json
 import os
 import select
@@ -254,6 +255,10 @@ def main() -> None:
         __import__(name)
     if not tasks and (WORKER["ROOT"] / "minifx").is_dir():  # a course without minifx still grades
         WORKER["_import_all"]("minifx")
+    # What is imported now lives as long as every worker: out of the garbage collector's
+    # sight, a worker's collections do not walk it (nor copy its pages, which the fork
+    # shares until one is written).
+    gc.freeze()
     channel.send(json.dumps({"id": -1, "ready": True}).encode())
     serve(channel)
 
