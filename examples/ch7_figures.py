@@ -7,6 +7,7 @@ The pattern, the graph it is found in, and the graph after the rewrite, for
 from __future__ import annotations
 
 from examples.ch7_rewrites import SwishBlock, gate_and_swish, silu, swish
+from examples.figures import narrow
 from minifx.codegen import GraphModule, symbolic_trace
 from minifx.passes.subgraph_rewriter import replace_pattern
 
@@ -29,8 +30,10 @@ def after() -> GraphModule:
     return gm
 
 
-def near_misses() -> GraphModule:
-    return symbolic_trace(gate_and_swish)
+def near_misses() -> str:
+    # Three branches side by side (the gate, the escaping sigmoid, the swish): named
+    # boxes, as the text names them, so that the picture fits a phone.
+    return narrow(symbolic_trace(gate_and_swish))
 
 
 FIGURES = {

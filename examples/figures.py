@@ -2,9 +2,10 @@
 
 A chapter that shows graphs has a module `examples/chN_figures.py` with a dict
 `FIGURES = {"name": callable}`; each callable takes no arguments and returns the
-GraphModule or Graph to draw. This script writes each one, through
-`minifx.passes.draw.to_mermaid`, to `chapters/figures/<name>.mmd`, which a page
-shows with
+GraphModule or Graph to draw, or the Mermaid text of a graph it drew itself with
+`to_mermaid`'s options (a wide graph drawn to fit a phone: names only, `compact=True`).
+This script writes each one, through `minifx.passes.draw.to_mermaid`, to
+`chapters/figures/<name>.mmd`, which a page shows with
 
     ```mermaid
     --8<-- "chapters/figures/<name>.mmd"
@@ -81,7 +82,24 @@ def _figures_of(module_name: str) -> dict[str, Callable[[], Any]]:
 
 def render(figures: dict[str, Callable[[], Any]]) -> dict[str, str]:
     """The text of each figure's `.mmd` file, by name."""
-    return {name: to_mermaid(build()) for name, build in sorted(figures.items())}
+    return {name: draw(build()) for name, build in sorted(figures.items())}
+
+
+def narrow(gm_or_graph: Any) -> str:
+    """A graph drawn to fit a phone's screen at a readable size: each box holds only
+    its node's name (its outline still tells its opcode), and boxes sit closer.
+
+    For a graph whose branches stand side by side: drawn with `to_mermaid`'s default
+    labels, three branches of `call_function operator.mul` boxes are about 1,150 px
+    wide, and a phone's 358-px column would shrink their text to 5 px.
+    """
+    return to_mermaid(gm_or_graph, node_label=lambda node: node.name, compact=True)
+
+
+def draw(figure: Any) -> str:
+    """A figure's Mermaid text: `to_mermaid` of a Graph or GraphModule, with its
+    defaults; a figure that drew itself (a `str`) is its own text."""
+    return figure if isinstance(figure, str) else to_mermaid(figure)
 
 
 def problems(rendered: dict[str, str], directory: Path | None = None) -> list[str]:

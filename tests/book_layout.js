@@ -8,15 +8,15 @@
 // It measures:
 // - hidden overflow: an element of the page (a code block, a table's scroll box, anything
 //   else) whose content is wider than its box, so that part of it is off to the side, and
-//   a page that is wider than the window. The one exception, with `widePanned` (a phone):
-//   a diagram too wide for the screen at a readable size, which keeps that size in a box
-//   (div.diagram, chapters/assets/diagrams.js) that scrolls sideways; counted as `panned`;
+//   a page that is wider than the window. A diagram too wide for the screen at a readable
+//   size keeps that size in a box (div.diagram, chapters/assets/diagrams.js) that scrolls
+//   sideways: a problem too, also counted as `panned`;
 // - every Mermaid diagram: the size each piece of text is drawn at (its font size times
 //   the scale the SVG is drawn at), labels whose boxes overlap each other or a box they do
 //   not belong to, and a diagram taller than the window with no button (.diagram-fit) that
 //   fits it to the window.
 (options) => {
-  const {minFontPx, slackPx, widePanned} = options;
+  const {minFontPx, slackPx} = options;
   const problems = [];
   const counts = {code: 0, tables: 0, diagrams: 0, labels: 0, panned: 0, smallestFontPx: null};
   const article = document.querySelector("article") || document.body;
@@ -38,18 +38,16 @@
   const codeBlocks = [...article.querySelectorAll("pre > code")];
   counts.code = codeBlocks.length;
   counts.tables = article.querySelectorAll("table").length;
-  const diagrams = [...article.querySelectorAll(".diagram")];
+  const hosts = [...article.querySelectorAll("div.mermaid")];
   for (const el of article.querySelectorAll("*")) {
     const overflowX = getComputedStyle(el).overflowX;
     if (overflowX === "visible" || el.clientWidth === 0) continue;
     const hidden = el.scrollWidth - el.clientWidth;
     if (hidden <= slackPx) continue;
     let what;
-    if (el.matches(".diagram") && widePanned) {
+    if (el.matches(".diagram")) {
       counts.panned += 1;
-      continue;
-    } else if (el.matches(".diagram")) {
-      what = `diagram ${diagrams.indexOf(el) + 1}`;
+      what = `diagram ${hosts.indexOf(el.querySelector("div.mermaid")) + 1}`;
     } else if (el.matches("pre > code")) {
       what = `code block ${codeBlocks.indexOf(el) + 1}`;
     } else if (el.closest(".highlight")) {
@@ -70,7 +68,6 @@
   }
 
   // Diagrams: Material draws each into the (opened) shadow root of a div.mermaid.
-  const hosts = [...article.querySelectorAll("div.mermaid")];
   counts.diagrams = hosts.length;
   hosts.forEach((host, i) => {
     const svg = host.shadowRoot && host.shadowRoot.querySelector("svg");

@@ -235,3 +235,12 @@ def test_unknown_direction_is_a_clear_error():
         "to_mermaid: unknown direction 'UP'. Mermaid flowcharts go TD, TB, LR, BT, RL "
         "(TD is top-down, LR left to right)."
     )
+
+
+def test_compact_puts_mermaid_spacing_before_the_same_chart():
+    gm = symbolic_trace(AddRelu())
+    names = to_mermaid(gm, node_label=lambda n: n.name)
+    assert to_mermaid(gm, node_label=lambda n: n.name, compact=True) == (
+        "---\nconfig:\n  flowchart:\n    nodeSpacing: 20\n    padding: 8\n---\n" + names
+    )
+    assert to_mermaid(gm, compact=False) == GOLDEN_ADD_RELU
