@@ -31,7 +31,6 @@ GAPS: dict[str, str] = {
     "minifx/graph/immutable_collections.py": "not yet: tests/graph/test_node_arguments.py",
     "minifx/graph/node.py": "not yet: tests/graph/test_node_arguments.py, "
     "test_mutable_operations.py",
-    "minifx/graph/proxyable.py": "not yet: tests/graph/test_tracer_arguments.py",
     "minifx/graph/rewriter.py": "not yet: tests/graph/test_rewriting_tracer.py",
     "minifx/graph/side_effects.py": "not yet: tests/graph/test_dead_code.py",
     "minifx/graph/wrapping.py": "not yet: tests/graph/test_differential.py",
