@@ -20,7 +20,7 @@ import torch
 import torch.fx
 
 import minifx
-from tests.graph.test_graph import MINI, TORCH, Lib, differential, names
+from tests.graph.support import MINI, TORCH, Lib, differential, names
 
 pytestmark = pytest.mark.ch2
 

@@ -3,7 +3,8 @@
 Most tests build one graph twice, with `torch.fx.Graph` (the oracle) and with
 `minifx.graph.Graph`, through the same sequence of calls, and then require the
 same printout byte for byte and the same node names. A build function receives
-a `Lib` (the library's `Graph`, `map_arg`, ... ) so that one body serves both.
+a `Lib` (tests/graph/support.py: the library's `Graph`, `map_arg`, ...) so that one body
+serves both.
 
 Where minifx differs from torch.fx on purpose (messages, lint's extra
 invariants, ...), the test says so; chapter 2's "Differences from torch.fx"
@@ -18,8 +19,6 @@ import operator
 import typing
 import warnings
 from collections import namedtuple
-from dataclasses import dataclass
-from typing import Any, Callable
 
 import pytest
 import torch
@@ -28,59 +27,9 @@ import torch.fx.node
 
 import minifx
 import minifx.graph
+from tests.graph.support import MINI, TORCH, chain, differential, names
 
 pytestmark = pytest.mark.ch2
-
-
-# -- the two libraries, behind one interface ---------------------------------------
-
-
-@dataclass(frozen=True)
-class Lib:
-    """What a build function may use from one library."""
-
-    name: str
-    Graph: type
-    map_arg: Callable
-    map_aggregate: Callable
-    Proxy: type
-
-
-TORCH = Lib(
-    "torch.fx", torch.fx.Graph, torch.fx.map_arg, torch.fx.node.map_aggregate, torch.fx.Proxy
-)
-MINI = Lib(
-    "minifx", minifx.graph.Graph, minifx.graph.map_arg, minifx.graph.map_aggregate, minifx.Proxy
-)
-
-
-def names(nodes) -> list[str]:
-    return [node.name for node in nodes]
-
-
-def differential(build: Callable[[Lib], Any]) -> Any:
-    """Run `build` on both libraries and require the same result.
-
-    `build(lib)` returns a graph, or a tuple `(graph, data)` whose plain `data`
-    (names, numbers, strings) must also be equal. Returns minifx's result.
-    """
-    theirs, ours = build(TORCH), build(MINI)
-    their_graph, their_data = theirs if isinstance(theirs, tuple) else (theirs, None)
-    our_graph, our_data = ours if isinstance(ours, tuple) else (ours, None)
-    assert str(our_graph) == str(their_graph)
-    assert names(our_graph.nodes) == names(their_graph.nodes)
-    assert our_data == their_data
-    return ours
-
-
-def chain(lib: Lib):
-    """x -> add(x, 1) -> relu -> output: the small graph many tests start from."""
-    graph = lib.Graph()
-    x = graph.placeholder("x")
-    add = graph.call_function(operator.add, (x, 1))
-    relu = graph.call_function(torch.relu, (add,))
-    graph.output(relu)
-    return graph, x, add, relu
 
 
 # -- naming -----------------------------------------------------------------------

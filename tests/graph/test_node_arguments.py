@@ -17,7 +17,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from minifx.graph.immutable_collections import immutable_dict, immutable_list
-from tests.graph.test_graph import MINI, TORCH, chain, differential, names
+from tests.graph.support import MINI, TORCH, chain, differential, names
 
 pytestmark = pytest.mark.ch2
 
