@@ -32,7 +32,6 @@ GAPS: dict[str, str] = {
     "minifx/graph/node.py": "not yet: tests/graph/test_node_arguments.py, "
     "test_mutable_operations.py",
     "minifx/graph/rewriter.py": "not yet: tests/graph/test_rewriting_tracer.py",
-    "minifx/graph/side_effects.py": "not yet: tests/graph/test_dead_code.py",
     "minifx/graph/wrapping.py": "not yet: tests/graph/test_differential.py",
     "minifx/interpreter/decompose.py": "not yet: tests/interpreter/test_overrides.py",
     "minifx/interpreter/transformer.py": "not yet: tests/interpreter/test_differential.py, "

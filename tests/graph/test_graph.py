@@ -920,7 +920,7 @@ def test_eliminate_dead_code_asks_is_impure_node(is_impure, expected):
     assert changed is (len(expected) < 4)
 
 
-# Which calls stay (side effects, randomness, registrations) is in test_dead_code.py.
+# Which calls stay (side effects, randomness, registrations) is in test_side_effects.py.
 
 
 def test_call_module_of_an_impure_module_is_kept():
