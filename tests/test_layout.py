@@ -28,9 +28,6 @@ GAPS: dict[str, str] = {
     "minifx/codegen/syntax.py": "not yet: tests/codegen/test_safety.py",
     "minifx/graph/annotation.py": "not yet: tests/graph/test_rewriting_tracer.py",
     "minifx/graph/codegen_hooks.py": "not yet: tests/codegen/test_codegen_hooks.py",
-    "minifx/graph/immutable_collections.py": "not yet: tests/graph/test_node_arguments.py",
-    "minifx/graph/node.py": "not yet: tests/graph/test_node_arguments.py, "
-    "test_mutable_operations.py",
     "minifx/graph/rewriter.py": "not yet: tests/graph/test_rewriting_tracer.py",
     "minifx/graph/wrapping.py": "not yet: tests/graph/test_differential.py",
     "minifx/interpreter/decompose.py": "not yet: tests/interpreter/test_overrides.py",
