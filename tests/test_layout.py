@@ -29,7 +29,6 @@ GAPS: dict[str, str] = {
     "minifx/graph/annotation.py": "not yet: tests/graph/test_rewriting_tracer.py",
     "minifx/graph/codegen_hooks.py": "not yet: tests/codegen/test_codegen_hooks.py",
     "minifx/graph/rewriter.py": "not yet: tests/graph/test_rewriting_tracer.py",
-    "minifx/graph/wrapping.py": "not yet: tests/graph/test_differential.py",
     "minifx/interpreter/decompose.py": "not yet: tests/interpreter/test_overrides.py",
     "minifx/interpreter/transformer.py": "not yet: tests/interpreter/test_differential.py, "
     "test_overrides.py",

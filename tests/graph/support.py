@@ -1,13 +1,16 @@
 """What the stage-2 tests share: the two libraries and their tracers side by side, and the
 `Lib` interface through which one build function makes the same graph with each
-(`differential` requires the same printout and node names)."""
+(`differential` requires the same printout and node names), a diff of two printouts,
+and the message of an error of exactly one type."""
 
 from __future__ import annotations
 
+import difflib
 import operator
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import pytest
 import torch
 import torch.fx
 import torch.fx.node
@@ -66,3 +69,20 @@ def chain(lib: Lib):
     relu = graph.call_function(torch.relu, (add,))
     graph.output(relu)
     return graph, x, add, relu
+
+
+def diff(expected: str, actual: str) -> str:
+    lines = difflib.unified_diff(
+        expected.splitlines(), actual.splitlines(), "torch.fx", "minifx", lineterm=""
+    )
+    return "\n".join(lines)
+
+
+def error_of(kind: type, thunk) -> str:
+    """The message of the `kind` error that `thunk()` raises (and nothing broader)."""
+    with pytest.raises(kind) as error:
+        thunk()
+    assert type(error.value) is kind, (
+        f"expected exactly {kind.__name__}, got {type(error.value).__name__}"
+    )
+    return str(error.value)
