@@ -26,7 +26,6 @@ GAPS: dict[str, str] = {
     "tests/interpreter/test_codegen_io.py",
     "minifx/codegen/symbolic_trace.py": "one function that every test of tests/codegen/ calls",
     "minifx/codegen/syntax.py": "not yet: tests/codegen/test_safety.py",
-    "minifx/graph/codegen_hooks.py": "not yet: tests/codegen/test_codegen_hooks.py",
     "minifx/interpreter/decompose.py": "not yet: tests/interpreter/test_overrides.py",
     "minifx/interpreter/transformer.py": "not yet: tests/interpreter/test_differential.py, "
     "test_overrides.py",

@@ -10,7 +10,6 @@ generated code), the test checks minifx alone and says why.
 
 from __future__ import annotations
 
-import collections
 import copy
 import importlib
 import inspect
@@ -40,6 +39,7 @@ import torch.utils._pytree
 import minifx
 import minifx.graph
 from minifx.codegen import GraphModule, python_code, symbolic_trace
+from tests.codegen.support import Pair, add_pair, boxed_sum, pair_sum
 
 pytestmark = pytest.mark.ch3
 
@@ -680,10 +680,6 @@ def test_pickle_of_code_calling_a_lambda_or_local_function_is_a_pickling_error()
         assert "use a module-level function instead of a lambda or local function" in message
 
 
-def add_pair(d):
-    return {"sum": d["a"] + d["b"], "diff": d["a"] - d["b"]}
-
-
 # torch's own TreeSpec pickling warns about LeafSpec in some versions; not ours to fix.
 @pytest.mark.filterwarnings("ignore:.*LeafSpec.*:FutureWarning")
 def test_structured_concrete_args_call_and_pickle_as_torch_fx():
@@ -709,13 +705,6 @@ def test_structured_concrete_args_reject_another_structure():
     gm = symbolic_trace(add_pair, concrete_args={"d": {"a": minifx.graph.PH, "b": minifx.graph.PH}})
     with pytest.raises(TypeError, match=r"the inputs\[0\] should be a dict with keys \['a', 'b'\]"):
         gm({"a": torch.ones(1)})
-
-
-Pair = collections.namedtuple("Pair", "x y")
-
-
-def pair_sum(p):
-    return p.x + p.y
 
 
 def test_a_namedtuple_of_ph_accepts_the_namedtuple_as_torch_fx_does():
@@ -747,10 +736,6 @@ torch.utils._pytree.register_pytree_node(
     Boxed, lambda box: ([box.a, box.b], None), lambda children, _: Boxed(*children)
 )
 torch.fx._pytree.register_pytree_flatten_spec(Boxed, lambda box, _: [box.a, box.b])
-
-
-def boxed_sum(x):
-    return x.a + x.b
 
 
 @pytest.mark.filterwarnings("ignore:.*LeafSpec.*:FutureWarning")
