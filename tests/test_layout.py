@@ -22,8 +22,6 @@ GAPS: dict[str, str] = {
     "minifx/codegen/codegen.py": "not yet: tests/codegen/test_codegen_hooks.py",
     "minifx/codegen/python_code.py": "not yet: tests/codegen/test_source.py, test_safety.py, "
     "test_differential.py",
-    "minifx/codegen/pytree.py": "not yet: tests/codegen/test_codegen_hooks.py, "
-    "tests/interpreter/test_codegen_io.py",
     "minifx/codegen/symbolic_trace.py": "one function that every test of tests/codegen/ calls",
     "minifx/codegen/syntax.py": "not yet: tests/codegen/test_safety.py",
     "minifx/interpreter/decompose.py": "not yet: tests/interpreter/test_overrides.py",

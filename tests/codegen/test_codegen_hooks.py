@@ -1,6 +1,7 @@
 """`CodeGen` and the pytree CodeGen of structured inputs, against torch.fx (`Graph`'s
 methods that use them, `set_codegen`, `process_inputs/outputs`, `python_code`, are
-tested in tests/graph/test_codegen_hooks.py).
+tested in tests/graph/test_codegen_hooks.py; the flattening of structured inputs in
+test_pytree.py).
 
 A graph's CodeGen writes the `def` line and the `return` of its code, and
 maps a caller's inputs and outputs to the graph's. PyTorch's test_fx checks
@@ -91,12 +92,6 @@ def test_structured_inputs_are_the_pytree_codegens_job():
     code, flat_code, leaves, out, expected = results["minifx"]
     assert "tree_flatten_spec" in code and "tree_flatten_spec" not in flat_code
     assert leaves == 3 and out == expected == [6.0, 6.0]
-
-
-def test_the_pytree_codegen_checks_the_structure_of_process_inputs():
-    nf = symbolic_trace(f_dict_add, concrete_args={"x": {"a": PH, "z": (PH, PH)}})
-    with pytest.raises(TypeError, match=r"the inputs\[0\] should be a dict with keys \['a', 'z'\]"):
-        nf.graph.process_inputs({"a": 1})
 
 
 def test_a_codegen_for_torch_fx_works_without_minifx_keywords():
