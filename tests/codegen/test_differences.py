@@ -12,7 +12,7 @@ Claims pinned elsewhere, by tests that run torch.fx too:
 - `CodeGen`, `_PyTreeCodeGen` and `graph.on_generate_code` are torch.fx's, no
   `_BoxedCodeGen`, no `_ExportCodeGen`; a structured graph keeps `graph._codegen` at
   `None`, and its `process_inputs` checks the structure:
-  tests/codegen/test_codegen_hooks.py::test_only_the_default_and_the_pytree_codegen,
+  tests/codegen/test_codegen.py::test_only_the_default_and_the_pytree_codegen,
   ::test_a_structured_graph_keeps_no_codegen_and_checks_what_process_inputs_gets,
   tests/graph/test_codegen_hooks.py::test_on_generate_code_transforms_the_body_and_keeps_the_line_map_as_torch_fx
 - a negative number before `**` is bracketed:

@@ -1,7 +1,7 @@
-"""`CodeGen` and the pytree CodeGen of structured inputs, against torch.fx (`Graph`'s
-methods that use them, `set_codegen`, `process_inputs/outputs`, `python_code`, are
-tested in tests/graph/test_codegen_hooks.py; the flattening of structured inputs in
-test_pytree.py).
+"""`minifx.codegen.codegen`: `CodeGen` and the pytree CodeGen of structured inputs,
+against torch.fx (`Graph`'s methods that use them, `set_codegen`,
+`process_inputs/outputs`, `python_code`, are tested in tests/graph/test_codegen_hooks.py;
+the flattening of structured inputs in test_pytree.py).
 
 A graph's CodeGen writes the `def` line and the `return` of its code, and
 maps a caller's inputs and outputs to the graph's. PyTorch's test_fx checks
