@@ -80,3 +80,14 @@ def pair_sum(p):
 
 def boxed_sum(x):
     return x.a + x.b
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+
+    def forward(self, x):
+        y = self.lin(x)
+        z = torch.relu(y) + 1
+        return z.sum()
