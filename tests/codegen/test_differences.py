@@ -16,7 +16,7 @@ Claims pinned elsewhere, by tests that run torch.fx too:
   ::test_a_structured_graph_keeps_no_codegen_and_checks_what_process_inputs_gets,
   tests/graph/test_codegen_hooks.py::test_on_generate_code_transforms_the_body_and_keeps_the_line_map_as_torch_fx
 - a negative number before `**` is bracketed:
-  tests/codegen/test_safety.py::test_a_negative_base_of_pow_is_bracketed
+  tests/codegen/test_syntax.py::test_a_negative_base_of_pow_is_bracketed
 - an error inside `forward` gets a note; torch.fx prints the generated lines to stderr
   (that the traceback is kept is checked below):
   tests/codegen/test_source.py::test_an_error_in_forward_gets_a_note_where_torch_fx_prints_to_stderr
