@@ -15,7 +15,7 @@ import torch.fx
 
 import minifx
 from tests.codegen.compare import assert_same
-from tests.codegen.test_differential import torch_code
+from tests.codegen.support import torch_code
 from tests.graph import rewriter_cases as programs
 from tests.graph.rewriter_cases import PROGRAMS, REWRITERS, Program
 

@@ -31,8 +31,7 @@ import minifx
 from minifx.interpreter import Interpreter, Transformer
 from tests.codegen.compare import assert_same
 from tests.codegen.inputs import INPUTS, NOT_RUNNABLE, SEED, example
-from tests.codegen.test_differential import (
-    CASES_BY_NAME,
+from tests.codegen.support import (
     TORCH_FX_CANNOT_COMPILE,
     assert_runs_like_eager,
     minifx_code,
@@ -40,7 +39,7 @@ from tests.codegen.test_differential import (
     run,
     torch_code,
 )
-from tests.graph.corpus import CASES, Case
+from tests.graph.corpus import CASES, CASES_BY_NAME, Case
 from tests.interpreter.support import (
     AS_POSITIONAL,
     INTERPRETABLE,
