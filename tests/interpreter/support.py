@@ -1,4 +1,6 @@
-"""What the stage-4 tests share: which corpus cases `run()` can take, and how.
+"""What the stage-4 tests share: which corpus cases `run()` can take, and how; and a module
+traced by each library from the same seed, with the check that both give the same
+graph and code.
 
 `Interpreter.run(*args)` takes positional arguments only, in torch.fx as in
 minifx. Most corpus cases are called with positional arguments anyway; a few
@@ -14,6 +16,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import torch
+import torch.fx
+
+import minifx
 from tests.codegen.inputs import INPUTS, Example
 from tests.graph.corpus import CASES, Case
 
@@ -73,3 +79,22 @@ def plain(value: Any) -> Any:
 
 def ids(cases: list[Case]) -> list[str]:
     return [c.name for c in cases]
+
+
+SEED = 0
+
+
+def trace_both(make: Any) -> tuple[minifx.GraphModule, torch.fx.GraphModule]:
+    """`make()` traced by each library, each on a root built right after seeding
+    (so both have the same parameters)."""
+    torch.manual_seed(SEED)
+    ours = minifx.symbolic_trace(make())
+    torch.manual_seed(SEED)
+    return ours, torch.fx.symbolic_trace(make())
+
+
+def assert_same_module(ours: minifx.GraphModule, theirs: torch.fx.GraphModule) -> None:
+    """The same printed graph and the same generated code."""
+    assert str(ours.graph) == str(theirs.graph)
+    assert ours.code == theirs.code
+    ours.graph.lint()
