@@ -1,6 +1,7 @@
-"""What the stage-4 tests share: which corpus cases `run()` can take, and how; and a module
+"""What the stage-4 tests share: which corpus cases `run()` can take, and how; a module
 traced by each library from the same seed, with the check that both give the same
-graph and code.
+graph and code; and the small programs and docs' overrides that both the Interpreter's
+and the Transformer's tests run.
 
 `Interpreter.run(*args)` takes positional arguments only, in torch.fx as in
 minifx. Most corpus cases are called with positional arguments anyway; a few
@@ -98,3 +99,32 @@ def assert_same_module(ours: minifx.GraphModule, theirs: torch.fx.GraphModule) -
     assert str(ours.graph) == str(theirs.graph)
     assert ours.code == theirs.code
     ours.graph.lint()
+
+
+# The class bodies of torch.fx's docstrings (Interpreter and Transformer), built on each base.
+def neg_sigm_swap(base: type) -> type:
+    class NegSigmSwap(base):
+        def call_function(self, target, args, kwargs):
+            if target is torch.sigmoid:
+                return torch.neg(*args, **kwargs)
+            return super().call_function(target, args, kwargs)
+
+        def call_method(self, target, args, kwargs):
+            if target == "neg":
+                call_self, *args_tail = args
+                return call_self.sigmoid(*args_tail, **kwargs)
+            return super().call_method(target, args, kwargs)
+
+    return NegSigmSwap
+
+
+def fn(x):
+    return torch.sigmoid(x).neg()
+
+
+def with_star_args(x, *rest):
+    return x + rest[0] * rest[1]
+
+
+def listing(x):
+    return [torch.cat([x, x]).relu(), x]
