@@ -26,6 +26,9 @@ def test_node_repr_is_its_name():
     assert repr(add) == "add"
 
 
+# -- the linked list -----------------------------------------------------------------------
+
+
 def test_prev_and_next_walk_the_list_around_a_sentinel():
     graph, x, add, relu = chain(MINI)
     output = relu.next
@@ -64,6 +67,9 @@ def test_moving_a_node_keeps_its_users_and_inputs():
 
     _, (x_users, sin_users, inputs_ok) = differential(build)
     assert x_users == ["add", "sin"] and sin_users == [] and inputs_ok
+
+
+# -- use-def lists -------------------------------------------------------------------------
 
 
 @pytest.mark.task("2.1")
@@ -215,6 +221,9 @@ def test_replace_all_uses_with_itself_changes_nothing():
         return graph, names(add.replace_all_uses_with(add))
 
     differential(build)
+
+
+# -- map_arg and map_aggregate -------------------------------------------------------------
 
 
 def test_map_arg_keeps_nested_structure():
