@@ -18,28 +18,7 @@ pytestmark = pytest.mark.meta
 ROOT = Path(__file__).resolve().parent.parent
 
 # minifx/<stage>/<module>.py -> why it has no tests/<stage>/test_<module>.py yet.
-GAPS: dict[str, str] = {
-    "minifx/codegen/codegen.py": "not yet: tests/codegen/test_codegen_hooks.py",
-    "minifx/codegen/python_code.py": "not yet: tests/codegen/test_source.py, test_safety.py, "
-    "test_differential.py",
-    "minifx/codegen/pytree.py": "not yet: tests/codegen/test_codegen_hooks.py, "
-    "tests/interpreter/test_codegen_io.py",
-    "minifx/codegen/symbolic_trace.py": "one function that every test of tests/codegen/ calls",
-    "minifx/codegen/syntax.py": "not yet: tests/codegen/test_safety.py",
-    "minifx/graph/annotation.py": "not yet: tests/graph/test_rewriting_tracer.py",
-    "minifx/graph/codegen_hooks.py": "not yet: tests/codegen/test_codegen_hooks.py",
-    "minifx/graph/immutable_collections.py": "not yet: tests/graph/test_node_arguments.py",
-    "minifx/graph/node.py": "not yet: tests/graph/test_node_arguments.py, "
-    "test_mutable_operations.py",
-    "minifx/graph/placeholders.py": "not yet: tests/graph/test_tracer_options.py",
-    "minifx/graph/proxyable.py": "not yet: tests/graph/test_tracer_arguments.py",
-    "minifx/graph/rewriter.py": "not yet: tests/graph/test_rewriting_tracer.py",
-    "minifx/graph/side_effects.py": "not yet: tests/graph/test_dead_code.py",
-    "minifx/graph/wrapping.py": "not yet: tests/graph/test_differential.py",
-    "minifx/interpreter/decompose.py": "not yet: tests/interpreter/test_overrides.py",
-    "minifx/interpreter/transformer.py": "not yet: tests/interpreter/test_differential.py, "
-    "test_overrides.py",
-}
+GAPS: dict[str, str] = {}
 
 
 def expected_test_files() -> dict[str, Path]:

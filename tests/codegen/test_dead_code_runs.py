@@ -1,6 +1,6 @@
 """After dead-code elimination the recompiled module still computes what eager mode does.
 
-Chapter 2 decides which nodes stay (tests/graph/test_dead_code.py); this runs
+Chapter 2 decides which nodes stay (tests/graph/test_side_effects.py); this runs
 the programs, with each library, as PyTorch's test/fx/test_dce_pass.py does:
 trace, eliminate, recompile, and compare with the module on a fresh copy of
 the same inputs. A kept in-place call shows up in the result.
@@ -18,7 +18,7 @@ import torch.fx
 
 import minifx
 from minifx.codegen import GraphModule, symbolic_trace
-from tests.graph import test_dead_code as cases
+from tests.graph import dead_code_programs as cases
 
 pytestmark = pytest.mark.ch3
 

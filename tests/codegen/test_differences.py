@@ -8,15 +8,15 @@ of each docstring quotes it.
 Claims pinned elsewhere, by tests that run torch.fx too:
 
 - `graph.python_code(root_module)` has one option, `verbose`:
-  tests/codegen/test_codegen_hooks.py::test_python_code_has_one_option
+  tests/graph/test_codegen_hooks.py::test_python_code_has_one_option
 - `CodeGen`, `_PyTreeCodeGen` and `graph.on_generate_code` are torch.fx's, no
   `_BoxedCodeGen`, no `_ExportCodeGen`; a structured graph keeps `graph._codegen` at
   `None`, and its `process_inputs` checks the structure:
-  tests/codegen/test_codegen_hooks.py::test_only_the_default_and_the_pytree_codegen,
-  ::test_on_generate_code_transforms_the_body_and_keeps_the_line_map_as_torch_fx,
-  ::test_a_structured_graph_keeps_no_codegen_and_checks_what_process_inputs_gets
+  tests/codegen/test_codegen.py::test_only_the_default_and_the_pytree_codegen,
+  ::test_a_structured_graph_keeps_no_codegen_and_checks_what_process_inputs_gets,
+  tests/graph/test_codegen_hooks.py::test_on_generate_code_transforms_the_body_and_keeps_the_line_map_as_torch_fx
 - a negative number before `**` is bracketed:
-  tests/codegen/test_safety.py::test_a_negative_base_of_pow_is_bracketed
+  tests/codegen/test_syntax.py::test_a_negative_base_of_pow_is_bracketed
 - an error inside `forward` gets a note; torch.fx prints the generated lines to stderr
   (that the traceback is kept is checked below):
   tests/codegen/test_source.py::test_an_error_in_forward_gets_a_note_where_torch_fx_prints_to_stderr

@@ -17,7 +17,6 @@ roots, and wrapped in that library's GraphModule. Then:
 from __future__ import annotations
 
 import textwrap
-import warnings
 from typing import Any
 
 import pytest
@@ -27,21 +26,21 @@ import torch.fx
 import minifx.codegen
 import minifx.graph
 from tests.codegen.compare import assert_same
-from tests.codegen.inputs import INPUTS, NOT_RUNNABLE, SEED, Example, example
-from tests.graph.corpus import CASES, Case
-from tests.oracle import Traced, minifx_module, torch_module, trace_minifx
+from tests.codegen.inputs import INPUTS, NOT_RUNNABLE
+from tests.codegen.support import (
+    TORCH_FX_CANNOT_COMPILE,
+    assert_runs_like_eager,
+    minifx_code,
+    minifx_printout,
+    torch_code,
+)
+from tests.graph.corpus import CASES, CASES_BY_NAME, Case
+from tests.oracle import minifx_module, torch_module, trace_minifx
 
 pytestmark = pytest.mark.ch3
 
-CASES_BY_NAME = {c.name: c for c in CASES}
 RUNNABLE = [c for c in CASES if c.name in INPUTS]
 
-# Cases whose code torch.fx writes but cannot compile; minifx's code is checked otherwise.
-TORCH_FX_CANNOT_COMPILE = {
-    "keyword_only_parameters": "torch.fx writes `def forward(self, x, alpha = 1.0, beta)`",
-    "SubmoduleNamedLikeKeyword": "torch.fx writes `self.lambda(x)`; minifx writes "
-    '`getattr(self, "lambda")(x)` (see the golden text below)',
-}
 
 # Retraced with the case's own tracer, not `symbolic_trace`'s default one: these
 # tracers choose leaf modules (or cache buffers), and the default tracer would
@@ -69,58 +68,7 @@ RETRACE_FLATTENS_INPUTS = {
 MINIFX_BUGS: dict[str, str] = {}
 
 
-def torch_code(code: str) -> str:
-    """torch.fx's code with its qualified `wrap` written as minifx writes it."""
-    return code.replace("torch.fx._symbolic_trace.wrap(", "wrap(")
-
-
-def minifx_code(c: Case, code: str, retraced: bool = False) -> str:
-    """minifx's code with the case's `mini_aliases` mapped back, in code form.
-
-    minifx binds a function outside torch as a global named after its
-    qualified name (`minifx.graph.tracer._assert_is_none` becomes
-    `minifx_graph_tracer__assert_is_none`); torch.fx writes its own function
-    as a path from `torch`.
-    """
-    for mini_text, torch_text in c.mini_aliases:
-        global_name = mini_text.replace(".", "_")
-        assert global_name in code, f"alias {global_name!r} no longer occurs; update the case"
-        if not retraced:
-            # minifx's first code already registers its helper with `wrap`, so
-            # retracing records it again; torch.fx's code only does from the
-            # retrace on (its tracer patches the helper's module the first time).
-            code = code.replace(f'wrap("{global_name}")', "")
-        code = code.replace(global_name, torch_text)
-    return code
-
-
-def minifx_printout(c: Case, graph: Any) -> str:
-    text = str(graph)
-    for mini_text, torch_text in c.mini_aliases:
-        text = text.replace(mini_text, torch_text)
-    return text
-
-
 # -- calling ----------------------------------------------------------------------------
-
-
-def run(fn: Any, inputs: Example, eager: bool = False) -> Any:
-    """Call `fn` on `inputs` after seeding torch's generator (for dropout)."""
-    kwargs = inputs.eager_kwargs if eager and inputs.eager_kwargs is not None else inputs.kwargs
-    torch.manual_seed(SEED)
-    return fn(*inputs.args, **kwargs)
-
-
-def assert_runs_like_eager(gm: Any, traced: Traced, name: str) -> None:
-    """`gm` returns what eager mode returns, and leaves its inputs as eager mode does."""
-    eager_inputs, gm_inputs = example(name), example(name)
-    with warnings.catch_warnings():
-        # NamesCollideWithInputsAndOps reads `.T` of a 1-d parameter, deprecated in torch.
-        warnings.filterwarnings("ignore", message="The use of `x.T`", category=UserWarning)
-        expected = run(traced.eager(), eager_inputs, eager=True)
-        actual = run(gm, gm_inputs)
-    assert_same(actual, expected)
-    assert_same(gm_inputs.args, eager_inputs.args, "inputs after the call")
 
 
 def retrace(c: Case, gm: minifx.codegen.GraphModule) -> minifx.codegen.GraphModule:

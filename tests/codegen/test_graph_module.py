@@ -10,7 +10,6 @@ generated code), the test checks minifx alone and says why.
 
 from __future__ import annotations
 
-import collections
 import copy
 import importlib
 import inspect
@@ -40,6 +39,7 @@ import torch.utils._pytree
 import minifx
 import minifx.graph
 from minifx.codegen import GraphModule, python_code, symbolic_trace
+from tests.codegen.support import Pair, add_pair, boxed_sum, pair_sum
 
 pytestmark = pytest.mark.ch3
 
@@ -680,10 +680,6 @@ def test_pickle_of_code_calling_a_lambda_or_local_function_is_a_pickling_error()
         assert "use a module-level function instead of a lambda or local function" in message
 
 
-def add_pair(d):
-    return {"sum": d["a"] + d["b"], "diff": d["a"] - d["b"]}
-
-
 # torch's own TreeSpec pickling warns about LeafSpec in some versions; not ours to fix.
 @pytest.mark.filterwarnings("ignore:.*LeafSpec.*:FutureWarning")
 def test_structured_concrete_args_call_and_pickle_as_torch_fx():
@@ -705,19 +701,6 @@ def test_structured_concrete_args_call_and_pickle_as_torch_fx():
     assert "getitem = d['a']" in loaded_code
 
 
-def test_structured_concrete_args_reject_another_structure():
-    gm = symbolic_trace(add_pair, concrete_args={"d": {"a": minifx.graph.PH, "b": minifx.graph.PH}})
-    with pytest.raises(TypeError, match=r"the inputs\[0\] should be a dict with keys \['a', 'b'\]"):
-        gm({"a": torch.ones(1)})
-
-
-Pair = collections.namedtuple("Pair", "x y")
-
-
-def pair_sum(p):
-    return p.x + p.y
-
-
 def test_a_namedtuple_of_ph_accepts_the_namedtuple_as_torch_fx_does():
     # Issue 16, repro 1c: the traced module used to reject the correct input.
     def build(lib):
@@ -727,12 +710,6 @@ def test_a_namedtuple_of_ph_accepts_the_namedtuple_as_torch_fx_does():
         ).tolist()
 
     assert differential(build) == ([2.0, 2.0], [2.0, 2.0])  # a plain tuple is read by position too
-
-
-def test_a_namedtuple_of_ph_rejects_another_length_with_its_name():
-    gm = symbolic_trace(pair_sum, concrete_args={"p": Pair(minifx.graph.PH, minifx.graph.PH)})
-    with pytest.raises(TypeError, match=r"the inputs\[0\] should be a Pair of 2 items"):
-        gm((torch.ones(1),))
 
 
 class Boxed:
@@ -747,10 +724,6 @@ torch.utils._pytree.register_pytree_node(
     Boxed, lambda box: ([box.a, box.b], None), lambda children, _: Boxed(*children)
 )
 torch.fx._pytree.register_pytree_flatten_spec(Boxed, lambda box, _: [box.a, box.b])
-
-
-def boxed_sum(x):
-    return x.a + x.b
 
 
 @pytest.mark.filterwarnings("ignore:.*LeafSpec.*:FutureWarning")
@@ -1041,35 +1014,3 @@ def test_stage_three_names_are_exported_lazily():
     )
     assert done.returncode == 0 and done.stdout == "ok\n", done.stderr
     assert minifx.GraphModule is GraphModule and minifx.symbolic_trace is symbolic_trace
-
-
-class Counted:
-    """A class registered with pytree whose flatten-spec function counts its calls."""
-
-    read = 0
-
-    def __init__(self, a, b):
-        self.a, self.b = a, b
-
-
-def _read_counted(box, spec):
-    Counted.read += 1
-    return [box.a, box.b]
-
-
-torch.utils._pytree.register_pytree_node(
-    Counted, lambda box: ([box.a, box.b], None), lambda children, _: Counted(*children)
-)
-
-
-def test_register_pytree_flatten_spec_is_how_generated_code_reads_a_registered_input():
-    from minifx.codegen.pytree import register_pytree_flatten_spec
-
-    register_pytree_flatten_spec(Counted, _read_counted)
-    torch.fx._pytree.register_pytree_flatten_spec(Counted, _read_counted)
-    box = Counted(torch.ones(2), torch.full((2,), 2.0))
-    for lib in (torch.fx, minifx):
-        gm = lib.symbolic_trace(boxed_sum, concrete_args={"x": Counted(lib.PH, lib.PH)})
-        before = Counted.read
-        assert gm(box).tolist() == [3.0, 3.0]
-        assert Counted.read == before + 1, lib.__name__

@@ -1,4 +1,5 @@
-"""The programs of `tests/graph/test_rewriting_tracer.py`, run as GraphModules.
+"""The programs of `tests/graph/test_rewriter.py` (tests/graph/rewriter_cases.py), run as
+GraphModules.
 
 As in PyTorch's `test_ast_rewriter_*` tests, the GraphModule is built from the
 tracer's root (`GraphModule(tracer.root, graph, "gm")`); its code must be
@@ -14,9 +15,9 @@ import torch.fx
 
 import minifx
 from tests.codegen.compare import assert_same
-from tests.codegen.test_differential import torch_code
-from tests.graph import test_rewriting_tracer as programs
-from tests.graph.test_rewriting_tracer import PROGRAMS, REWRITERS, Program
+from tests.codegen.support import torch_code
+from tests.graph import rewriter_cases as programs
+from tests.graph.rewriter_cases import PROGRAMS, REWRITERS, Program
 
 pytestmark = pytest.mark.ch3
 

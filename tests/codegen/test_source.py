@@ -1,4 +1,5 @@
-"""Generated source as text: `python_code`, line numbers, saved source, and where errors point.
+"""Generated source as text: saved source, and where errors point (`python_code` itself
+is tested in test_python_code.py).
 
 Covers what `minifx/codegen/source.py` adds around the code: the file names the
 code runs under, the note a compile error gets, the notes that point at the node
@@ -25,19 +26,10 @@ from minifx.codegen import GraphModule, PythonCode, python_code, symbolic_trace
 from minifx.codegen.code_cache import register_source
 from minifx.codegen.copying import import_block
 from minifx.codegen.source import compile_forward
+from tests.codegen import support
+from tests.codegen.support import Net
 
 pytestmark = pytest.mark.ch3
-
-
-class Net(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.lin = torch.nn.Linear(3, 3)
-
-    def forward(self, x):
-        y = self.lin(x)
-        z = torch.relu(y) + 1
-        return z.sum()
 
 
 def both(build):
@@ -48,79 +40,7 @@ def both(build):
     return actual
 
 
-# -- python_code -----------------------------------------------------------------------
-
-
-@pytest.mark.task("3.2")
-def test_python_code_with_another_root_name():
-    # minifx's method Graph.python_code(root_module) calls this function.
-    # minifx differs on purpose: torch.fx keeps `def forward(self, ...)` while the body
-    # uses `model.lin`, so its code cannot run; minifx names the first parameter `model`.
-    model = Net()
-    src = python_code(minifx.graph.Tracer().trace(model), root_module="model").src
-    fx_src = torch.fx.Tracer().trace(model).python_code(root_module="model").src
-    assert src.startswith("\n\n\ndef forward(model, x):\n    lin = model.lin(x);  x = None\n")
-    assert fx_src == src.replace("def forward(model, x)", "def forward(self, x)")
-    assert minifx.graph.Tracer().trace(model).python_code(root_module="model").src == src
-
-
-class EveryOpcode(torch.nn.Module):
-    """A placeholder with a default, get_attr, call_module, call_method, call_function
-    (operator syntax, an in-place operator, torch functions, a getitem) and a tuple output."""
-
-    def __init__(self):
-        super().__init__()
-        self.lin = torch.nn.Linear(3, 3)
-        self.scale = torch.nn.Parameter(torch.ones(3))
-
-    def forward(self, x, y=2):
-        h = self.lin(x) * self.scale
-        h += 1
-        view = h.view(-1, 3)
-        return torch.cat([view, -view], dim=0)[0], torch.relu(h) ** y, x
-
-
-@pytest.mark.task("3.2")
-def test_python_code_of_every_opcode_is_torch_fx_s():
-    # python_code straight from the traced graph: no GraphModule (tasks 3.3 and 3.4).
-    model = EveryOpcode()
-    code = python_code(minifx.graph.Tracer().trace(model))
-    assert code.src == torch.fx.Tracer().trace(model).python_code(root_module="self").src
-    assert "relu = y = None" in code.src  # values are freed after their last use
-    namespace = dict(code.globals)
-    exec(code.src, namespace)
-    x = torch.randn(2, 3)
-    for got, want in zip(namespace["forward"](model, x.clone()), model(x.clone())):
-        torch.testing.assert_close(got, want)
-
-
-@pytest.mark.task("3.2")
-def test_python_code_globals_are_enough_to_exec_the_source():
-    model = Net()
-    code = python_code(minifx.graph.Tracer().trace(model))
-    namespace = dict(code.globals)
-    exec(code.src, namespace)
-    x = torch.randn(2, 3)
-    torch.testing.assert_close(namespace["forward"](model, x), model(x))
-    assert set(code.globals) >= {"torch"}
-    assert all(isinstance(name, str) and name.isidentifier() for name in code.globals)
-
-
-def test_the_line_map_points_each_line_at_its_node():
-    gm = symbolic_trace(Net())
-    code = python_code(gm.graph)
-    lines = code.src.split("\n")
-    nodes = list(gm.graph.nodes)
-    # Counted from the def line, as in torch.fx: 1 to 5 for the five nodes, and 6 for the
-    # line after the body.
-    assert code.prologue_start == 4 and sorted(code.lineno_map) == [1, 2, 3, 4, 5, 6]
-    for lineno, index in list(code.lineno_map.items())[:-1]:
-        node = nodes[index]
-        line = lines[code.prologue_start + lineno - 1].strip()
-        if node.op == "output":
-            assert line == "return sum_1"
-        else:
-            assert line.startswith(f"{node.name} = "), (lineno, node.name, line)
+# -- print_readable ------------------------------------------------------------------
 
 
 STACK_TRACES = [
@@ -193,7 +113,7 @@ def test_the_generated_forward_names_the_traced_code_as_torch_fx_does():
     found = origins(symbolic_trace, GraphModule, minifx.graph.Graph)
     assert found == origins(torch.fx.symbolic_trace, torch.fx.GraphModule, torch.fx.Graph)
     assert found[:2] == [
-        (__file__, str(Net.forward.__code__.co_firstlineno), "forward"),
+        (support.__file__, str(Net.forward.__code__.co_firstlineno), "forward"),
         (__file__, str(relu_function.__code__.co_firstlineno), "relu_function"),
     ]
     assert found[2] == found[3] == (None, None, None) and found[4] == ("4", "forward")
@@ -221,7 +141,7 @@ def test_a_recompile_keeps_the_name_and_the_libraries_never_share_one():
 def test_linecache_and_inspect_show_the_generated_code_under_that_name(trace):
     gm = trace(Net())
     filename = type(gm).forward.__code__.co_filename
-    assert "test_source.py" in filename  # what PyTorch's own test checks
+    assert "tests/codegen/support.py" in filename  # Net's file: what PyTorch's own test checks
     assert "".join(linecache.getlines(filename)).rstrip() == gm.code.rstrip()
     assert inspect.getsource(type(gm).forward) == gm.code.strip() + "\n"
 
@@ -241,7 +161,7 @@ def test_generated_files_are_numbered_by_their_content_and_origin():
     assert other._source_file != first._source_file
     assert first._source_file.startswith("<eval_with_key>.")
     assert first._source_file.endswith(
-        f" from {__file__}:{Net.forward.__code__.co_firstlineno} in forward"
+        f" from {support.__file__}:{Net.forward.__code__.co_firstlineno} in forward"
     )
     name = register_source("def forward(self):\n    return 1\n")
     linecache.checkcache()

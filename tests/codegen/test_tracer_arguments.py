@@ -11,13 +11,9 @@ import dataclasses
 import pytest
 import torch
 
-from tests.graph.test_tracer_arguments import (
-    LIBRARIES,
-    MODULES,
-    PROXYABLE,
-    LeafTracers,
-    PassesCustomArg,
-)
+from tests.graph.proxyable_programs import PROXYABLE
+from tests.graph.support import LIBRARIES
+from tests.graph.test_tracer_arguments import MODULES, LeafTracers, PassesCustomArg
 
 pytestmark = pytest.mark.ch3
 

@@ -1188,3 +1188,6 @@ add_case(
     tracer=lambda base: base(autowrap_modules=()),
 )
 add_case("custom_tracer_untraceable_leaf", UsesUntraceableLeaves, tracer=_untraceable_is_leaf)
+
+
+CASES_BY_NAME = {c.name: c for c in CASES}

@@ -1,4 +1,4 @@
-"""Programs for `test_rewriting_tracer.py` that need a module of their own.
+"""Programs for `test_rewriter.py` that need a module of their own.
 
 This module differs from the test module on purpose:
 

@@ -16,7 +16,7 @@ import torch
 import torch.fx
 
 import minifx.graph
-from tests.graph.test_graph import MINI, TORCH, chain
+from tests.graph.support import MINI, TORCH, chain
 
 pytestmark = pytest.mark.ch2
 

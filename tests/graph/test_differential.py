@@ -9,8 +9,6 @@ the book shows, so a change in torch.fx cannot silently change them.
 
 from __future__ import annotations
 
-import difflib
-
 import pytest
 import torch
 import torch.fx
@@ -18,13 +16,11 @@ import torch.fx
 import minifx
 import minifx.graph
 from minifx.proxy.ir import NODE_LINE
-from tests.graph import wrapped_helpers as wh
-from tests.graph.corpus import CASES, Case
+from tests.graph.corpus import CASES, CASES_BY_NAME, Case
+from tests.graph.support import diff
 from tests.oracle import trace_minifx, trace_torch
 
 pytestmark = pytest.mark.ch2
-
-CASES_BY_NAME = {c.name: c for c in CASES}
 
 
 # -- tracing one case with each library --------------------------------------------
@@ -37,13 +33,6 @@ def minifx_printout(c: Case, graph: minifx.graph.Graph) -> str:
         assert mini_text in text, f"alias {mini_text!r} no longer occurs; remove it from the case"
         text = text.replace(mini_text, torch_text)
     return text
-
-
-def diff(expected: str, actual: str) -> str:
-    lines = difflib.unified_diff(
-        expected.splitlines(), actual.splitlines(), "torch.fx", "minifx", lineterm=""
-    )
-    return "\n".join(lines)
 
 
 # -- the differential tests ---------------------------------------------------------
@@ -78,7 +67,7 @@ def test_traced_graph_lints(c: Case):
     trace_minifx(c).graph.lint()
 
 
-# -- keeping the wrap comparisons honest ----------------------------------------------
+# -- the printed grammar, and constants on the root ------------------------------------
 
 
 @pytest.mark.parametrize("c", CASES, ids=[c.name for c in CASES])
@@ -101,47 +90,6 @@ def test_every_printed_line_follows_the_grammar(c: Case):
             assert any(tail.startswith(t) if t else tail == "" for t in expected), line
 
 
-def test_minifx_wrapped_helpers_are_unknown_to_torch_fx():
-    """The minifx.wrap cases would prove nothing if torch.fx.wrap registered them too,
-    because minifx honours torch.fx.wrap registrations as well."""
-    registered = {name for (_, name) in torch.fx._symbolic_trace._wrapped_fns_to_patch}
-    assert registered.isdisjoint(wh.MINI_WRAPPED_NAMES)
-
-
-@pytest.mark.parametrize(
-    "root",
-    [wh.uses_mini_rows_prefix, wh.uses_mini_clamp_positive, wh.uses_wrapped_round],
-    ids=lambda fn: fn.__name__,
-)
-def test_minifx_wrapped_helpers_cannot_be_traced_through(root):
-    """Without autowrap_functions, torch.fx traces into the helper and fails, so a
-    minifx graph holding one call of it shows that minifx.wrap took effect."""
-    with pytest.raises((TypeError, ValueError)):
-        torch.fx.Tracer().trace(root)
-
-
-def _unwrapped_rows_prefix(x):
-    # The body of wrapped_helpers.rows_prefix, in a module where nothing is wrapped.
-    return x[: min(len(x), 2)]
-
-
-@pytest.mark.parametrize(
-    "tracer", [torch.fx.Tracer, minifx.graph.Tracer], ids=["torch.fx", "minifx"]
-)
-def test_wrapped_helper_body_cannot_be_traced_through(tracer: type):
-    """So a graph that holds one call of `rows_prefix` shows its registration took effect."""
-    with pytest.raises(Exception, match="len"):
-        tracer().trace(_unwrapped_rows_prefix)
-
-
-def test_wrapped_call_is_marked_in_meta():
-    """Both libraries mark the node of a wrapped call with meta["is_wrapped"]."""
-    c = CASES_BY_NAME["minifx_wrapped_by_name"]
-    for graph in (trace_torch(c).graph, trace_minifx(c).graph):
-        wrapped = [n for n in graph.nodes if n.meta.get("is_wrapped")]
-        assert [n.name for n in wrapped] == ["mini_rows_prefix"]
-
-
 def test_tensor_constants_are_stored_on_the_root():
     """`_tensor_constant0` is set on the root the tracer used, as torch.fx does."""
     c = CASES_BY_NAME["TwoTensorConstants"]
@@ -149,17 +97,6 @@ def test_tensor_constants_are_stored_on_the_root():
     minifx.graph.Tracer().trace(root)
     assert torch.equal(root._tensor_constant0, torch.tensor([2.0]))
     assert torch.equal(root._tensor_constant1, torch.zeros(3))
-
-
-def test_tracing_leaves_torch_nn_unpatched():
-    """After a trace (even a failing one) nn.Module's __call__ and __getattr__ are back."""
-    call, getattr_ = torch.nn.Module.__call__, torch.nn.Module.__getattr__
-    trace_minifx(CASES_BY_NAME["NestedUserModules"])
-    with pytest.raises(minifx.TraceError):
-        minifx.graph.Tracer().trace(_unwrapped_rows_prefix)
-    assert (torch.nn.Module.__call__, torch.nn.Module.__getattr__) == (call, getattr_)
-    assert wh.mini_rows_prefix.__name__ == "mini_rows_prefix"
-    assert not getattr(wh.mini_rows_prefix, "_minifx_stand_in", False)
 
 
 # -- golden strings: the printouts the book shows ------------------------------------
@@ -199,24 +136,6 @@ graph():
     %mini_rows_prefix : [num_users=1] = call_function[target=tests.graph.wrapped_helpers.mini_rows_prefix](args = (%x, 2), kwargs = {})
     %relu : [num_users=1] = call_method[target=relu](args = (%mini_rows_prefix,), kwargs = {})
     return relu"""
-
-
-MINIFX_WRAPPED_BUILTIN_GRAPH = """\
-graph():
-    %x : [num_users=1] = placeholder[target=x]
-    %mul : [num_users=1] = call_function[target=operator.mul](args = (%x, 10), kwargs = {})
-    %round_1 : [num_users=1] = call_function[target=builtins.round](args = (%mul,), kwargs = {})
-    %truediv : [num_users=1] = call_function[target=operator.truediv](args = (%round_1, 10), kwargs = {})
-    return truediv"""
-
-
-def test_minifx_wrapped_builtin_golden():
-    """minifx.wrap("round") has no torch.fx.Tracer equivalent in this module, so the graph
-    is pinned. It is what torch.fx prints for the same program in a module that calls
-    torch.fx.wrap("round") instead (`round_1`, because `round` is a builtin's name)."""
-    actual = str(minifx.graph.Tracer().trace(wh.uses_wrapped_round))
-    expected = MINIFX_WRAPPED_BUILTIN_GRAPH
-    assert actual == expected, f"printout changed:\n{diff(expected, actual)}"
 
 
 @pytest.mark.parametrize(

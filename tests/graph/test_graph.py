@@ -1,9 +1,11 @@
-"""Unit tests of the Graph/Node editing API, differential against torch.fx.
+"""Unit tests of the Graph editing API, differential against torch.fx (a Node's own API is
+in test_node.py, test_node_conveniences.py and test_immutable_collections.py).
 
 Most tests build one graph twice, with `torch.fx.Graph` (the oracle) and with
 `minifx.graph.Graph`, through the same sequence of calls, and then require the
 same printout byte for byte and the same node names. A build function receives
-a `Lib` (the library's `Graph`, `map_arg`, ... ) so that one body serves both.
+a `Lib` (tests/graph/support.py: the library's `Graph`, `map_arg`, ...) so that one body
+serves both.
 
 Where minifx differs from torch.fx on purpose (messages, lint's extra
 invariants, ...), the test says so; chapter 2's "Differences from torch.fx"
@@ -17,9 +19,6 @@ import inspect
 import operator
 import typing
 import warnings
-from collections import namedtuple
-from dataclasses import dataclass
-from typing import Any, Callable
 
 import pytest
 import torch
@@ -28,59 +27,9 @@ import torch.fx.node
 
 import minifx
 import minifx.graph
+from tests.graph.support import MINI, chain, differential, names
 
 pytestmark = pytest.mark.ch2
-
-
-# -- the two libraries, behind one interface ---------------------------------------
-
-
-@dataclass(frozen=True)
-class Lib:
-    """What a build function may use from one library."""
-
-    name: str
-    Graph: type
-    map_arg: Callable
-    map_aggregate: Callable
-    Proxy: type
-
-
-TORCH = Lib(
-    "torch.fx", torch.fx.Graph, torch.fx.map_arg, torch.fx.node.map_aggregate, torch.fx.Proxy
-)
-MINI = Lib(
-    "minifx", minifx.graph.Graph, minifx.graph.map_arg, minifx.graph.map_aggregate, minifx.Proxy
-)
-
-
-def names(nodes) -> list[str]:
-    return [node.name for node in nodes]
-
-
-def differential(build: Callable[[Lib], Any]) -> Any:
-    """Run `build` on both libraries and require the same result.
-
-    `build(lib)` returns a graph, or a tuple `(graph, data)` whose plain `data`
-    (names, numbers, strings) must also be equal. Returns minifx's result.
-    """
-    theirs, ours = build(TORCH), build(MINI)
-    their_graph, their_data = theirs if isinstance(theirs, tuple) else (theirs, None)
-    our_graph, our_data = ours if isinstance(ours, tuple) else (ours, None)
-    assert str(our_graph) == str(their_graph)
-    assert names(our_graph.nodes) == names(their_graph.nodes)
-    assert our_data == their_data
-    return ours
-
-
-def chain(lib: Lib):
-    """x -> add(x, 1) -> relu -> output: the small graph many tests start from."""
-    graph = lib.Graph()
-    x = graph.placeholder("x")
-    add = graph.call_function(operator.add, (x, 1))
-    relu = graph.call_function(torch.relu, (add,))
-    graph.output(relu)
-    return graph, x, add, relu
 
 
 # -- naming -----------------------------------------------------------------------
@@ -229,11 +178,6 @@ def test_output_of_a_container_prints_python_repr():
     assert str(differential(build)).endswith("return {'a': x, 'b': [x, (x, 1, 's')]}")
 
 
-def test_node_repr_is_its_name():
-    _, _, add, _ = chain(MINI)
-    assert repr(add) == "add"
-
-
 def test_print_tabular_has_a_header_and_a_row_per_node(capsys):
     graph, *_ = chain(MINI)
     graph.print_tabular()
@@ -368,227 +312,11 @@ def test_nodes_inserted_during_iteration_are_visited():
 # -- the linked list ----------------------------------------------------------------
 
 
-def test_prev_and_next_walk_the_list_around_a_sentinel():
-    graph, x, add, relu = chain(MINI)
-    output = relu.next
-    assert (x.next, add.next, add.prev, output.prev) == (add, relu, x, relu)
-    # The sentinel before the first and after the last node is one and the same.
-    assert x.prev is output.next
-    assert x.prev.op == "root" == chain(TORCH)[1].prev.op
-    assert x.prev not in list(graph.nodes)
-
-
 def test_len_iteration_and_reversed():
     graph, *_ = chain(MINI)
     assert len(graph.nodes) == 4
     assert names(reversed(graph.nodes)) == ["output", "relu", "add", "x"]
     assert names(graph.nodes) == ["x", "add", "relu", "output"]  # reversing made no copy
-
-
-@pytest.mark.task("2.2")
-def test_prepend_and_append_move_nodes():
-    def build(lib):
-        graph = lib.Graph()
-        x = graph.placeholder("x")
-        sin = graph.call_function(torch.sin, (x,))
-        cos = graph.call_function(torch.cos, (x,))
-        tan = graph.call_function(torch.tan, (x,))
-        sin.prepend(tan)  # x tan sin cos
-        cos.append(sin)  # x tan cos sin
-        tan.prepend(tan)  # next to itself: no change
-        cos.append(tan)  # x cos tan sin
-        return graph, (names(graph.nodes), len(graph.nodes))
-
-    _, found = differential(build)
-    assert found == (["x", "cos", "tan", "sin"], 4)
-
-
-@pytest.mark.task("2.2")
-def test_moving_a_node_keeps_its_users_and_inputs():
-    def build(lib):
-        graph, x, add, relu = chain(lib)
-        sin = graph.call_function(torch.sin, (x,))
-        add.prepend(sin)
-        return graph, (names(x.users), names(sin.users), sin.all_input_nodes == [x])
-
-    _, (x_users, sin_users, inputs_ok) = differential(build)
-    assert x_users == ["add", "sin"] and sin_users == [] and inputs_ok
-
-
-# -- use-def lists -------------------------------------------------------------------
-
-
-@pytest.mark.task("2.1")
-def test_use_def_lists_of_nodes_made_directly_are_torch_fx_s():
-    # Nodes made by their constructor, not by create_node (task 2.2): only the
-    # use-def bookkeeping is at work.
-    def build(node_type, graph):
-        x, y = (node_type(graph, name, "placeholder", name, (), {}) for name in "xy")
-        add = node_type(graph, "add", "call_function", operator.add, (x, [y, (x,)]), {"k": y})
-        mul = node_type(graph, "mul", "call_function", operator.mul, (add, add), {})
-        seen = []
-        for change in (
-            lambda: None,
-            lambda: setattr(add, "args", (y, 2)),
-            lambda: setattr(add, "kwargs", {"k": {"z": x}}),
-            lambda: setattr(mul, "args", (x, y)),
-            lambda: setattr(add, "kwargs", {}),
-        ):
-            change()
-            seen.append(
-                [
-                    (names(n.users), names(n.all_input_nodes), str(n.args), str(n.kwargs))
-                    for n in (x, y, add, mul)
-                ]
-            )
-        return seen
-
-    ours = build(minifx.graph.Node, minifx.graph.Graph())
-    assert ours == build(torch.fx.Node, torch.fx.Graph())
-    assert ours[0][0] == (["add"], [], "()", "{}")  # x, at first
-    assert ours[0][2] == (["mul"], ["x", "y"], "(x, [y, (x,)])", "{'k': y}")  # add, at first
-    assert ours[-1][0] == (["mul"], [], "()", "{}")  # x, at last: add no longer uses it
-    assert ours[-1][2] == ([], ["y"], "(y, 2)", "{}")  # add, at last: mul no longer uses it
-
-
-@pytest.mark.task("2.2")
-def test_users_and_inputs_are_ordered_sets():
-    def build(lib):
-        graph = lib.Graph()
-        x, y, z = (graph.placeholder(name) for name in "xyz")
-        node = graph.call_function(
-            operator.add, (y, [x, y], {"k": (x, slice(z, None, 2))}), {"alpha": x, "beta": z}
-        )
-        twice = graph.call_function(operator.add, (x, x))  # two uses, one user
-        return graph, (
-            names(node.all_input_nodes),
-            names(twice.all_input_nodes),
-            names(x.users),
-            names(z.users),
-        )
-
-    _, (inputs, twice_inputs, x_users, z_users) = differential(build)
-    assert inputs == ["y", "x", "z"]  # order of first use, args before kwargs
-    assert twice_inputs == ["x"]
-    assert x_users == ["add", "add_1"] and z_users == ["add"]
-
-
-def test_assigning_args_and_kwargs_updates_both_sides():
-    def build(lib):
-        graph = lib.Graph()
-        x, y = graph.placeholder("x"), graph.placeholder("y")
-        node = graph.call_function(operator.add, (x, 1), {"alpha": x})
-        node.args = (y, 2)
-        after_args = (names(x.users), names(y.users), names(node.all_input_nodes))
-        node.kwargs = {"alpha": 3}
-        after_kwargs = (names(x.users), names(y.users), names(node.all_input_nodes))
-        return graph, (after_args, after_kwargs)
-
-    _, (after_args, after_kwargs) = differential(build)
-    assert after_args == (["add"], ["add"], ["y", "x"])
-    assert after_kwargs == ([], ["add"], ["y"])
-
-
-def test_update_arg_and_update_kwarg():
-    def build(lib):
-        graph = lib.Graph()
-        x, y = graph.placeholder("x"), graph.placeholder("y")
-        node = graph.call_function(operator.add, (x, [x, y]), {"k": x})
-        node.update_arg(0, 5)
-        node.update_kwarg("k", 2)
-        node.update_kwarg("j", y)  # a new key is added at the end
-        return graph, (names(x.users), names(node.all_input_nodes), list(node.kwargs))
-
-    _, (x_users, inputs, keys) = differential(build)
-    assert x_users == ["add"]  # still used inside the list
-    assert inputs == ["x", "y"] and keys == ["k", "j"]
-
-
-def test_update_arg_out_of_range_raises_index_error():
-    graph, _, add, _ = chain(MINI)
-    with pytest.raises(IndexError):
-        add.update_arg(2, 0)
-    assert str(graph) == str(chain(TORCH)[0])  # nothing changed
-
-
-@pytest.mark.task("2.4")
-def test_replace_input_with_swaps_every_occurrence():
-    def build(lib):
-        graph = lib.Graph()
-        x, y = graph.placeholder("x"), graph.placeholder("y")
-        node = graph.call_function(operator.add, (x, [x, (x, y)]), {"k": x})
-        node.replace_input_with(x, y)
-        return graph, (names(x.users), names(y.users), names(node.all_input_nodes))
-
-    _, found = differential(build)
-    assert found == ([], ["add"], ["y"])
-
-
-@pytest.mark.task("2.4")
-def test_replace_all_uses_with_rewires_every_user():
-    def build(lib):
-        graph = lib.Graph()
-        x, y = graph.placeholder("x"), graph.placeholder("y")
-        add = graph.call_function(operator.add, (x, x), {"alpha": [x, (x, 2)]})
-        view = graph.call_method("view", (x, slice(x, 3, None)))
-        graph.output((add, view, x))
-        changed = x.replace_all_uses_with(y)
-        return graph, (names(changed), names(x.users), names(y.users))
-
-    _, (changed, x_users, y_users) = differential(build)
-    assert changed == ["add", "view", "output"]
-    assert x_users == [] and y_users == ["add", "view", "output"]
-
-
-@pytest.mark.task("2.4")
-def test_replace_all_uses_with_asks_delete_user_cb_per_user():
-    def build(lib):
-        graph = lib.Graph()
-        x, y = graph.placeholder("x"), graph.placeholder("y")
-        add = graph.call_function(operator.add, (x, 1))
-        graph.output((add, x))
-        asked = []
-
-        def keep_the_output(user):
-            asked.append(user.name)
-            return user.op != "output"
-
-        changed = x.replace_all_uses_with(y, keep_the_output)
-        return graph, (asked, names(changed), names(x.users), names(y.users))
-
-    _, (asked, changed, x_users, y_users) = differential(build)
-    assert asked == ["add", "output"]
-    assert changed == ["add"] and x_users == ["output"] and y_users == ["add"]
-
-
-def test_replace_all_uses_with_can_propagate_meta():
-    def build(lib):
-        graph = lib.Graph()
-        x, y = graph.placeholder("x"), graph.placeholder("y")
-        x.meta["val"] = [1, 2]
-        graph.output(x)
-        x.replace_all_uses_with(y, propagate_meta=True)
-        return graph, (y.meta, y.meta["val"] is x.meta["val"], x.meta)
-
-    _, (meta, shared, old_meta) = differential(build)
-    assert meta == {"val": [1, 2]} and shared and old_meta == {"val": [1, 2]}
-
-
-def test_replace_all_uses_with_without_propagate_meta_leaves_meta_alone():
-    graph = MINI.Graph()
-    x, y = graph.placeholder("x"), graph.placeholder("y")
-    x.meta["val"], y.meta["other"] = 1, 2
-    graph.output(x)
-    x.replace_all_uses_with(y)
-    assert y.meta == {"other": 2}
-
-
-def test_replace_all_uses_with_itself_changes_nothing():
-    def build(lib):
-        graph, _, add, _ = chain(lib)
-        return graph, names(add.replace_all_uses_with(add))
-
-    differential(build)
 
 
 # -- erasing ---------------------------------------------------------------------------
@@ -971,7 +699,7 @@ def test_eliminate_dead_code_asks_is_impure_node(is_impure, expected):
     assert changed is (len(expected) < 4)
 
 
-# Which calls stay (side effects, randomness, registrations) is in test_dead_code.py.
+# Which calls stay (side effects, randomness, registrations) is in test_side_effects.py.
 
 
 def test_call_module_of_an_impure_module_is_kept():
@@ -997,136 +725,6 @@ def test_eliminate_dead_code_lints_first():
     with pytest.raises(RuntimeError, match="invariant 4"):
         graph.eliminate_dead_code()
     assert len(graph.nodes) == 4
-
-
-# -- map_arg and immutable arguments ----------------------------------------------------------
-
-
-def test_map_arg_keeps_nested_structure():
-    def build(lib):
-        graph = lib.Graph()
-        x, y = graph.placeholder("x"), graph.placeholder("y")
-        point = namedtuple("Point", "a b")
-        value = (x, [y, 1, {"k": (x, slice(y, None, 2))}], "s", point(x, 2))
-        mapped = lib.map_arg(value, lambda node: node.name.upper())
-        kinds = lib.map_aggregate(value, lambda leaf: type(leaf).__name__)
-        return graph, (repr(mapped), repr(kinds), type(mapped[3]).__name__)
-
-    _, (mapped, kinds, point_type) = differential(build)
-    assert mapped == "('X', ['Y', 1, {'k': ('X', slice('Y', None, 2))}], 's', Point(a='X', b=2))"
-    assert kinds == (
-        "('Node', ['Node', 'int', {'k': ('Node', slice('Node', 'NoneType', "
-        "'int'))}], 'str', Point(a='Node', b='int'))"
-    )
-    assert point_type == "Point"
-
-
-def test_map_arg_leaves_values_without_nodes_alone():
-    assert minifx.graph.map_arg((1, "a", None, [2.0]), lambda n: 1 / 0) == (1, "a", None, [2.0])
-
-
-def test_stored_containers_compare_and_hash_like_plain_ones():
-    graph = MINI.Graph()
-    x = graph.placeholder("x")
-    node = graph.call_function(torch.cat, ([x, x],), {"d": {"a": x}})
-    stored_list, stored_dict = node.args[0], node.kwargs["d"]
-    assert stored_list == [x, x] and isinstance(stored_list, list)
-    assert stored_dict == {"a": x} and isinstance(stored_dict, dict)
-    assert hash(stored_list) == hash((x, x))  # hashable, unlike a list
-    assert hash(stored_dict) == hash(frozenset({("a", x)}))
-    # Equal dicts hash alike whatever their order, as torch.fx's immutable_dict does.
-    other = graph.call_function(torch.cat, (x,), {"d": {"b": 1, "a": x}}).kwargs["d"]
-    assert other == {"a": x, "b": 1}
-    assert hash(other) == hash(
-        graph.call_function(torch.cat, (x,), {"d": {"a": x, "b": 1}}).kwargs["d"]
-    )
-
-
-IMMUTABLE_LIST_MESSAGE = (
-    "a list inside a Node's args or kwargs cannot be changed in place, because the graph "
-    "would not see the change and its use-def lists would go stale. Build a new list and "
-    "assign it (new_args = (new_list, *node.args[1:]); node.args = new_args), or use "
-    "node.update_arg."
-)
-
-
-@pytest.mark.parametrize(
-    "mutate",
-    [
-        lambda lst: lst.append(1),
-        lambda lst: lst.extend([1]),
-        lambda lst: lst.insert(0, 1),
-        lambda lst: lst.pop(),
-        lambda lst: lst.remove(lst[0]),
-        lambda lst: lst.clear(),
-        lambda lst: lst.sort(),
-        lambda lst: lst.reverse(),
-        lambda lst: lst.__setitem__(0, 1),
-        lambda lst: lst.__delitem__(0),
-        lambda lst: lst.__iadd__([1]),
-        lambda lst: lst.__imul__(2),
-    ],
-    ids=[
-        "append",
-        "extend",
-        "insert",
-        "pop",
-        "remove",
-        "clear",
-        "sort",
-        "reverse",
-        "setitem",
-        "delitem",
-        "iadd",
-        "imul",
-    ],
-)
-def test_a_stored_list_refuses_changes(mutate):
-    for lib in (TORCH, MINI):  # both raise TypeError; minifx's message says what to do
-        graph = lib.Graph()
-        x = graph.placeholder("x")
-        node = graph.call_function(torch.cat, ([x, x],))
-        with pytest.raises(TypeError) as error:
-            mutate(node.args[0])
-        assert node.args[0] == [x, x]
-    assert str(error.value) == IMMUTABLE_LIST_MESSAGE
-
-
-@pytest.mark.parametrize(
-    "mutate",
-    [
-        lambda d: d.__setitem__("z", 1),
-        lambda d: d.__delitem__("a"),
-        lambda d: d.pop("a"),
-        lambda d: d.popitem(),
-        lambda d: d.clear(),
-        lambda d: d.update({}),
-        lambda d: d.setdefault("z", 1),
-        lambda d: d.__ior__({}),
-    ],
-    ids=["setitem", "delitem", "pop", "popitem", "clear", "update", "setdefault", "ior"],
-)
-def test_stored_dicts_refuse_changes(mutate):
-    for lib in (TORCH, MINI):  # both raise TypeError
-        graph = lib.Graph()
-        x = graph.placeholder("x")
-        node = graph.call_function(torch.cat, (x,), {"a": x})
-        with pytest.raises(TypeError):
-            mutate(node.kwargs)
-        assert node.kwargs == {"a": x} and names(x.users) == ["cat"]
-
-
-def test_a_stored_dict_says_how_to_assign_kwargs():
-    graph = MINI.Graph()
-    x = graph.placeholder("x")
-    node = graph.call_function(torch.cat, (x,), {"a": x})
-    with pytest.raises(TypeError) as error:
-        node.kwargs["a"] = 1
-    # The message must speak of a dict and of the kwargs setters, not of a list
-    # and node.args, which would send the reader to the wrong fix.
-    message = str(error.value)
-    assert message.startswith("a dict inside a Node's args or kwargs cannot be changed in place")
-    assert "node.kwargs = " in message and "update_kwarg" in message
 
 
 # -- stage 1's Proxy on a stage 2 graph ----------------------------------------------------

@@ -1,4 +1,5 @@
-"""Exact messages of the errors a user can hit with stage 2's `Tracer` and `wrap`.
+"""Exact messages of the errors a user can hit with stage 2's `Tracer` (those of `wrap`
+are in test_wrapping.py).
 
 Each error is checked by its full text: what went wrong, where (the user's
 `file:line` and source line, for errors raised while tracing), why, and how to
@@ -19,6 +20,7 @@ import minifx
 import minifx.graph
 from minifx.graph import PH, Tracer
 from tests import markers
+from tests.graph.support import error_of
 
 pytestmark = pytest.mark.ch2
 
@@ -41,16 +43,6 @@ def error_of_both(kind: type, also: type, thunk) -> str:
 
 def where(marker: str, function: str, source: str) -> str:
     return markers.traceback_lines(THIS_FILE, marker, function, source)
-
-
-def error_of(kind: type, thunk) -> str:
-    """The message of the `kind` error that `thunk()` raises (and nothing broader)."""
-    with pytest.raises(kind) as error:
-        thunk()
-    assert type(error.value) is kind, (
-        f"expected exactly {kind.__name__}, got {type(error.value).__name__}"
-    )
-    return str(error.value)
 
 
 def bool_message(name: str, location: str) -> str:
@@ -142,48 +134,6 @@ def test_parameter_created_inside_forward():
     message = error_of(NameError, lambda: Tracer().trace(CreatesParameterInForward()))
     location = where("parameter-in-forward", "forward", "return x * nn.Parameter(torch.ones(2))")
     assert message == foreign_parameter_message(location)
-
-
-# -- wrap ------------------------------------------------------------------------------
-
-
-def register_inside_a_function():
-    minifx.wrap("torch_sum_helper")
-
-
-def test_wrap_inside_a_function():
-    message = error_of(RuntimeError, register_inside_a_function)
-    assert message == (
-        "wrap('torch_sum_helper') was called inside register_inside_a_function(), but it must "
-        "be called at the top level of a module: it replaces the name in that module's globals "
-        "while tracing. Move the call next to the function's definition."
-    )
-
-
-def test_wrap_as_a_decorator_inside_a_function():
-    def decorate_inside():
-        @minifx.graph.wrap
-        def helper(x):
-            return x
-
-    message = error_of(RuntimeError, decorate_inside)
-    assert message == (
-        "wrap('helper') was called inside decorate_inside(), but it must be called at the top "
-        "level of a module: it replaces the name in that module's globals while tracing. Move "
-        "the call next to the function's definition."
-    )
-
-
-@pytest.mark.parametrize(
-    "value, shown", [(3, "int: 3"), (None, "NoneType: None"), (["f"], "list: ['f']")]
-)
-def test_wrap_of_something_neither_callable_nor_a_name(value, shown):
-    message = error_of(TypeError, lambda: minifx.wrap(value))
-    assert message == f"wrap() takes a function or the name of a global function, got {shown}."
-
-
-def test_minifx_wrap_is_the_graph_stage_wrap():
-    assert minifx.wrap is minifx.graph.wrap
 
 
 # -- concrete_args -------------------------------------------------------------------------

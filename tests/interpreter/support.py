@@ -1,4 +1,7 @@
-"""What the stage-4 tests share: which corpus cases `run()` can take, and how.
+"""What the stage-4 tests share: which corpus cases `run()` can take, and how; a module
+traced by each library from the same seed, with the check that both give the same
+graph and code; and the small programs and docs' overrides that both the Interpreter's
+and the Transformer's tests run.
 
 `Interpreter.run(*args)` takes positional arguments only, in torch.fx as in
 minifx. Most corpus cases are called with positional arguments anyway; a few
@@ -14,6 +17,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import torch
+import torch.fx
+
+import minifx
 from tests.codegen.inputs import INPUTS, Example
 from tests.graph.corpus import CASES, Case
 
@@ -73,3 +80,51 @@ def plain(value: Any) -> Any:
 
 def ids(cases: list[Case]) -> list[str]:
     return [c.name for c in cases]
+
+
+SEED = 0
+
+
+def trace_both(make: Any) -> tuple[minifx.GraphModule, torch.fx.GraphModule]:
+    """`make()` traced by each library, each on a root built right after seeding
+    (so both have the same parameters)."""
+    torch.manual_seed(SEED)
+    ours = minifx.symbolic_trace(make())
+    torch.manual_seed(SEED)
+    return ours, torch.fx.symbolic_trace(make())
+
+
+def assert_same_module(ours: minifx.GraphModule, theirs: torch.fx.GraphModule) -> None:
+    """The same printed graph and the same generated code."""
+    assert str(ours.graph) == str(theirs.graph)
+    assert ours.code == theirs.code
+    ours.graph.lint()
+
+
+# The class bodies of torch.fx's docstrings (Interpreter and Transformer), built on each base.
+def neg_sigm_swap(base: type) -> type:
+    class NegSigmSwap(base):
+        def call_function(self, target, args, kwargs):
+            if target is torch.sigmoid:
+                return torch.neg(*args, **kwargs)
+            return super().call_function(target, args, kwargs)
+
+        def call_method(self, target, args, kwargs):
+            if target == "neg":
+                call_self, *args_tail = args
+                return call_self.sigmoid(*args_tail, **kwargs)
+            return super().call_method(target, args, kwargs)
+
+    return NegSigmSwap
+
+
+def fn(x):
+    return torch.sigmoid(x).neg()
+
+
+def with_star_args(x, *rest):
+    return x + rest[0] * rest[1]
+
+
+def listing(x):
+    return [torch.cat([x, x]).relu(), x]

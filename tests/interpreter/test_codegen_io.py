@@ -15,7 +15,7 @@ import torch.fx
 
 from minifx.codegen import CodeGen, symbolic_trace
 from minifx.interpreter import Interpreter, Transformer
-from tests.codegen.test_codegen_hooks import add, list_codegen, returns_a_list, two_sums
+from tests.codegen.support import add, list_codegen, returns_a_list, two_sums
 
 pytestmark = pytest.mark.ch4
 

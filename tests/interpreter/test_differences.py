@@ -21,9 +21,9 @@ Claims pinned elsewhere, by tests that run torch.fx too:
 - a `KeyError` stays a `KeyError` (torch.fx: a `RuntimeError` that mentions tlparse):
   tests/interpreter/test_errors.py::test_key_error_stays_a_key_error
 - what a Transformer copies into `meta`, and that it adds no `from_node` or `seq_nr`:
-  tests/interpreter/test_differential.py::test_transformer_copies_stack_traces_as_torch_fx
+  tests/interpreter/test_transformer.py::test_transformer_copies_stack_traces_as_torch_fx
 - a Transformer writes an output node for a program that returns `None`:
-  tests/interpreter/test_differential.py::test_returns_none_minifx_writes_an_output_node,
+  tests/interpreter/test_transformer.py::test_returns_none_minifx_writes_an_output_node,
   ::test_returns_none_torch_fx_writes_no_output_node
 """
 

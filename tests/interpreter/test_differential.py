@@ -1,4 +1,4 @@
-"""Differential tests of stage 4: the corpus through the Interpreter and the Transformer.
+"""Differential tests of stage 4: the corpus through the Interpreter.
 
 Every case of `tests/graph/corpus.py` is traced with each library on fresh
 roots (with the stage-3 helpers). Then:
@@ -9,17 +9,14 @@ roots (with the stage-3 helpers). Then:
    given the structures, as `forward` is.
 2. torch.fx's Interpreter returns the same values (after making its
    `immutable_list`/`immutable_dict` plain).
-3. `Transformer(gm).transform()` prints the graph and writes the code of
-   torch.fx's `Transformer`, prints as the original graph, lints, and runs like
-   eager mode. `returns_none` is the documented difference: minifx writes an
-   output node, torch.fx none; both texts are pinned.
-4. `initial_env` and `boxed_run` behave as torch.fx's, with the documented
+3. `initial_env` and `boxed_run` behave as torch.fx's, with the documented
    differences pinned.
+
+The corpus through `Transformer(gm).transform()` is in test_transformer.py.
 """
 
 from __future__ import annotations
 
-import re
 import warnings
 from typing import Any
 
@@ -28,36 +25,26 @@ import torch
 import torch.fx
 
 import minifx
-from minifx.interpreter import Interpreter, Transformer
+from minifx.interpreter import Interpreter
 from tests.codegen.compare import assert_same
 from tests.codegen.inputs import INPUTS, NOT_RUNNABLE, SEED, example
-from tests.codegen.test_differential import (
-    CASES_BY_NAME,
+from tests.codegen.support import (
     TORCH_FX_CANNOT_COMPILE,
-    assert_runs_like_eager,
-    minifx_code,
-    minifx_printout,
     run,
-    torch_code,
 )
-from tests.graph.corpus import CASES, Case
+from tests.graph.corpus import CASES, CASES_BY_NAME, Case
 from tests.interpreter.support import (
     AS_POSITIONAL,
     INTERPRETABLE,
     NOT_INTERPRETABLE,
     ids,
+    listing,
     plain,
     run_args,
 )
 from tests.oracle import minifx_module, torch_module, trace_torch
 
 pytestmark = pytest.mark.ch4
-
-RUNNABLE = [c for c in CASES if c.name in INPUTS]
-# The one documented difference in the Transformer's output (see test_returns_none_*).
-TRANSFORMER_DIFFERS = {
-    "returns_none": "minifx writes `return None`; torch.fx writes no output node"
-}
 
 
 def seeded(fn: Any, *args: Any) -> Any:
@@ -169,10 +156,6 @@ def test_structured_concrete_args_check_the_structure():
         Interpreter(gm).run(torch.ones(2), [torch.ones(2)])
 
 
-def listing(x):
-    return [torch.cat([x, x]).relu(), x]
-
-
 def list_argument_types(base: type, gm: Any) -> tuple[list[type], Any]:
     """The type of torch.cat's first argument as `base` hands it over, and the result."""
     seen = []
@@ -196,215 +179,6 @@ def test_lists_given_and_returned_are_plain():
     assert theirs_seen == [torch.fx.immutable_collections.immutable_list]
     assert type(theirs) is torch.fx.immutable_collections.immutable_list
     assert_same(ours, plain(theirs))
-
-
-# -- 2. the Transformer ---------------------------------------------------------------------
-
-
-def transformed(c: Case) -> tuple[Any, minifx.GraphModule]:
-    traced, gm = minifx_module(c)
-    return traced, Transformer(gm).transform()
-
-
-@pytest.mark.parametrize("c", CASES, ids=ids(CASES))
-def test_transformer_graph_and_code_are_torch_fx_transformers(c: Case):
-    if c.name in TRANSFORMER_DIFFERS:
-        pytest.skip(f"documented difference: {TRANSFORMER_DIFFERS[c.name]} (pinned below)")
-    _, new = transformed(c)
-    if c.name in TORCH_FX_CANNOT_COMPILE:
-        # No torch.fx GraphModule to transform: its copy would print as its traced graph.
-        assert minifx_printout(c, new.graph) == str(trace_torch(c).graph)
-        return
-    theirs = torch.fx.Transformer(torch_module(c)).transform()
-    assert minifx_printout(c, new.graph) == str(theirs.graph)
-    assert minifx_code(c, new.code) == torch_code(theirs.code)
-
-
-def without_annotations(printout: str) -> str:
-    """A printed graph without its placeholders' type annotations."""
-    return re.sub(r"(%\w+ : ).*?(\[num_users=)", r"\1\2", printout)
-
-
-@pytest.mark.parametrize("c", CASES, ids=ids(CASES))
-def test_transformer_copy_prints_as_the_original_and_lints(c: Case):
-    """The copy is the original graph, less the type annotations (a Transformer
-    records placeholders without them, torch.fx's too: compared above)."""
-    _, gm = minifx_module(c)
-    new = Transformer(gm).transform()
-    new.graph.lint()
-    assert str(new.graph) == without_annotations(str(gm.graph))
-    assert new.graph is not gm.graph
-    assert not set(new.graph.nodes) & set(gm.graph.nodes), "the copy shares nodes with the original"
-
-
-def test_transformer_copy_drops_annotations_as_torch_fx():
-    c = CASES_BY_NAME["defaults_and_annotations"]
-    _, gm = minifx_module(c)
-    theirs = torch.fx.Transformer(torch_module(c)).transform()
-    assert (
-        "def forward(self, x : torch.Tensor, scale : float = 2.0, n : int = 3) -> torch.Tensor:"
-        in gm.code
-    )
-    expected_line = "def forward(self, x, scale = 2.0, n = 3):"
-    assert expected_line in Transformer(gm).transform().code
-    assert expected_line in theirs.code
-
-
-def test_annotation_stripping_keeps_the_rest():
-    """The normalisation above removes annotations only."""
-    printout = "    %z : typing.Dict[str, torch.Tensor] [num_users=1] = placeholder[target=z]"
-    assert without_annotations(printout) == "    %z : [num_users=1] = placeholder[target=z]"
-    assert without_annotations(RETURNS_NONE_GRAPH) == RETURNS_NONE_GRAPH
-
-
-@pytest.mark.parametrize("c", RUNNABLE, ids=ids(RUNNABLE))
-def test_transformed_module_runs_like_eager(c: Case):
-    traced, new = transformed(c)
-    assert_runs_like_eager(new, traced, c.name)
-
-
-def traced_with_meta(library: Any) -> Any:
-    """`listing` traced by `library`, each node given a stack trace and other meta."""
-    gm = library.symbolic_trace(listing)
-    for n in gm.graph.nodes:
-        n.stack_trace = f'  File "model.py", line 1, in listing\n    {n.name}\n'
-        n.meta["custom"] = n.name
-    return gm
-
-
-def test_transformer_copies_stack_traces_as_torch_fx():
-    """Difference 6: both copy each node's stack trace (and module stack) and the meta
-    fields torch.fx copies (`custom`, `source_fn_stack`, ...) to the nodes recorded for it
-    (not to placeholders), and all of the output node's meta; torch.fx also adds
-    `from_node` and `seq_nr`, minifx does not."""
-    ours = Transformer(traced_with_meta(minifx)).transform()
-    theirs = torch.fx.Transformer(traced_with_meta(torch.fx)).transform()
-    assert [n.stack_trace for n in ours.graph.nodes] == [n.stack_trace for n in theirs.graph.nodes]
-    assert [n.stack_trace is None for n in ours.graph.nodes] == [True, False, False, False]
-    assert [sorted(n.meta) for n in ours.graph.nodes] == [
-        [],
-        ["custom", "stack_trace"],
-        ["custom", "stack_trace"],
-        ["custom", "stack_trace"],
-    ]
-    assert [sorted(n.meta) for n in theirs.graph.nodes][1] == [
-        "custom",
-        "from_node",
-        "seq_nr",
-        "stack_trace",
-    ]
-    assert [n.meta.get("custom") for n in ours.graph.nodes] == [
-        n.meta.get("custom") for n in theirs.graph.nodes
-    ]
-    assert list(ours.graph.nodes)[-1].meta["custom"] == "output"
-
-
-def test_transformer_keeps_a_get_attr_s_meta_as_torch_fx():
-    class Weighted(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.weight = torch.nn.Parameter(torch.ones(1, 1))
-
-        def forward(self, x):
-            return self.weight + x
-
-    metas = []
-    for library in (torch.fx, minifx):
-        gm = library.symbolic_trace(Weighted())
-        attr = next(n for n in gm.graph.nodes if n.op == "get_attr")
-        attr.meta.update(nn_module_stack="self", stack_trace="trace", source_fn_stack="source")
-        new = library.Transformer(gm).transform()
-        attr = next(n for n in new.graph.nodes if n.op == "get_attr")
-        metas.append(
-            {k: attr.meta.get(k) for k in ("nn_module_stack", "stack_trace", "source_fn_stack")}
-        )
-    assert (
-        metas[0]
-        == metas[1]
-        == {"nn_module_stack": "self", "stack_trace": "trace", "source_fn_stack": "source"}
-    )
-
-
-class Inner(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.lin = torch.nn.Linear(3, 3)
-        self.gain = torch.nn.Parameter(torch.ones(3))
-
-    def forward(self, x):
-        return torch.relu(self.lin(x)) * self.gain
-
-
-class Outer(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.inner = Inner()
-
-    def forward(self, x):
-        return self.inner(self.inner(x)) + 1
-
-
-def module_stacks_after_transform(library: Any) -> list:
-    tracer = library.Tracer()
-    tracer.record_stack_traces = True
-    root = Outer()
-    gm = library.GraphModule(root, tracer.trace(root))
-    new = library.Transformer(gm).transform()
-    return [
-        (n.name, n.meta.get("nn_module_stack"), n.stack_trace is not None) for n in new.graph.nodes
-    ]
-
-
-def test_transformer_keeps_the_module_stacks_the_tracer_recorded_as_torch_fx():
-    ours = module_stacks_after_transform(minifx)
-    assert ours == module_stacks_after_transform(torch.fx)
-    by_name = {name: stack for name, stack, _ in ours}
-    assert list(by_name["inner_lin_1"]) == ["inner@1", "inner.lin@1"]  # not the Transformer's own
-    assert by_name["add"] is None and [traced for *_, traced in ours].count(True) == 8
-
-
-def test_transformer_keeps_a_get_attr_s_origin_as_torch_fx():
-    # PyTorch's test_transformer_preserves_nn_module_stack_for_get_attr, on both libraries.
-    for library in (minifx, torch.fx):
-        gm = library.symbolic_trace(Inner())
-        for node in gm.graph.nodes:
-            if node.op == "get_attr":
-                node.meta["nn_module_stack"] = "self"
-                node.meta["stack_trace"] = "stack_trace"
-        new = library.Transformer(gm).transform()
-        (gain,) = [n for n in new.graph.nodes if n.op == "get_attr"]
-        assert gain.meta["nn_module_stack"] == "self" and gain.meta["stack_trace"] == "stack_trace"
-
-
-RETURNS_NONE_GRAPH = """graph():
-    %x : [num_users=1] = placeholder[target=x]
-    %add_ : [num_users=0] = call_method[target=add_](args = (%x, 1), kwargs = {})"""
-
-
-def test_returns_none_minifx_writes_an_output_node():
-    """Difference 7: the program returns None; minifx's copy still returns it."""
-    _, new = transformed(CASES_BY_NAME["returns_none"])
-    assert str(new.graph) == RETURNS_NONE_GRAPH + "\n    return None"
-    assert (
-        new.code == "\n\n\ndef forward(self, x):\n    add_ = x.add_(1);  x = add_ = None\n"
-        "    return None\n    "
-    )
-
-
-def test_returns_none_torch_fx_writes_no_output_node():
-    """So that a change in torch.fx is noticed: its copy has no output node."""
-    new = torch.fx.Transformer(torch_module(CASES_BY_NAME["returns_none"])).transform()
-    assert str(new.graph) == RETURNS_NONE_GRAPH
-    assert new.code == "\n\n\ndef forward(self, x):\n    add_ = x.add_(1);  x = add_ = None\n    "
-
-
-def test_transformer_keeps_the_tracer_class():
-    """Difference 7: the new graph keeps the old graph's tracer class (used by pickling)."""
-    c = CASES_BY_NAME["custom_tracer_leaf_by_path"]
-    _, gm = minifx_module(c)
-    new = Transformer(gm).transform()
-    assert new.graph._tracer_cls is gm.graph._tracer_cls
-    assert new.graph._tracer_cls is not minifx.graph.Tracer
 
 
 # -- 3. initial_env and boxed_run -------------------------------------------------------------

@@ -12,9 +12,9 @@ import torch
 import torch.fx
 
 import minifx
-from tests.codegen.test_differential import torch_code
+from tests.codegen.support import torch_code
 from tests.codegen.test_rewriting_tracer import graph_module
-from tests.graph import test_rewriting_tracer as programs
+from tests.graph import rewriter_cases as programs
 
 pytestmark = pytest.mark.ch4
 

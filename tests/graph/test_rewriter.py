@@ -1,10 +1,11 @@
-"""`RewritingTracer` and `annotate`, against torch.fx's (`torch.fx.experimental.rewriter`).
+"""`minifx.graph.rewriter`: `RewritingTracer`, against torch.fx's
+(`torch.fx.experimental.rewriter`).
 
-The programs are those of PyTorch's tests of the rewriter (`test_ast_rewriter_*` in
-test_fx.py, `test_subgraph_rewriter_annotations_int`), in our own words, plus
-variants with an `assert`, so that minifx's rewriting path runs (minifx leaves a
-function without one as it is). Each is traced by both libraries; the graphs must
-print alike. `tests/codegen/test_rewriting_tracer.py` runs them as GraphModules.
+The programs (tests/graph/rewriter_cases.py) are those of PyTorch's tests of the
+rewriter, plus variants with an `assert`, so that minifx's rewriting path runs. Each is
+traced by both libraries; the graphs must print alike. `annotate` is tested in
+test_annotation.py; `tests/codegen/test_rewriting_tracer.py` runs the programs as
+GraphModules.
 
 The last section pins the claims of chapter 2's differences box about the
 rewriter, running torch.fx as well.
@@ -14,200 +15,36 @@ evaluates annotations again, so its graphs would differ (see
 `test_annotations_stay_as_the_module_wrote_them`).
 """
 
-import dataclasses
 import operator
 import types
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 import torch
 import torch.fx
-import torch.fx.experimental.rewriter as torch_rewriter
 from torch import nn
-
-# torch.fx's rewritten code calls `annotate` by name in the globals of the function's
-# module, so the programs below need it here (minifx's needs no import).
-from torch.fx.annotate import annotate
 
 import minifx
 import minifx.graph
 from minifx.proxy import TraceError
-from tests.graph import rewriter_programs
+from tests.graph import rewriter_cases, rewriter_programs
+from tests.graph.rewriter_cases import (
+    PROGRAMS,
+    REWRITERS,
+    TRACERS,
+    WRAPPED,
+    AssertsEqual,
+    AssertsWithMessage,
+    HasUnusedBatchNorm,
+    Program,
+    lifted_leaf,
+    lifted_leaf2,
+    lifts_and_checks,
+    nodes,
+    trace,
+)
 
 pytestmark = pytest.mark.ch2
-
-REWRITERS = {"torch.fx": torch_rewriter.RewritingTracer, "minifx": minifx.graph.RewritingTracer}
-TRACERS = {"torch.fx": torch.fx.Tracer, "minifx": minifx.graph.Tracer}
-ANNOTATE = {"torch.fx": annotate, "minifx": minifx.annotate}
-
-
-# -- wrapped functions, registered with torch.fx.wrap (minifx honours it too) ----------
-
-
-def lifted_leaf(a, b):
-    return a[0] + a[1] + b
-
-
-torch.fx.wrap("lifted_leaf")
-
-
-def lifted_leaf2(a, b):
-    return a[0] + a[1] + b
-
-
-torch.fx.wrap(lifted_leaf2)
-
-
-@torch.fx.wrap
-def wrapped_via_decorator(a):
-    return a + 1
-
-
-def wrapped_with_submodule(x, batchnorm1d):
-    return batchnorm1d(x)
-
-
-torch.fx.wrap("wrapped_with_submodule")
-
-WRAPPED = {
-    "lifted_leaf": lifted_leaf,
-    "lifted_leaf2": lifted_leaf2,
-    "wrapped_via_decorator": wrapped_via_decorator,
-    "wrapped_with_submodule": wrapped_with_submodule,
-}
-
-
-# -- the programs -----------------------------------------------------------------------
-
-
-class AssertsEqual(nn.Module):
-    def forward(self, x: torch.Tensor, y: int, z: int):
-        assert y == z
-        return torch.add(x, x)
-
-
-class AssertsWithMessage(nn.Module):
-    def forward(self, x: torch.Tensor, y: int, z: int):
-        assert y == z, "msg"
-        return torch.add(x, x)
-
-
-class HasUnusedBatchNorm(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.bn = nn.BatchNorm2d(100)
-
-    def forward(self, x: torch.Tensor):
-        return torch.add(x, x)
-
-
-def lifts_by_name():
-    def to_trace(y):
-        return lifted_leaf((4, y), 3) + lifted_leaf((3, 4), 5) + lifted_leaf((y, y), y)
-
-    return to_trace
-
-
-def lifts_directly():
-    def to_trace(y):
-        return lifted_leaf2((4, y), 3) + lifted_leaf2((3, 4), 5) + lifted_leaf2((y, y), y)
-
-    return to_trace
-
-
-def lifts_and_checks():
-    def to_trace(y):
-        assert y > 0, "y must be positive"
-        return lifted_leaf((4, y), 3) + lifted_leaf2((y, y), y)
-
-    return to_trace
-
-
-class CallsWrappedViaDecorator(nn.Module):
-    def forward(self, x):
-        return wrapped_via_decorator(x)
-
-
-class ChecksAndCallsWrappedViaDecorator(nn.Module):
-    def forward(self, x):
-        assert x >= 0
-        return wrapped_via_decorator(x)
-
-
-class PassesSubmoduleToWrapped(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.batchnorm1d = nn.BatchNorm1d(2, affine=False)
-
-    def forward(self, x: torch.Tensor):
-        assert x.dim() == 2, "a batch of rows"
-        return wrapped_with_submodule(x, self.batchnorm1d)
-
-
-class AnnotatesInt(nn.Module):
-    def forward(self, x):
-        y: int = x
-        return torch.add(x, y)
-
-
-class AnnotatesResults(nn.Module):
-    def forward(self, x):
-        r: torch.Tensor = torch.relu(x)
-        s: float = x.sum()
-        return r + s
-
-
-class AssertsInALoop(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.lin = nn.Linear(3, 3)
-
-    def forward(self, x, y):
-        for dim in range(2):
-            assert x.size(dim) == y.size(dim), f"dimension {dim} differs"
-        return self.lin(x) + y
-
-
-@dataclasses.dataclass
-class Program:
-    """A program of the comparison: how to make it fresh, and inputs for running it."""
-
-    make: Callable[[], Any]
-    inputs: Callable[[], tuple]
-
-    @property
-    def name(self) -> str:
-        return self.make.__name__
-
-
-def _tensor_pair(*shape):
-    return lambda: (torch.randn(*shape), 3, 3)
-
-
-PROGRAMS = [
-    Program(AssertsEqual, _tensor_pair(2, 3)),
-    Program(AssertsWithMessage, _tensor_pair(2, 3)),
-    Program(HasUnusedBatchNorm, lambda: (torch.randn(2, 3),)),
-    Program(lifts_by_name, lambda: (2,)),
-    Program(lifts_directly, lambda: (2,)),
-    Program(lifts_and_checks, lambda: (2,)),
-    Program(CallsWrappedViaDecorator, lambda: (0,)),
-    Program(ChecksAndCallsWrappedViaDecorator, lambda: (0,)),
-    Program(PassesSubmoduleToWrapped, lambda: (torch.rand(3, 2),)),
-    Program(AnnotatesInt, lambda: (torch.randn(3),)),
-    Program(AnnotatesResults, lambda: (torch.randn(3),)),
-    Program(AssertsInALoop, lambda: (torch.randn(2, 3), torch.randn(2, 3))),
-]
-
-
-def trace(lib: str, root: Any, tracer_class: type | None = None) -> tuple[Any, Any]:
-    """`(tracer, graph)`: `root` traced by `lib`'s RewritingTracer (or `tracer_class`)."""
-    tracer = (tracer_class or REWRITERS[lib])()
-    return tracer, tracer.trace(root)
-
-
-def nodes(graph: Any) -> list[tuple]:
-    return [(node.name, node.op, node.type) for node in graph.nodes]
 
 
 # -- the same graphs as torch.fx --------------------------------------------------------
@@ -227,7 +64,7 @@ def test_wrapped_functions_are_put_back_after_tracing(program: Program):
     for lib in REWRITERS:
         trace(lib, program.make())
         for name, function in WRAPPED.items():
-            assert globals()[name] is function, f"{lib} left {name} patched"
+            assert vars(rewriter_cases)[name] is function, f"{lib} left {name} patched"
             assert not hasattr(function, "__fx_already_patched")
 
 
@@ -291,70 +128,6 @@ def test_the_traced_root_shares_the_module_s_state_and_leaves_it_unchanged():
         assert tracer.root.lin is module.lin
         assert tracer.root._tensor_constant0.shape == (3,)
         assert _state(module) == before, f"{lib} changed the module"
-
-
-# -- annotate ---------------------------------------------------------------------------
-
-
-class CallsAnnotate(nn.Module):
-    def forward(self, x):
-        y = annotate(x, int)
-        return torch.add(x, y)
-
-
-class CallsMinifxAnnotate(nn.Module):
-    def forward(self, x):
-        y = minifx.annotate(x, int)
-        return torch.add(x, y)
-
-
-def test_an_annotated_assignment_types_the_node_as_annotate_does():
-    """`y: int = x` under the rewriter types the input `x` as `annotate(x, int)` does."""
-    calls = {"torch.fx": CallsAnnotate, "minifx": CallsMinifxAnnotate}
-    graphs = {}
-    for lib in REWRITERS:
-        rewritten = trace(lib, AnnotatesInt())[1]
-        annotated = trace(lib, calls[lib](), TRACERS[lib])[1]
-        assert nodes(rewritten) == nodes(annotated)
-        graphs[lib] = str(annotated)
-        assert rewritten.find_nodes(op="placeholder")[0].type is int
-    assert graphs["minifx"] == graphs["torch.fx"]
-
-
-def test_annotate_returns_other_values_unchanged():
-    value = object()
-    for lib in ANNOTATE:
-        assert ANNOTATE[lib](value, int) is value
-
-
-def test_annotating_a_typed_value_raises_runtime_error():
-    class Retypes(nn.Module):
-        def forward(self, x: int):
-            y: float = x
-            return y
-
-    for lib in REWRITERS:
-        with pytest.raises(RuntimeError, match="already ha"):
-            trace(lib, Retypes())
-
-
-def test_annotating_a_typed_value_says_which_node_and_how_to_fix_it():
-    graph = minifx.graph.Graph()
-    x = minifx.proxy.Proxy(graph.placeholder("x", type_expr=int))
-    with pytest.raises(TraceError) as error:
-        minifx.annotate(x, float)
-    message = str(error.value)
-    assert message.startswith("annotate(%x, float): %x already has the type int.")
-    assert "Why: a node has one type" in message
-    assert "How to fix: annotate each value once" in message
-
-
-def test_annotating_a_result_twice_says_to_annotate_once():
-    graph = minifx.graph.Graph()
-    x = minifx.proxy.Proxy(graph.placeholder("x"))
-    total = minifx.annotate(x.sum(), int)
-    with pytest.raises(RuntimeError, match=r"How to fix: annotate each value once\.$"):
-        minifx.annotate(total, float)
 
 
 # -- errors -----------------------------------------------------------------------------
@@ -521,7 +294,7 @@ def test_the_rewritten_code_keeps_the_user_s_file_and_lines():
         graph = tracer.trace(AssertsWithMessage())
         traces[lib] = next(node for node in graph.nodes if node.name == "eq").stack_trace
     assert 'File "", line 2, in forward' in traces["torch.fx"]
-    assert traces["minifx"].startswith(f'File "{__file__}", line ')
+    assert traces["minifx"].startswith(f'File "{rewriter_cases.__file__}", line ')
     assert traces["minifx"].rstrip().endswith('assert y == z, "msg"')
 
 

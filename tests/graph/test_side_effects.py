@@ -1,12 +1,13 @@
-"""Dead-code elimination: which unused calls stay, differential against torch.fx 2.13.
+"""`minifx.graph.side_effects`, seen through dead-code elimination: which unused calls
+stay, differential against torch.fx 2.13.
 
 Every table below is checked on both libraries: `Node.is_impure` and what
 `eliminate_dead_code` erases must agree, except for the in-place calls that
 minifx keeps by their name on purpose (chapter 2's "Differences from
 torch.fx"), which are pinned here against torch.fx too, so that the claim
 fails if torch.fx changes. The scenarios of PyTorch's own
-test/fx/test_dce_pass.py are written again below, in this project's terms;
-chapter 3's tests/codegen/test_dead_code_runs.py runs the programs.
+test/fx/test_dce_pass.py are written again in tests/graph/dead_code_programs.py, in
+this project's terms; chapter 3's tests/codegen/test_dead_code_runs.py runs them.
 """
 
 from __future__ import annotations
@@ -20,23 +21,17 @@ import torch
 import torch.fx
 
 import minifx
-from tests.graph.test_graph import MINI, TORCH, Lib, differential, names
+from tests.graph.dead_code_programs import (
+    SCENARIOS,
+    LeafReLUImpure,
+    LogsWithMinifx,
+    LogsWithTorchFx,
+    log_with_minifx,
+    log_with_torch_fx,
+)
+from tests.graph.support import MINI, TORCH, Lib, differential, names
 
 pytestmark = pytest.mark.ch2
-
-
-# Registered at import time, as a library would. Each is also wrapped, so tracing
-# records it as one call instead of tracing its body.
-@torch.fx.has_side_effect
-@torch.fx.wrap
-def log_with_torch_fx(x):
-    print("log", x)
-
-
-@minifx.has_side_effect
-@minifx.wrap
-def log_with_minifx(x):
-    print("log", x)
 
 
 def log_unregistered(x):  # registered with neither library
@@ -252,115 +247,6 @@ def test_wait_tensor_of_functional_collectives_is_kept_in_both():
 
 
 # -- PyTorch's test_dce_pass scenarios, traced by each library's Tracer ------------------
-
-
-class WithParameter(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.attr_1 = torch.nn.Parameter(torch.tensor([-0.9]))
-
-
-class DeadAdd(WithParameter):
-    def forward(self, x):
-        a = x + 1  # noqa: F841
-        return x + self.attr_1
-
-
-class DeadChain(WithParameter):
-    def forward(self, x):
-        a = x + 1
-        b = a * 7  # noqa: F841
-        return x + self.attr_1
-
-
-class DeadGetAttr(WithParameter):
-    def forward(self, x):
-        a = x + 1
-        b = a * self.attr_1  # noqa: F841
-        return x + 11
-
-
-class UnusedInput(torch.nn.Module):
-    def forward(self, x, y):
-        return x + 7
-
-
-class DeadUseOfAnInput(torch.nn.Module):
-    def forward(self, x, y):
-        a = y + 2  # noqa: F841
-        return x + 7
-
-
-class ReLUImpure(torch.nn.ReLU):
-    _is_impure = True
-
-
-class KeepsImpureModule(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.relu = ReLUImpure()
-
-    def forward(self, a):
-        r = self.relu(a)  # noqa: F841
-        return a * 2
-
-
-class Asserts(torch.nn.Module):
-    def forward(self, a):
-        torch._assert(torch.equal(a, a), "a must equal a")
-        return a * 2
-
-
-class InPlaceOperator(torch.nn.Module):
-    def forward(self, a):
-        torch.ops.aten.add_.Tensor(a, 1)
-        return a * 2
-
-
-class OutVariant(torch.nn.Module):
-    def forward(self, a):
-        b = a + 1
-        torch.ops.aten.add.out(b, b, out=a, alpha=2)
-        return a
-
-
-class DrawsRandom(torch.nn.Module):
-    def forward(self, a):
-        x = torch.rand([10])  # noqa: F841
-        return a * 2
-
-
-class LogsWithMinifx(torch.nn.Module):
-    def forward(self, x):
-        log_with_minifx(x)
-        return x
-
-
-class LogsWithTorchFx(torch.nn.Module):
-    def forward(self, x):
-        log_with_torch_fx(x)
-        return x
-
-
-SCENARIOS = [
-    (DeadAdd, True),
-    (DeadChain, True),
-    (DeadGetAttr, True),
-    (UnusedInput, False),
-    (DeadUseOfAnInput, True),
-    (KeepsImpureModule, False),
-    (Asserts, False),
-    (InPlaceOperator, False),
-    (OutVariant, False),
-    (DrawsRandom, False),
-]
-
-
-class LeafReLUImpure:
-    """A tracer mixin that keeps `ReLUImpure` as a leaf, as test_dce_pass does."""
-
-    def is_leaf_module(self, m, qualname):
-        return isinstance(m, ReLUImpure) or super().is_leaf_module(m, qualname)
 
 
 def traced(lib_tracer: type, module: torch.nn.Module):

@@ -1,0 +1,70 @@
+"""`minifx.codegen.pytree`: how generated code flattens structured inputs, against torch.fx.
+
+A graph traced with structured `concrete_args` reads its inputs with
+`fx_pytree.tree_flatten_spec`, which checks each input's structure and says which
+input does not have it; `register_pytree_flatten_spec` teaches it a class of one's own.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.fx
+
+import minifx
+import minifx.graph
+from minifx.codegen import symbolic_trace
+from minifx.graph import PH
+from tests.codegen.support import Pair, add_pair, boxed_sum, f_dict_add, pair_sum
+
+pytestmark = pytest.mark.ch3
+
+
+def test_the_pytree_codegen_checks_the_structure_of_process_inputs():
+    nf = symbolic_trace(f_dict_add, concrete_args={"x": {"a": PH, "z": (PH, PH)}})
+    with pytest.raises(TypeError, match=r"the inputs\[0\] should be a dict with keys \['a', 'z'\]"):
+        nf.graph.process_inputs({"a": 1})
+
+
+def test_structured_concrete_args_reject_another_structure():
+    gm = symbolic_trace(add_pair, concrete_args={"d": {"a": minifx.graph.PH, "b": minifx.graph.PH}})
+    with pytest.raises(TypeError, match=r"the inputs\[0\] should be a dict with keys \['a', 'b'\]"):
+        gm({"a": torch.ones(1)})
+
+
+def test_a_namedtuple_of_ph_rejects_another_length_with_its_name():
+    gm = symbolic_trace(pair_sum, concrete_args={"p": Pair(minifx.graph.PH, minifx.graph.PH)})
+    with pytest.raises(TypeError, match=r"the inputs\[0\] should be a Pair of 2 items"):
+        gm((torch.ones(1),))
+
+
+class Counted:
+    """A class registered with pytree whose flatten-spec function counts its calls."""
+
+    read = 0
+
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+
+def _read_counted(box, spec):
+    Counted.read += 1
+    return [box.a, box.b]
+
+
+torch.utils._pytree.register_pytree_node(
+    Counted, lambda box: ([box.a, box.b], None), lambda children, _: Counted(*children)
+)
+
+
+def test_register_pytree_flatten_spec_is_how_generated_code_reads_a_registered_input():
+    from minifx.codegen.pytree import register_pytree_flatten_spec
+
+    register_pytree_flatten_spec(Counted, _read_counted)
+    torch.fx._pytree.register_pytree_flatten_spec(Counted, _read_counted)
+    box = Counted(torch.ones(2), torch.full((2,), 2.0))
+    for lib in (torch.fx, minifx):
+        gm = lib.symbolic_trace(boxed_sum, concrete_args={"x": Counted(lib.PH, lib.PH)})
+        before = Counted.read
+        assert gm(box).tolist() == [3.0, 3.0]
+        assert Counted.read == before + 1, lib.__name__
