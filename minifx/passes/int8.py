@@ -65,10 +65,12 @@ def to_uint8(q: torch.Tensor) -> torch.Tensor:
     Through int16: torch 2.13 converts float32 to uint8 one value at a time, but float32
     to int16 and int16 to uint8 with vector instructions, so two conversions take a
     third of the time of one on a large tensor. On a small one the extra call costs more.
+    (`.byte()` and `.short()` are `.to(torch.uint8)` and `.to(torch.int16)`, each half a
+    microsecond cheaper to call: `.to` first works out which of its forms it was given.)
     """
     if q.numel() < SMALL:
-        return q.to(torch.uint8)
-    return q.to(torch.int16).to(torch.uint8)
+        return q.byte()
+    return q.short().byte()
 
 
 def dequantize(q: torch.Tensor, scale: torch.Tensor, zero_point: torch.Tensor) -> torch.Tensor:
