@@ -273,6 +273,14 @@ def link_error(graph: Graph, node: Node, created: set[Node]) -> RuntimeError:
     return too_many_nodes(node, graph._len)
 
 
+def input_error(graph: Graph, node: Node, defined: set[Node]) -> RuntimeError:
+    """4 or 5 at `node`: one of its inputs is not `defined` yet, or does not list it among
+    its users. Invariant 4 is reported first, as `lint` checks the invariants in order."""
+    if not defined.issuperset(node._input_nodes):
+        return input_order_error(graph, node, defined)
+    return use_def_error(graph, node)
+
+
 def use_def_error(graph: Graph, last: Node) -> RuntimeError | None:
     """5. The error for the first node up to `last` whose use-def lists disagree with its
     arguments (`None` if only nodes of other graphs use these nodes)."""

@@ -33,21 +33,22 @@ def check_all(graph: Graph) -> None:
     names: set[str] = set()
     defined: set[Node] = set()
     owner = graph.owning_module
-    used: dict[Node, None] = {}  # the nodes in one node's arguments, refilled per node
     outputs = uses = users = 0
     for node in walk_list(graph):  # 2: checked as the walk steps
         problem = target_problem(node._op, node._target)  # 1
         if problem is not None:
             raise invariant_errors.opcode_error(node, problem)
-        if node.name in names:  # 3
+        name = node.name
+        if name in names:  # 3
             raise invariant_errors.name_error(node)
-        names.add(node.name)
+        names.add(name)
         inputs = node._input_nodes
-        if not defined.issuperset(inputs):  # 4
-            raise invariant_errors.input_order_error(graph, node, defined)
+        for input_node in inputs:  # 4, and 5: the node is among the users of each input
+            if input_node not in defined or node not in input_node.users:
+                raise invariant_errors.input_error(graph, node, defined)
         defined.add(node)
-        used.clear()
-        for value in node._args:  # 5: the first level by hand, as most arguments are flat
+        used = {}  # 5: the nodes the arguments hold; the first level by hand (most are flat)
+        for value in node._args:
             if isinstance(value, Node):
                 used[value] = None
             elif isinstance(value, _AGGREGATES):
@@ -56,10 +57,8 @@ def check_all(graph: Graph) -> None:
             collect_nodes(node._kwargs.values(), used)
         if used != inputs:
             raise invariant_errors.use_def_error(graph, node)
-        for input_node in inputs:
-            if node not in input_node.users:
-                raise invariant_errors.use_def_error(graph, node)
-        uses, users = uses + len(inputs), users + len(node.users)
+        uses += len(inputs)
+        users += len(node.users)
         if node._op == "output" and (outputs := outputs + 1) > 1:  # 6
             raise invariant_errors.output_error(node)
         if owner is not None:  # 7

@@ -10,7 +10,7 @@ import torch
 
 from minifx.graph import Graph
 from minifx.graph.errors import MisuseError
-from minifx.graph.invariant_errors import broken, input_order_error, new_node_error
+from minifx.graph.invariant_errors import broken, input_error, input_order_error, new_node_error
 
 pytestmark = pytest.mark.ch2
 
@@ -47,3 +47,13 @@ def test_input_order_error_names_the_first_input_not_yet_defined():
     add = graph.call_function(operator.add, (x, y))
     error = input_order_error(graph, add, defined={x})
     assert "it uses %y, which was used before it has been defined" in str(error)
+
+
+def test_input_error_reports_invariant_4_before_5():
+    graph = Graph()
+    x = graph.placeholder("x")
+    y = graph.placeholder("y")
+    add = graph.call_function(operator.add, (x, y))
+    x.users.pop(add)  # 5 is broken too, but 4 has the lower number
+    assert "invariant 4 (inputs come first)" in str(input_error(graph, add, defined={x}))
+    assert "invariant 5 (use-def lists agree)" in str(input_error(graph, add, defined={x, y}))

@@ -205,6 +205,20 @@ def test_invariant_4_input_from_another_graph():
     )
 
 
+def test_invariant_4_is_reported_before_5_at_the_same_node():
+    # lint checks both rules in one loop over the inputs; the lower number still wins
+    graph = Graph()
+    x, y = graph.placeholder("x"), graph.placeholder("y")
+    add = graph.call_function(operator.add, (x, y))
+    graph.output(add)
+    x.users.pop(add)  # 5 broken at %add's first input
+    add.append(y)  # 4 broken at its second
+    assert lint_message(graph).startswith(
+        "Graph.lint: invariant 4 (inputs come first) is broken at %add: it uses %y, which was "
+        "used before it has been defined"
+    )
+
+
 # -- invariant 5: use-def lists agree ------------------------------------------------------
 
 USE_DEF_FIX = (
