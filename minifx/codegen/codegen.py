@@ -266,7 +266,7 @@ def assemble(writer: _SourceWriter) -> PythonCode:
     # after the body included.
     first = fn_def.count("\n") + 1
     lineno_map = dict(enumerate([*nodes, nodes[-1]], start=first))
-    body = "".join(f"    {line}\n" for line in lines)
+    body = "    " + "\n    ".join(lines) + "\n" if lines else ""  # each line indented, ended
     return PythonCode(
         head + body + "    ",
         writer.globals,
