@@ -20,9 +20,11 @@ takes the structures and flattens them, and returns the structured output.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 from dataclasses import dataclass, field
+from types import FunctionType
 from typing import TYPE_CHECKING, Any, Callable
 
 from torch.utils import _pytree as pytree
@@ -214,8 +216,17 @@ def codegen_of(graph: Graph) -> CodeGen:
 def call_hook(method: Callable[..., Any], *args: Any, **optional: Any) -> Any:
     """Call a CodeGen hook with the optional keywords it accepts, as torch.fx does:
     a subclass may leave out `repr_fn` or minifx's `root_module`."""
-    accepted = inspect.signature(method).parameters
+    function = getattr(method, "__func__", method)  # a method's function: the same each time
+    if isinstance(function, FunctionType):
+        accepted = _parameter_names(function)
+    else:  # another callable, maybe unhashable: asked each time
+        accepted = frozenset(inspect.signature(method).parameters)
     return method(*args, **{key: value for key, value in optional.items() if key in accepted})
+
+
+@functools.lru_cache(maxsize=256)  # the same few hooks come back on every recompile
+def _parameter_names(function: FunctionType) -> frozenset[str]:
+    return frozenset(inspect.signature(function).parameters)
 
 
 def mark_keyword_only(parameters: list[tuple[str, bool]]) -> list[str]:
@@ -255,7 +266,7 @@ def assemble(writer: _SourceWriter) -> PythonCode:
     # after the body included.
     first = fn_def.count("\n") + 1
     lineno_map = dict(enumerate([*nodes, nodes[-1]], start=first))
-    body = "".join(f"    {line}\n" for line in lines)
+    body = "    " + "\n    ".join(lines) + "\n" if lines else ""  # each line indented, ended
     return PythonCode(
         head + body + "    ",
         writer.globals,

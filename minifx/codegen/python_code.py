@@ -94,20 +94,19 @@ class _SourceWriter:
                 local[node] = self.names.create_name(plain(node.name))
         return local
 
-    def global_name(self, value: Any, hint: str) -> str:
-        """The name through which the generated code reaches `value`: its path if
-        it is torch's (`torch.relu`) and the path leads to it, else a global."""
+    def global_name(self, value: Any, hint: str | None = None) -> str:
+        """The name through which the generated code reaches `value`: its path if it is
+        torch's (`torch.relu`), else a global named after `hint` (or `global_hint(value)`)."""
         if id(value) in self._global_names:
             return self._global_names[id(value)]
         path = syntax.torch_path(value, self._global_names.get(id(torch)))
         if path is not None:
             self._global_names[id(value)] = path
             return path
-        if syntax.refers_to_builtin(hint, value) and hint not in self.names:
-            self.names.reserve(hint)
-            name = hint
-        else:
-            name = self.names.create_name(hint)
+        hint = global_hint(value) if hint is None else hint  # only for a value seen first
+        builtin = syntax.refers_to_builtin(hint, value) and hint not in self.names
+        name = hint if builtin else self.names.create_name(hint)  # a builtin: as written
+        self.names.reserve(name)
         self.globals[name] = value
         self._global_names[id(value)] = name
         return name
@@ -165,7 +164,7 @@ class _SourceWriter:
             if spelling and spelling.count("{}") == len(args):
                 self._assign(node, spelling.format(*self._operator_operands(operator_name, args)))
                 return
-        function = self.global_name(target, global_hint(target))
+        function = self.global_name(target)
         if target is builtins.getattr and syntax.is_attribute_read(node):  # written x.name
             self._assign(node, self._chain(self._operand(args[0]), args[1]))
             return

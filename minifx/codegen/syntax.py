@@ -8,6 +8,7 @@ knows *how* Python spells it.
 from __future__ import annotations
 
 import builtins
+import functools
 import keyword
 import math
 import re
@@ -81,7 +82,8 @@ def is_name(text: Any) -> bool:
         isinstance(text, str)
         and text.isidentifier()
         and not keyword.iskeyword(text)
-        and unicodedata.normalize("NFKC", text) == text
+        # NFKC leaves ASCII as it is: only other names need the (slower) check.
+        and (text.isascii() or unicodedata.normalize("NFKC", text) == text)
     )
 
 
@@ -90,19 +92,34 @@ def plain(text: Any) -> str:
     return str.__str__(text if isinstance(text, str) else str(text))
 
 
+# Every recompile asks for the same paths again, and a model's paths share their parents
+# (`layer1.0.conv1`, `layer1.0.bn1`, ...): both are cached. `typed`: a str subclass as
+# `base` formats its own way, so it never shares an entry with a str.
+@functools.lru_cache(maxsize=4096, typed=True)
 def attribute_chain(base: str, target: str, getattr_name: str = "getattr") -> str:
     """`self.layer1.conv` for `layer1.conv`; parts that are not names use `getattr`.
 
     A part such as `0` (a `Sequential` child) or `class` (a keyword) cannot
     follow a dot, so it is written `getattr(self.layers, "0")`.
     """
+    parent, dot, last = plain(target).rpartition(".")
+    expression = _parent_chain(base, parent, getattr_name) if dot else base
+    return _attribute_step(expression, last, getattr_name)
+
+
+@functools.lru_cache(maxsize=4096, typed=True)
+def _parent_chain(base: str, parent: str, getattr_name: str) -> str:
     expression = base
-    for part in target.split("."):
-        if is_name(part):
-            expression = f"{expression}.{part}"
-        else:
-            expression = f"{getattr_name}({expression}, {string_literal(part)})"
+    for part in parent.split("."):
+        expression = _attribute_step(expression, part, getattr_name)
     return expression
+
+
+def _attribute_step(expression: str, part: str, getattr_name: str) -> str:
+    """`expression.part`, or `getattr(expression, "part")` where `part` is not a name."""
+    if is_name(part):
+        return f"{expression}.{part}"
+    return f"{getattr_name}({expression}, {string_literal(part)})"
 
 
 def string_literal(text: str) -> str:
@@ -220,15 +237,15 @@ def parameter_name(node: Node) -> str:
 
 def check_node(node: Any) -> None:
     """Refuse, with a clear message, a node whose opcode's line cannot be written."""
-    problem = None
-    rule = target_problem(node.op, node.target)  # invariant 1's rule, from stage 2
-    if rule == "a str" and node.op in ("get_attr", "call_module", "call_method"):
+    problem, op = None, node.op  # read once: this runs for every node of every recompile
+    rule = target_problem(op, node.target)  # invariant 1's rule, from stage 2
+    if rule == "a str" and op in ("get_attr", "call_module", "call_method"):
         problem = "its target must be a str (an attribute path or a method name)"
-    elif node.op == "call_method" and not node.args:
+    elif op == "call_method" and not node.args:
         problem = "a call_method node needs its receiver as args[0]"
     elif rule == "a callable":
         problem = "its target must be callable"
-    elif node.op == "output" and len(node.args) != 1:
+    elif op == "output" and len(node.args) != 1:
         problem = "an output node has exactly one argument, the returned value"
     if problem:
         raise ValueError(

@@ -16,14 +16,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import inspect
 import sys
 import traceback
 from collections import OrderedDict
 from types import FrameType
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -38,17 +37,28 @@ if TYPE_CHECKING:
 # -- where a node came from -----------------------------------------------------------
 
 
-@contextlib.contextmanager
-def module_scope(tracer: Tracer, path: str, module: torch.nn.Module) -> Iterator[None]:
-    """Push the call of the submodule at `path` onto `tracer.module_stack` while it runs."""
-    calls = tracer.num_calls.get(path, 0)
-    key = f"{path}@{calls}" if calls else path
-    tracer.module_stack[key] = (path, type(module))
-    tracer.num_calls[path] = calls + 1
-    try:
-        yield
-    finally:
-        tracer.module_stack.pop(key)
+def module_scope(tracer: Tracer, path: str, module: torch.nn.Module) -> _ModuleScope:
+    """Push the call of the submodule at `path` onto `tracer.module_stack` while it runs
+    (`with module_scope(...):`)."""
+    return _ModuleScope(tracer, path, module)
+
+
+class _ModuleScope:
+    """`module_scope`'s context manager: a class, not `contextlib.contextmanager`, because
+    it runs for every module call of every trace, and a generator costs several times more."""
+
+    def __init__(self, tracer: Tracer, path: str, module: torch.nn.Module) -> None:
+        self.tracer, self.path, self.module = tracer, path, module
+
+    def __enter__(self) -> None:
+        tracer, path = self.tracer, self.path
+        calls = tracer.num_calls.get(path, 0)
+        self.key = f"{path}@{calls}" if calls else path
+        tracer.module_stack[self.key] = (path, type(self.module))
+        tracer.num_calls[path] = calls + 1
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.tracer.module_stack.pop(self.key)
 
 
 def record_origin(tracer: Tracer, node: Node) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import builtins
 import functools
 import inspect
-from types import ModuleType
+from types import BuiltinFunctionType, FunctionType, ModuleType
 from typing import Any, Callable
 
 from ..proxy.proxy import _proxies_in
@@ -81,6 +81,23 @@ def recorded_as_one_call(original: Callable) -> Callable:
 
     stand_in._minifx_stand_in = True
     return stand_in
+
+
+@functools.lru_cache(maxsize=1024)
+def _kept_stand_in(original: Callable) -> Callable:
+    return recorded_as_one_call(original)
+
+
+def stand_in_for(original: Callable) -> Callable:
+    """`recorded_as_one_call(original)`, made once per function and kept: every trace
+    patches the same functions (the 60 of `math`, say), and `functools.wraps` is most of it.
+    A stand-in holds no state of a trace, so one serves them all."""
+    # Plain functions and a module's builtins (`math.sqrt`): hashable, and long-lived.
+    if isinstance(original, FunctionType) or (
+        isinstance(original, BuiltinFunctionType) and isinstance(original.__self__, ModuleType)
+    ):
+        return _kept_stand_in(original)
+    return recorded_as_one_call(original)
 
 
 class Patcher:
@@ -162,10 +179,10 @@ def patch_autowrapped(patcher: Patcher, namespace: dict[str, Any], ids: set[int]
         return
     for name, value in list(namespace.items()):
         if not name.startswith("_") and callable(value) and id(value) in ids:
-            patcher.patch(namespace, name, recorded_as_one_call(value))
+            patcher.patch(namespace, name, stand_in_for(value))
 
 
 def patch_wrapped(patcher: Patcher) -> None:
     """Put a stand-in over every `wrap`ped function (minifx's and torch.fx's registrations)."""
     for (_, name), (namespace, original) in registered_functions().items():
-        patcher.patch(namespace, name, recorded_as_one_call(original))
+        patcher.patch(namespace, name, stand_in_for(original))

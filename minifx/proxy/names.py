@@ -107,22 +107,14 @@ class Namespace:
 
 
 # A tracer asks for the same few candidates (add, relu) again and again, and the
-# two regular expressions cost more than the rest of create_name: cache them.
+# regular expressions cost more than the rest of create_name: cache them.
 @functools.lru_cache(maxsize=4096)
 def _parse(candidate: str) -> tuple[str, str, int | None]:
     """`candidate` as a valid name, and that name split into base and suffix."""
-    name = _make_identifier(candidate)
-    return (name, *_split_suffix(name))
-
-
-def _make_identifier(candidate: str) -> str:
-    """Replace illegal characters, so `layer1.0.conv` becomes `layer1_0_conv`."""
-    if _NAME_WITH_SUFFIX.match(candidate):
-        return candidate
-    candidate = _NOT_IDENTIFIER_CHARS.sub("_", candidate) or "_unnamed"
-    return f"_{candidate}" if candidate[0].isdigit() else candidate
-
-
-def _split_suffix(name: str) -> tuple[str, int | None]:
-    base, suffix = _NAME_WITH_SUFFIX.match(name).group(1, 2)
-    return base, None if suffix is None else int(suffix)
+    # Most candidates are valid names already: then one match both checks and splits.
+    match = _NAME_WITH_SUFFIX.match(candidate)
+    if match is None:  # replace illegal characters: `layer1.0.conv` -> `layer1_0_conv`
+        name = _NOT_IDENTIFIER_CHARS.sub("_", candidate) or "_unnamed"
+        match = _NAME_WITH_SUFFIX.match(f"_{name}" if name[0].isdigit() else name)
+    base, suffix = match.group(1, 2)
+    return match.string, base, None if suffix is None else int(suffix)
