@@ -191,8 +191,7 @@ class QuantizedLinear(Int8Layer):
     """`nn.Linear` on uint8 inputs with int8 weights, through `torch._int_mm`.
 
     A Linear that narrows `NARROWING` times or more also keeps its weight as a (K, N)
-    copy, `weight_kn`, for inputs of several rows. Every other product reads `weight_t`,
-    the `right_matrix` view of `weight`, made once when the module is built.
+    copy, `weight_kn`, for inputs of several rows.
     """
 
     def __init__(
@@ -206,9 +205,6 @@ class QuantizedLinear(Int8Layer):
         self.in_features, self.out_features = linear.in_features, linear.out_features
         narrows = self.in_features >= NARROWING * self.out_features
         self.register_buffer("weight_kn", self.weight.t().contiguous() if narrows else None)
-        # A view of `weight`'s memory, not a copy (nor a buffer: it has no bytes of its own).
-        # Made here, not on every call: the call cost 5% of the autoencoder's time at batch 1.
-        self.weight_t = right_matrix(self.weight)
 
     def forward(self, q: torch.Tensor) -> torch.Tensor:
         # _int_mm multiplies 2-d matrices only: other inputs go through a (rows, K) view and
@@ -216,7 +212,7 @@ class QuantizedLinear(Int8Layer):
         rows = q if q.dim() == 2 else q.reshape(-1, self.in_features)
         weight_kn = self.weight_kn  # (K, N): the same matrix, in the layout faster here
         if weight_kn is None or rows.shape[0] == 1:
-            weight_kn = self.weight_t
+            weight_kn = right_matrix(self.weight)
         acc = torch._int_mm(rows, weight_kn)  # int32: sum_k q_x[m, k] * q_w[n, k]
         out = self.requantize(acc)
         return out if q.dim() == 2 else out.reshape(*q.shape[:-1], self.out_features)
