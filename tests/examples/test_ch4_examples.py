@@ -33,6 +33,7 @@ from minifx.codegen import symbolic_trace
 from minifx.graph import PH
 from minifx.interpreter import Interpreter, Transformer, decompose
 from tests.codegen.test_models import MODELS
+from tests.interpreter.support import neg_sigm_swap
 from tests.oracle import SEED, model_and_input
 
 pytestmark = pytest.mark.ch4
@@ -124,34 +125,9 @@ def test_shape_prop_by_hand_takes_a_get_attr_at_a_dotted_path():
 # -- the sigmoid / neg swap --------------------------------------------------------------
 
 
-class FxNegSigmoidSwap(torch.fx.Interpreter):
-    """NegSigmoidSwap's body on torch.fx's Interpreter."""
-
-    def call_function(self, target, args, kwargs):
-        if target is torch.sigmoid:
-            return torch.neg(*args, **kwargs)
-        return super().call_function(target, args, kwargs)
-
-    def call_method(self, target, args, kwargs):
-        if target == "neg":
-            receiver, *rest = args
-            return receiver.sigmoid(*rest, **kwargs)
-        return super().call_method(target, args, kwargs)
-
-
-class FxNegSigmoidSwapTransformer(torch.fx.Transformer):
-    """The same body on torch.fx's Transformer."""
-
-    def call_function(self, target, args, kwargs):
-        if target is torch.sigmoid:
-            return torch.neg(*args, **kwargs)
-        return super().call_function(target, args, kwargs)
-
-    def call_method(self, target, args, kwargs):
-        if target == "neg":
-            receiver, *rest = args
-            return receiver.sigmoid(*rest, **kwargs)
-        return super().call_method(target, args, kwargs)
+# The body of NegSigmoidSwap on torch.fx's Interpreter and Transformer: the oracles.
+FxNegSigmoidSwap = neg_sigm_swap(torch.fx.Interpreter)
+FxNegSigmoidSwapTransformer = neg_sigm_swap(torch.fx.Transformer)
 
 
 def sigmoid_neg(x):
