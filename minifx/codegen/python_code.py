@@ -104,9 +104,11 @@ class _SourceWriter:
             self._global_names[id(value)] = path
             return path
         hint = global_hint(value) if hint is None else hint  # only for a value seen first
-        builtin = syntax.refers_to_builtin(hint, value) and hint not in self.names
-        name = hint if builtin else self.names.create_name(hint)  # a builtin: as written
-        self.names.reserve(name)
+        if syntax.refers_to_builtin(hint, value) and hint not in self.names:
+            name = hint  # a builtin (`getattr`): written as it is, and kept from locals
+            self.names.reserve(name)
+        else:
+            name = self.names.create_name(hint)  # reserves the name it returns
         self.globals[name] = value
         self._global_names[id(value)] = name
         return name
