@@ -15,8 +15,7 @@ from typing import Any
 import torch
 
 from ..graph.graph import Graph
-from ..graph.invariants import target_problem
-from ..graph.node import Node, get_path
+from ..graph.node import Node, get_path, target_problem
 
 
 class SubmodulesMixin(torch.nn.Module):

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..graph.invariants import target_problem
+from ..graph.node import target_problem
 from ..proxy.ir import qualified_name
 
 # Python's operator syntax is the Proxy's table (stage 1), re-exported with the rest

@@ -6,9 +6,10 @@ written for torch.fx catches it; minifx's message adds what to do instead.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..proxy.errors import untraceable
+from ..proxy.ir import OPCODES
 
 if TYPE_CHECKING:
     from .node import Node
@@ -50,6 +51,30 @@ def not_in_this_graph(node: Node) -> RuntimeError:
     return RuntimeError(
         f"cannot erase %{node.name}: it belongs to another graph. Call "
         "erase_node on the graph that holds it (node.graph.erase_node(node))."
+    )
+
+
+def new_node_error(name: str, op: str, target: Any, problem: str) -> ValueError:
+    """`Node(...)` (and so `Graph.create_node`) was asked for a node that breaks invariant 1.
+
+    `problem` is what `node.target_problem` found. The types are torch.fx's, whose
+    `Node` constructor makes the same check: an unknown opcode is a `MisuseError`, also
+    the `AssertionError` torch.fx raises; a wrong target is a `ValueError`.
+    """
+    if problem == "an opcode":
+        return MisuseError(
+            f"cannot create node %{name}: unknown opcode {op!r}. A node's op is "
+            f"one of {', '.join(OPCODES)}."
+        )
+    if problem == "a callable":
+        return ValueError(
+            f"cannot create node %{name}: a call_function target must be callable, got "
+            f"{target!r} of type {type(target).__name__}. Pass the function itself "
+            "(torch.relu), not its name; names are for call_method and call_module."
+        )
+    return ValueError(
+        f"cannot create node %{name}: a {op} target must be a str, got {target!r} of type "
+        f"{type(target).__name__}. For a function, use op='call_function'."
     )
 
 

@@ -142,7 +142,6 @@ class Graph(GraphConveniences, GraphCopying, CodeGenHooks):
         """
         candidate = name if name is not None else target_to_name(target)
         unique_name = self._graph_namespace.create_name(candidate)
-        invariants.check_new_node(unique_name, op, target)  # invariant 1
         node = Node(self, unique_name, op, target, tuple(args or ()), dict(kwargs or {}), type_expr)
         self._insert(node)
         self._len += 1

@@ -6,8 +6,8 @@ exception it raises (and, for invariants 2 and 5, find which case broke), of the
     Graph.lint: invariant 4 (inputs come first) is broken at %sin: ...
     How to fix: ...
 
-`lint` raises these `RuntimeError`s; `new_node_error` is the error of
-`Graph.create_node`, which words invariant 1 as torch.fx does there.
+`lint` raises these `RuntimeError`s. A node is refused before it exists when its
+op and target break invariant 1: that error is `errors.new_node_error`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..proxy.ir import OPCODES
-from .errors import MisuseError
 from .node import Node
 
 if TYPE_CHECKING:
@@ -39,29 +38,6 @@ def broken(number: int, rule: str, node: Node | None, problem: str, fix: str) ->
     where = f" at %{node.name}" if node is not None else ""
     return RuntimeError(
         f"Graph.lint: invariant {number} ({rule}) is broken{where}: {problem}\nHow to fix: {fix}"
-    )
-
-
-def new_node_error(name: str, op: str, target: Any, problem: str) -> ValueError:
-    """Invariant 1 broken by a node `Graph.create_node` was asked to make.
-
-    An unknown opcode is a `MisuseError`, which is also the `AssertionError`
-    torch.fx raises; a wrong target is a `ValueError`.
-    """
-    if problem == "an opcode":
-        return MisuseError(
-            f"cannot create node %{name}: unknown opcode {op!r}. A node's op is "
-            f"one of {', '.join(OPCODES)}."
-        )
-    if problem == "a callable":
-        return ValueError(
-            f"cannot create node %{name}: a call_function target must be callable, got "
-            f"{target!r} of type {type(target).__name__}. Pass the function itself "
-            "(torch.relu), not its name; names are for call_method and call_module."
-        )
-    return ValueError(
-        f"cannot create node %{name}: a {op} target must be a str, got {target!r} of type "
-        f"{type(target).__name__}. For a function, use op='call_function'."
     )
 
 

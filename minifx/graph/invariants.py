@@ -9,16 +9,15 @@ and a walk per invariant would pay again for fetching every node.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import torch
 
-from ..proxy.ir import OPCODES
 from . import invariant_errors
 from .invariant_errors import AGGREGATES as _AGGREGATES
 from .invariant_errors import collect_nodes
 from .module_paths import get_path, has_path
-from .node import Node
+from .node import Node, target_problem
 
 if TYPE_CHECKING:
     from .graph import Graph
@@ -83,27 +82,6 @@ def walk_list(graph: Graph) -> Iterator[Node]:
             raise invariant_errors.link_error(graph, node, created)
         yield node
         node = node._next
-
-
-# --8<-- [start:op_target]
-def target_problem(op: str, target: Any) -> str | None:
-    """The rule of invariant 1, decided here only: `None` if `op` and `target` are fine;
-    else `"an opcode"`, or what the target must be: `"a callable"` or `"a str"`."""
-    if op == "call_function":
-        return None if callable(target) else "a callable"
-    if op not in OPCODES:
-        return "an opcode"
-    return None if isinstance(target, str) else "a str"
-
-
-# --8<-- [end:op_target]
-
-
-def check_new_node(name: str, op: str, target: Any) -> None:
-    """Invariant 1 for a node `Graph.create_node` is about to make (else `ValueError`)."""
-    problem = target_problem(op, target)
-    if problem is not None:
-        raise invariant_errors.new_node_error(name, op, target, problem)
 
 
 def check_target_exists(graph: Graph, node: Node) -> None:

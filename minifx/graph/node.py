@@ -10,7 +10,7 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..proxy.ir import format_line
+from ..proxy.ir import OPCODES, format_line
 from . import errors
 from .errors import MisuseError as MisuseError  # re-exported: older code imports it here
 from .immutable_collections import immutable_dict, immutable_list
@@ -55,6 +55,20 @@ def map_arg(a: Any, fn: Callable[[Node], Any]) -> Any:
     return map_aggregate(a, lambda leaf: fn(leaf) if isinstance(leaf, Node) else leaf)
 
 
+# --8<-- [start:op_target]
+def target_problem(op: str, target: Any) -> str | None:
+    """The rule of invariant 1, decided here only: `None` if `op` and `target` are fine;
+    else `"an opcode"`, or what the target must be: `"a callable"` or `"a str"`."""
+    if op == "call_function":
+        return None if callable(target) else "a callable"
+    if op not in OPCODES:
+        return "an opcode"
+    return None if isinstance(target, str) else "a str"
+
+
+# --8<-- [end:op_target]
+
+
 class Node(NodeConveniences):
     """One operation of a `Graph`: `name = op[target](*args, **kwargs)`.
 
@@ -87,6 +101,9 @@ class Node(NodeConveniences):
         kwargs: dict,
         return_type: Any = None,
     ) -> None:
+        # Invariant 1, checked where torch.fx checks it; the list's sentinel is a "root".
+        if op != "root" and (problem := target_problem(op, target)) is not None:
+            raise errors.new_node_error(name, op, target, problem)
         self.graph, self.name, self._op, self._target = graph, name, op, target
         self.type = return_type
         self.meta: dict[str, Any] = {}

@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
-from minifx.graph.errors import InsertArgIndexError, MisuseError, NotTraceable, SelfInStarArgs
+from minifx.graph.errors import (
+    InsertArgIndexError,
+    MisuseError,
+    NotTraceable,
+    SelfInStarArgs,
+    new_node_error,
+)
 
 pytestmark = pytest.mark.ch2
 
@@ -28,3 +35,17 @@ def test_the_node_module_still_exports_misuse_error():
     from minifx.graph.node import MisuseError as from_node
 
     assert from_node is MisuseError
+
+
+@pytest.mark.parametrize(
+    "problem, op, target, kind",
+    [
+        ("an opcode", "call_fn", "x", MisuseError),
+        ("a callable", "call_function", "relu", ValueError),
+        ("a str", "call_method", torch.relu, ValueError),
+    ],
+)
+def test_new_node_error_is_torch_fx_s_type(problem, op, target, kind):
+    error = new_node_error("n", op, target, problem)
+    assert type(error) is kind
+    assert str(error).startswith("cannot create node %n: ")

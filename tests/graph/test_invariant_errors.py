@@ -6,11 +6,9 @@ from __future__ import annotations
 import operator
 
 import pytest
-import torch
 
 from minifx.graph import Graph
-from minifx.graph.errors import MisuseError
-from minifx.graph.invariant_errors import broken, input_error, input_order_error, new_node_error
+from minifx.graph.invariant_errors import broken, input_error, input_order_error
 
 pytestmark = pytest.mark.ch2
 
@@ -24,20 +22,6 @@ def test_broken_names_the_rule_the_node_and_the_fix():
         "Graph.lint: invariant 3 (unique names) is broken at %x: the problem.\nHow to fix: the fix."
     )
     assert "broken: the problem." in str(broken(6, "one output", None, "the problem.", "fix"))
-
-
-@pytest.mark.parametrize(
-    "problem, op, target, kind",
-    [
-        ("an opcode", "call_fn", "x", MisuseError),
-        ("a callable", "call_function", "relu", ValueError),
-        ("a str", "call_method", torch.relu, ValueError),
-    ],
-)
-def test_new_node_error_is_torch_fx_s_type(problem, op, target, kind):
-    error = new_node_error("n", op, target, problem)
-    assert type(error) is kind
-    assert str(error).startswith("cannot create node %n: ")
 
 
 def test_input_order_error_names_the_first_input_not_yet_defined():

@@ -1,5 +1,5 @@
-"""`minifx/graph/invariants.py`: the rule of invariant 1 decided once, and the shortcuts
-lint takes for invariants 2 and 5. Every message of `lint` is pinned in test_lint.py."""
+"""`minifx/graph/invariants.py`: the shortcuts lint takes for invariants 2 and 5 (the rule
+of invariant 1 is tested in test_node.py, beside the `Node` constructor that checks it). Every message of `lint` is pinned in test_lint.py."""
 
 from __future__ import annotations
 
@@ -9,34 +9,8 @@ import pytest
 import torch
 
 from minifx.graph import Graph, Node
-from minifx.graph.invariants import check_new_node, target_problem
 
 pytestmark = pytest.mark.ch2
-
-
-@pytest.mark.parametrize(
-    "op, target, expected",
-    [
-        ("call_function", torch.relu, None),
-        ("call_function", "relu", "a callable"),
-        ("call_method", "relu", None),
-        ("call_method", torch.relu, "a str"),
-        ("placeholder", "x", None),
-        ("get_attr", 3, "a str"),
-        ("call_fn", "x", "an opcode"),
-        ("root", "", "an opcode"),  # the sentinel's opcode is no node's
-    ],
-)
-def test_target_problem(op, target, expected):
-    assert target_problem(op, target) == expected
-
-
-def test_check_new_node_raises_torch_fx_s_types():
-    check_new_node("x", "placeholder", "x")
-    with pytest.raises(AssertionError):
-        check_new_node("x", "call_fn", "x")
-    with pytest.raises(ValueError):
-        check_new_node("relu", "call_function", "relu")
 
 
 def the_graph():

@@ -16,6 +16,7 @@ import torch.fx
 
 import minifx
 import minifx.graph
+import minifx.graph.node
 from tests.graph.support import MINI, TORCH, chain, differential, names
 
 pytestmark = pytest.mark.ch2
@@ -67,6 +68,55 @@ def test_moving_a_node_keeps_its_users_and_inputs():
 
     _, (x_users, sin_users, inputs_ok) = differential(build)
     assert x_users == ["add", "sin"] and sin_users == [] and inputs_ok
+
+
+# -- invariant 1: the constructor checks the op and the target ------------------------------
+
+
+@pytest.mark.parametrize(
+    "op, target, expected",
+    [
+        ("call_function", torch.relu, None),
+        ("call_function", "relu", "a callable"),
+        ("call_method", "relu", None),
+        ("call_method", torch.relu, "a str"),
+        ("placeholder", "x", None),
+        ("get_attr", 3, "a str"),
+        ("call_fn", "x", "an opcode"),
+        ("root", "", "an opcode"),  # the sentinel's opcode is no node's
+    ],
+)
+def test_target_problem(op, target, expected):
+    assert minifx.graph.node.target_problem(op, target) == expected
+
+
+@pytest.mark.parametrize(
+    "op, target, kind",
+    [
+        ("call_function", "foo", ValueError),  # PyTorch's test_fx.py: test_wrong_target_type
+        ("call_method", torch.relu, ValueError),
+        ("get_attr", 3, ValueError),
+        ("call_fn", "x", AssertionError),
+    ],
+    ids=["call_function-str", "call_method-callable", "get_attr-int", "unknown-op"],
+)
+def test_the_constructor_refuses_what_torch_fx_s_refuses(op, target, kind):
+    # torch.fx checks invariant 1 in Node's constructor, so a node made directly,
+    # without create_node, is refused too.
+    for node_type, graph in (
+        (torch.fx.Node, torch.fx.Graph()),
+        (minifx.graph.Node, minifx.graph.Graph()),
+    ):
+        with pytest.raises(kind):
+            node_type(graph=graph, name="foo", op=op, target=target, args=(), kwargs={})
+
+
+def test_the_constructor_accepts_the_sentinel_s_root_op_as_torch_fx_s_does():
+    for node_type, graph in (
+        (torch.fx.Node, torch.fx.Graph()),
+        (minifx.graph.Node, minifx.graph.Graph()),
+    ):
+        assert node_type(graph, "", "root", "", (), {}).op == "root"
 
 
 # -- use-def lists -------------------------------------------------------------------------
