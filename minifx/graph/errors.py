@@ -46,6 +46,22 @@ def still_used(node: Node) -> RuntimeError:
     )
 
 
+def not_a_tuple_or_dict(args: object, kwargs: object) -> MisuseError:
+    """`create_node` was given `args` that is no tuple, or `kwargs` that is no dict."""
+    if args and not isinstance(args, tuple):
+        what, value, kind = "args", args, "a tuple"
+        why = "a list of arguments is easily meant as one list argument, as in torch.cat([a, b])"
+        fix = "graph.call_function(torch.cat, ([a, b],))"
+    else:
+        what, value, kind = "kwargs", kwargs, "a dict"
+        why = "keyword arguments are names mapped to values"
+        fix = "graph.call_method('sum', (x,), {'dim': 0})"
+    return MisuseError(
+        f"create_node: {what} must be {kind}, got {type(value).__name__} {value!r} "
+        f"(torch.fx refuses it too): {why}. How to fix: pass {kind}, as in {fix}."
+    )
+
+
 def not_in_this_graph(node: Node) -> RuntimeError:
     """`erase_node` was asked to erase a node of another graph."""
     return RuntimeError(

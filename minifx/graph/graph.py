@@ -139,7 +139,12 @@ class Graph(GraphConveniences, GraphCopying, CodeGenHooks):
             name: the name to start from (by default, from `target`); a taken
                 name gets a suffix: `add`, `add_1`, ...
             type_expr: an optional type annotation.
+
+        Raises:
+            AssertionError: `args` is not a tuple or `kwargs` not a dict (as in torch.fx).
         """
+        if args and not isinstance(args, tuple) or kwargs and not isinstance(kwargs, dict):
+            raise errors.not_a_tuple_or_dict(args, kwargs)
         candidate = name if name is not None else target_to_name(target)
         unique_name = self._graph_namespace.create_name(candidate)
         node = Node(self, unique_name, op, target, tuple(args or ()), dict(kwargs or {}), type_expr)

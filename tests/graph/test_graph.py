@@ -27,6 +27,7 @@ import torch.fx.node
 
 import minifx
 import minifx.graph
+from minifx.graph.errors import MisuseError
 from tests.graph.support import MINI, chain, differential, names
 
 pytestmark = pytest.mark.ch2
@@ -106,6 +107,36 @@ def test_targets_and_names_become_identifiers(op, target, name, expected):
 
     _, found = differential(build)
     assert found == expected
+
+
+@pytest.mark.task("2.2")
+@pytest.mark.parametrize(
+    "args, kwargs, what",
+    [(["x"], None, "args"), (("x",), [("dim", 0)], "kwargs"), ([], (("dim", 0),), "kwargs")],
+)
+def test_create_node_refuses_args_that_are_no_tuple_and_kwargs_that_are_no_dict(args, kwargs, what):
+    # As torch.fx does (an AssertionError): a list given as args is easily meant as one
+    # list argument, and silently read as the arguments it would build the wrong call.
+    for library, error in ((torch.fx, AssertionError), (minifx.graph, MisuseError)):
+        graph = library.Graph()
+        x = graph.placeholder("x")
+        args = type(args)(x if a == "x" else a for a in args)
+        with pytest.raises(error, match=f"{what} must be a"):
+            graph.create_node("call_function", torch.sum, args, kwargs)
+    assert issubclass(MisuseError, AssertionError)
+
+
+@pytest.mark.task("2.2")
+def test_create_node_takes_empty_args_and_kwargs_of_any_type_as_none():
+    def build(lib):
+        graph = lib.Graph()
+        x = graph.placeholder("x")
+        graph.create_node("call_function", torch.relu, (x,), [])
+        graph.create_node("call_method", "relu", (x,), ())
+        graph.create_node("call_function", torch.rand, [], None)
+        return graph, [(repr(n.args), dict(n.kwargs)) for n in graph.nodes]
+
+    differential(build)
 
 
 # -- printing ------------------------------------------------------------------------
