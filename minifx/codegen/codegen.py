@@ -148,9 +148,10 @@ class _PyTreeCodeGen(CodeGen):
             [plain(name) for name in arg_names], maybe_return_annotation, root_module=root_module
         )
         free_vars = [p for p in free_vars if p != "*"]  # the structures take the keywords
-        if not free_vars:
-            return definition
+        # A module's `self` is flattened too, as torch.fx does, even with no leaves to take.
         placeholders = ["self", *free_vars] if arg_names[:1] == ["self"] else free_vars
+        if not placeholders:
+            return definition
         annotated = [p for p in placeholders if ":" in p]
         lines = ["".join(p + "; " for p in annotated), ""] if annotated else []
         names = ", ".join(p.split(":")[0] for p in placeholders)

@@ -94,6 +94,24 @@ def test_structured_inputs_are_the_pytree_codegens_job():
     assert leaves == 3 and out == expected == [6.0, 6.0]
 
 
+class SumOfList(torch.nn.Module):
+    def forward(self, x):
+        return sum(x)
+
+
+@pytest.mark.parametrize("empty", [[], {}], ids=["list", "dict"])
+def test_a_module_with_no_leaves_still_flattens_self(empty):
+    # test_pytree's `f_sum` with `[]`, traced as a module: no placeholder is left, but
+    # torch.fx's code flattens `self` all the same, and so must ours.
+    codes, results = {}, {}
+    for lib, (trace, *_) in LIBRARIES.items():
+        gm = trace(SumOfList(), concrete_args={"x": empty})
+        codes[lib], results[lib] = gm.code, gm(empty)
+    assert codes["minifx"] == codes["torch.fx"]
+    assert "    self, = fx_pytree.tree_flatten_spec([self, x], self._in_spec)\n" in codes["minifx"]
+    assert results["minifx"] == results["torch.fx"] == 0
+
+
 def test_a_codegen_for_torch_fx_works_without_minifx_keywords():
     # minifx passes `root_module` and `repr_fn` only to hooks that take them, as
     # torch.fx passes `expanded_def`, `descs` and `repr_fn`.
