@@ -168,15 +168,16 @@ class _PyTreeCodeGen(CodeGen):
             return super().generate_output(output_args, repr_fn=repr_fn)
         return f"return pytree.tree_unflatten({(repr_fn or repr)(output_args)}, self._out_spec)"
 
-    def process_inputs(self, *inputs: Any) -> tuple:
-        """The leaves of the structured inputs, checked against the traced structure."""
+    def process_inputs(self, *inputs: Any) -> list:
+        """The leaves of the structured inputs, checked against the traced structure,
+        in a list (as torch.fx's; the plain CodeGen returns its arguments' tuple)."""
         info = self.pytree_info
         takes_self = info.arg_names[:1] == ["self"]
         # The spec starts with the module for a traced module; any leaf stands for it.
         leaves = fx_pytree_helpers.tree_flatten_spec(
             [None, *inputs] if takes_self else list(inputs), info.in_spec
         )
-        return tuple(leaves[1:] if takes_self else leaves)
+        return leaves[1:] if takes_self else leaves
 
     def process_outputs(self, out: Any) -> Any:
         """The graph's flat output, put back into the traced function's output structure."""

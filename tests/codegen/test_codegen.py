@@ -112,6 +112,21 @@ def test_a_module_with_no_leaves_still_flattens_self(empty):
     assert results["minifx"] == results["torch.fx"] == 0
 
 
+class DictAdd(torch.nn.Module):
+    def forward(self, x):
+        return f_dict_add(x)
+
+
+@pytest.mark.parametrize("root", [f_dict_add, DictAdd()], ids=["function", "module"])
+def test_the_pytree_codegens_process_inputs_returns_a_list_as_torch_fx_s(root):
+    # test_pytree flattens with `process_inputs`; torch.fx's gives a list of leaves.
+    flat = {}
+    for lib, (trace, _, _, ph) in LIBRARIES.items():
+        gm = trace(root, concrete_args={"x": {"a": ph, "z": (ph, 3)}})
+        flat[lib] = gm.graph.process_inputs({"a": 1, "z": (2, 3)})
+    assert flat["minifx"] == flat["torch.fx"] == [1, 2, 3]
+
+
 def test_a_codegen_for_torch_fx_works_without_minifx_keywords():
     # minifx passes `root_module` and `repr_fn` only to hooks that take them, as
     # torch.fx passes `expanded_def`, `descs` and `repr_fn`.
