@@ -148,9 +148,10 @@ class _PyTreeCodeGen(CodeGen):
             [plain(name) for name in arg_names], maybe_return_annotation, root_module=root_module
         )
         free_vars = [p for p in free_vars if p != "*"]  # the structures take the keywords
-        if not free_vars:
-            return definition
+        # A module's `self` is flattened too, as torch.fx does, even with no leaves to take.
         placeholders = ["self", *free_vars] if arg_names[:1] == ["self"] else free_vars
+        if not placeholders:
+            return definition
         annotated = [p for p in placeholders if ":" in p]
         lines = ["".join(p + "; " for p in annotated), ""] if annotated else []
         names = ", ".join(p.split(":")[0] for p in placeholders)
@@ -167,15 +168,16 @@ class _PyTreeCodeGen(CodeGen):
             return super().generate_output(output_args, repr_fn=repr_fn)
         return f"return pytree.tree_unflatten({(repr_fn or repr)(output_args)}, self._out_spec)"
 
-    def process_inputs(self, *inputs: Any) -> tuple:
-        """The leaves of the structured inputs, checked against the traced structure."""
+    def process_inputs(self, *inputs: Any) -> list:
+        """The leaves of the structured inputs, checked against the traced structure,
+        in a list (as torch.fx's; the plain CodeGen returns its arguments' tuple)."""
         info = self.pytree_info
         takes_self = info.arg_names[:1] == ["self"]
         # The spec starts with the module for a traced module; any leaf stands for it.
         leaves = fx_pytree_helpers.tree_flatten_spec(
             [None, *inputs] if takes_self else list(inputs), info.in_spec
         )
-        return tuple(leaves[1:] if takes_self else leaves)
+        return leaves[1:] if takes_self else leaves
 
     def process_outputs(self, out: Any) -> Any:
         """The graph's flat output, put back into the traced function's output structure."""

@@ -32,7 +32,17 @@ def qualified_name(value: Any) -> str:
         return f"torch.Tensor.{name}"
     module = getattr(value, "__module__", None) or ""
     module = module.replace("torch._ops", "torch.ops")  # operators live at torch.ops.*
+    name = TORCH_SPELLINGS.get((module, name), name)
     return f"{module}.{name}" if module else name
+
+
+# torch.fx spells these torch objects by another name of theirs than `__name__`
+# (torch exports the enums only without the underscore), and so must the printer.
+TORCH_SPELLINGS = {
+    ("torch", "segment_reduce"): "_segment_reduce",
+    ("torch.nn.functional", "_ScalingType"): "ScalingType",
+    ("torch.nn.functional", "_SwizzleType"): "SwizzleType",
+}
 
 
 def type_repr(annotation: Any) -> str:

@@ -44,3 +44,20 @@ def test_every_class_an_annotation_names_is_a_global_of_the_code() -> None:
     code = minifx.codegen.python_code(minifx.codegen.symbolic_trace(annotated).graph)
     for name in ("typing_List", "typing_Dict", "typing_Union"):
         assert name in code.globals
+
+
+def scaled(
+    recipe: torch.nn.functional.ScalingType | list[torch.nn.functional.ScalingType],
+) -> torch.nn.functional.SwizzleType:
+    return recipe
+
+
+def test_a_torch_class_is_reached_by_the_name_torch_exports_it_under() -> None:
+    # As in F.scaled_mm's signature, which test_fx's functional sweep traces: the class
+    # is `_ScalingType`, torch.nn.functional exports it as `ScalingType`.
+    ours = minifx.codegen.symbolic_trace(scaled)
+    assert ours.code == torch.fx.symbolic_trace(scaled).code
+    assert "recipe : torch.nn.functional.ScalingType|list[torch.nn.functional.ScalingType]" in (
+        ours.code
+    )
+    assert ours(1) == 1

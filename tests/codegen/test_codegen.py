@@ -94,6 +94,39 @@ def test_structured_inputs_are_the_pytree_codegens_job():
     assert leaves == 3 and out == expected == [6.0, 6.0]
 
 
+class SumOfList(torch.nn.Module):
+    def forward(self, x):
+        return sum(x)
+
+
+@pytest.mark.parametrize("empty", [[], {}], ids=["list", "dict"])
+def test_a_module_with_no_leaves_still_flattens_self(empty):
+    # test_pytree's `f_sum` with `[]`, traced as a module: no placeholder is left, but
+    # torch.fx's code flattens `self` all the same, and so must ours.
+    codes, results = {}, {}
+    for lib, (trace, *_) in LIBRARIES.items():
+        gm = trace(SumOfList(), concrete_args={"x": empty})
+        codes[lib], results[lib] = gm.code, gm(empty)
+    assert codes["minifx"] == codes["torch.fx"]
+    assert "    self, = fx_pytree.tree_flatten_spec([self, x], self._in_spec)\n" in codes["minifx"]
+    assert results["minifx"] == results["torch.fx"] == 0
+
+
+class DictAdd(torch.nn.Module):
+    def forward(self, x):
+        return f_dict_add(x)
+
+
+@pytest.mark.parametrize("root", [f_dict_add, DictAdd()], ids=["function", "module"])
+def test_the_pytree_codegens_process_inputs_returns_a_list_as_torch_fx_s(root):
+    # test_pytree flattens with `process_inputs`; torch.fx's gives a list of leaves.
+    flat = {}
+    for lib, (trace, _, _, ph) in LIBRARIES.items():
+        gm = trace(root, concrete_args={"x": {"a": ph, "z": (ph, 3)}})
+        flat[lib] = gm.graph.process_inputs({"a": 1, "z": (2, 3)})
+    assert flat["minifx"] == flat["torch.fx"] == [1, 2, 3]
+
+
 def test_a_codegen_for_torch_fx_works_without_minifx_keywords():
     # minifx passes `root_module` and `repr_fn` only to hooks that take them, as
     # torch.fx passes `expanded_def`, `descs` and `repr_fn`.

@@ -228,6 +228,20 @@ def test_a_placeholder_target_that_is_no_parameter_name_is_a_value_error():
         module_of(minifx, build)
 
 
+def test_two_placeholders_with_one_target_are_a_value_error():
+    """Two placeholders with the same target (as after `graph_copy` of a traced graph
+    into a graph that has its input already) raise a `ValueError` that names the second;
+    torch.fx writes `def forward(self, x, x)`, a `SyntaxError`."""
+
+    def build(graph):
+        graph.output((graph.placeholder("x"), graph.placeholder("x")))
+
+    with pytest.raises(SyntaxError, match="duplicate argument 'x'"):
+        module_of(torch.fx, build)
+    with pytest.raises(ValueError, match=r"placeholder %x_1 has the parameter name 'x'"):
+        module_of(minifx, build)
+
+
 def dict_sum(x):
     return x["a"] + x["b"][0]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import sys
+import warnings
 
 import pytest
 import torch
@@ -155,6 +156,22 @@ def test_insert_arg_stores_a_container_read_only():
         stored[lib.name] = type(add.args[0])
     assert stored["torch.fx"] is list
     assert stored["minifx"] is not list and issubclass(stored["minifx"], list)
+
+
+@pytest.mark.parametrize("path", ["missing", "layer.missing", "layer.weight"])
+def test_call_module_of_a_missing_submodule_warns(path):
+    """`graph.call_module(path)` with nothing at `path` warns, and says nothing for a
+    parameter; torch.fx raises `get_submodule`'s `AttributeError` for both."""
+    root = torch.nn.Module()
+    root.layer = torch.nn.Linear(1, 1)
+    with pytest.raises(AttributeError):
+        torch.fx.Graph(owning_module=root).call_module(path)
+    graph = minifx.graph.Graph(owning_module=root)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        node = graph.call_module(path)
+    assert node.target == path
+    assert len(caught) == (path != "layer.weight")
 
 
 def test_what_is_no_longer_a_difference():

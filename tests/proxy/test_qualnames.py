@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import typing
 
 import pytest
@@ -45,3 +46,17 @@ def test_qualified_name_of_a_plain_function_and_a_callable_instance():
 )
 def test_type_repr_is_torch_fx_s(annotation):
     assert type_repr(annotation) == torch.fx.node._type_repr(annotation)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [torch.segment_reduce, torch.nn.functional.ScalingType, torch.nn.functional.SwizzleType],
+    ids=lambda value: value.__name__,
+)
+def test_objects_torch_exports_under_another_name_are_spelled_as_torch_fx_spells_them(value):
+    # test_fx traces every torch.nn.functional function; F.scaled_mm's annotations name
+    # the enum `_ScalingType`, which torch exports only as `ScalingType`.
+    name = qualified_name(value)
+    assert name == torch.fx.node._get_qualified_name(value)
+    module, _, attribute = name.rpartition(".")
+    assert getattr(sys.modules[module], attribute) is value  # and it names the object
