@@ -32,7 +32,8 @@ class immutable_list(list):
         return hash(tuple(self))
 
     def __reduce__(self) -> tuple:
-        return (immutable_list, (list(self),))
+        # type(self), as torch.fx's: a copy of a subclass stays that subclass.
+        return (type(self), (list(self),))
 
 
 class immutable_dict(dict):
@@ -53,7 +54,7 @@ class immutable_dict(dict):
         return hash(frozenset(self.items()))
 
     def __reduce__(self) -> tuple:
-        return (immutable_dict, (dict(self),))
+        return (type(self), (dict(self),))
 
 
 def _flatten_list(values: immutable_list) -> tuple[list, None]:

@@ -11,9 +11,11 @@ with `tree_leaves` or `tree_map`.
 from __future__ import annotations
 
 import copy
+import pickle
 
 import pytest
 import torch
+from torch.fx import immutable_collections as torch_collections
 from torch.utils import _pytree as pytree
 
 from minifx.graph.immutable_collections import immutable_dict, immutable_list
@@ -196,3 +198,30 @@ def test_deep_copies_of_the_stored_containers_are_equal():
     mapping, items = immutable_dict([(3, 4), (5, 6)]), immutable_list([(3, 4), (5, 6)])
     assert copy.deepcopy(mapping) == mapping and type(copy.deepcopy(mapping)) is immutable_dict
     assert copy.deepcopy(items) == items and type(copy.deepcopy(items)) is immutable_list
+
+
+# Subclasses of both libraries' containers, at module level so that pickle finds them.
+class MiniItems(immutable_list):
+    pass
+
+
+class MiniMapping(immutable_dict):
+    pass
+
+
+class TorchItems(torch_collections.immutable_list):
+    pass
+
+
+class TorchMapping(torch_collections.immutable_dict):
+    pass
+
+
+@pytest.mark.parametrize(
+    "copier", [copy.copy, copy.deepcopy, lambda value: pickle.loads(pickle.dumps(value))]
+)
+def test_a_copy_of_a_subclass_keeps_the_subclass_as_in_torch_fx(copier):
+    for items_type, mapping_type in [(MiniItems, MiniMapping), (TorchItems, TorchMapping)]:
+        items, mapping = copier(items_type([1, [2]])), copier(mapping_type(a=1))
+        assert type(items) is items_type and items == [1, [2]]
+        assert type(mapping) is mapping_type and mapping == {"a": 1}
