@@ -38,6 +38,7 @@ import math
 import pickle
 import sys
 import traceback
+import typing
 import uuid
 from contextlib import redirect_stderr
 from pathlib import Path
@@ -175,6 +176,22 @@ def test_constants_without_a_literal_are_bound_as_globals(constant, pasted, miss
     with pytest.raises(NameError, match=f"'{missing}' is not defined"):
         quietly(theirs, 1)
     assert ours(1)[1] is constant
+
+
+def test_an_annotation_that_holds_a_list_binds_it_as_a_global():
+    """A type annotation that holds a list, `typing.Callable[[int], int]`, binds the list as
+    a global [...]. torch.fx cannot write it: building the GraphModule fails with
+    `TypeError: unhashable type: 'list'`."""
+
+    def build(graph):
+        graph.output(graph.placeholder("x", type_expr=typing.Callable[[int], int]))
+
+    with pytest.raises(TypeError, match="unhashable type: 'list'"):
+        module_of(torch.fx, build)
+    ours = module_of(minifx, build)
+    assert "x : collections_abc_Callable[_class_int_,int]" in ours.code
+    assert ours.forward.__globals__["_class_int_"] == [int]
+    assert ours(len) is len
 
 
 def test_globals_never_take_the_name_of_a_parameter():
