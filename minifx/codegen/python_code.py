@@ -158,10 +158,10 @@ class _SourceWriter:
         target, args = node.target, node.args
         operator_name = getattr(target, "__name__", None)
         if getattr(target, "__module__", None) == "_operator" and not node.kwargs:
-            if operator_name in INPLACE_OPERATORS:
-                statement = INPLACE_OPERATORS[operator_name].format(*map(self._operand, args))
-                self.body.append(f"{statement};  {self.local[node]} = {self.expression(args[0])}")
-                return
+            if operator_name in INPLACE_OPERATORS:  # `a += b;  iadd = a`, on one line
+                operands = [self._operand(args[0]), *map(self.expression, args[1:])]
+                statement = INPLACE_OPERATORS[operator_name].format(*operands)
+                return self._assign(node, self.expression(args[0]), before=f"{statement};  ")
             spelling = OPERATOR_SYNTAX.get(operator_name)
             if spelling and spelling.count("{}") == len(args):
                 self._assign(node, spelling.format(*self._operator_operands(operator_name, args)))
@@ -187,8 +187,8 @@ class _SourceWriter:
         # Through global_name: `getattr` unless a parameter took that name.
         return attribute_chain(base, target, self.global_name(builtins.getattr, "getattr"))
 
-    def _assign(self, node: Node, expression: str) -> None:
-        self.body.append(f"{self.local[node]}{node_annotation(self, node)} = {expression}")
+    def _assign(self, node: Node, expression: str, before: str = "") -> None:
+        self.body.append(f"{before}{self.local[node]}{node_annotation(self, node)} = {expression}")
 
     def _operator_operands(self, operator_name: str, args: tuple) -> list[str]:
         # A negative literal before `**` needs brackets: -2 ** x is -(2 ** x).

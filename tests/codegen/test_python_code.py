@@ -9,10 +9,13 @@ test_safety.py and test_syntax.py.
 
 from __future__ import annotations
 
+import operator
+
 import pytest
 import torch
 import torch.fx
 
+import minifx
 import minifx.graph
 from minifx.codegen import python_code, symbolic_trace
 from tests.codegen.support import Net
@@ -90,3 +93,36 @@ def test_the_line_map_points_each_line_at_its_node():
             assert line == "return sum_1"
         else:
             assert line.startswith(f"{node.name} = "), (lineno, node.name, line)
+
+
+def in_place_graph(fx, function, *operands, type_expr=None):
+    """`function(a, *operands)` on placeholders `a` and `b`, returning `a` (built in `fx`)."""
+    graph = fx.Graph()
+    a, b = graph.placeholder("a"), graph.placeholder("b")
+    operands = [b if operand == "b" else operand for operand in operands]
+    graph.call_function(function, (a, *operands), {}, type_expr=type_expr)
+    graph.output(a)
+    return fx.GraphModule(torch.nn.Module(), graph)
+
+
+@pytest.mark.parametrize(
+    "function, operands, type_expr",
+    [
+        (operator.imul, ("b",), None),  # PyTorch's test_imul_code_print
+        (operator.imul, ("b",), torch.Tensor),
+        (operator.iadd, (2,), None),
+        (operator.isub, (-1.5,), torch.Tensor),
+        (operator.ipow, (-2,), None),
+        (operator.setitem, (0, "b"), None),
+        (operator.setitem, (-1, 2.5), torch.Tensor),
+        (operator.setitem, ((0, slice(None, 1)), "b"), None),
+    ],
+)
+def test_in_place_operators_are_written_as_torch_fx_writes_them(function, operands, type_expr):
+    # `a *= b;  imul = a`: the statement, then the node's name (with its type, if it has
+    # one) for the value; literal operands are written plainly, as torch.fx writes them.
+    ours = in_place_graph(minifx, function, *operands, type_expr=type_expr)
+    theirs = in_place_graph(torch.fx, function, *operands, type_expr=type_expr)
+    assert ours.code == theirs.code
+    a, b = torch.arange(1.0, 7.0).reshape(2, 3), torch.tensor(3.0)
+    torch.testing.assert_close(ours(a.clone(), b), theirs(a.clone(), b))
