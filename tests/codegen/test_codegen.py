@@ -171,6 +171,14 @@ def test_only_the_default_and_the_pytree_codegen():
     assert not hasattr(minifx.codegen.codegen, "_ExportCodeGen")
 
 
+def test_a_new_graph_keeps_no_codegen_and_the_default_is_the_plain_one():
+    """`graph._codegen` stays `None` until `set_codegen`; torch.fx stores a `CodeGen()`."""
+    assert type(torch.fx.Graph()._codegen) is torch.fx.CodeGen
+    graph = Graph()
+    assert graph._codegen is None
+    assert type(codegen_of(graph)) is minifx.codegen.codegen.CodeGen
+
+
 def test_a_structured_graph_keeps_no_codegen_and_checks_what_process_inputs_gets():
     """`graph._codegen` stays `None` (the default is the pytree one); `process_inputs` checks."""
     theirs = torch.fx.symbolic_trace(

@@ -10,9 +10,10 @@ Claims pinned elsewhere, by tests that run torch.fx too:
 - `graph.python_code(root_module)` has one option, `verbose`:
   tests/graph/test_codegen_hooks.py::test_python_code_has_one_option
 - `CodeGen`, `_PyTreeCodeGen` and `graph.on_generate_code` are torch.fx's, no
-  `_BoxedCodeGen`, no `_ExportCodeGen`; a structured graph keeps `graph._codegen` at
-  `None`, and its `process_inputs` checks the structure:
+  `_BoxedCodeGen`, no `_ExportCodeGen`; a graph keeps `graph._codegen` at `None`, and a
+  structured graph's `process_inputs` checks the structure:
   tests/codegen/test_codegen.py::test_only_the_default_and_the_pytree_codegen,
+  ::test_a_new_graph_keeps_no_codegen_and_the_default_is_the_plain_one,
   ::test_a_structured_graph_keeps_no_codegen_and_checks_what_process_inputs_gets,
   tests/graph/test_codegen_hooks.py::test_on_generate_code_transforms_the_body_and_keeps_the_line_map_as_torch_fx
 - a negative number before `**` is bracketed:
