@@ -37,7 +37,8 @@ class GraphConveniences:
         """Print one row per node: opcode, name, target, args, kwargs."""
         header = ["opcode", "name", "target", "args", "kwargs"]
         rows = [[n.op, n.name, str(n.target), str(n.args), str(n.kwargs)] for n in self.nodes]
-        widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+        # As torch.fx's `tabulate` table: a column is at least 2 wider than its header.
+        widths = [max([len(h) + 2] + [len(row[i]) for row in rows]) for i, h in enumerate(header)]
         for row in [header, ["-" * w for w in widths], *rows]:
             print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
 

@@ -1,5 +1,7 @@
 """`minifx/graph/graph_conveniences.py`: `find_nodes` and `print_tabular`. test_graph.py
-compares `find_nodes` with torch.fx's on graphs edited in place; dead code in subgraphs
+compares `find_nodes` with torch.fx's on graphs edited in place; `print_tabular` is pinned to
+the table torch.fx's documentation prints, and compared with torch.fx's where `tabulate` is
+installed (torch.fx needs it to print a table); dead code in subgraphs
 runs as GraphModules in tests/codegen/test_dead_code_runs.py."""
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ from minifx.graph import Graph
 pytestmark = pytest.mark.ch2
 
 
-def reordered_graph():
+def reordered_graph(graph_class=Graph):
     """Two `add` nodes, the second moved before the first."""
-    graph = Graph()
+    graph = graph_class()
     x = graph.placeholder("x")
     first = graph.call_function(operator.add, (x, 1))
     second = graph.call_function(operator.add, (x, 2))
@@ -42,3 +44,49 @@ def test_print_tabular_prints_a_header_and_a_row_per_node(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["opcode", "name", "target", "args", "kwargs"]
     assert [line.split()[1] for line in lines[2:]] == ["x", "add_1", "add", "output"]
+
+
+def add_graph(graph):
+    """`x + y`, the graph of the module in the "Debugging" section of torch.fx's documentation."""
+    x, y = graph.placeholder("x"), graph.placeholder("y")
+    graph.output(graph.call_function(operator.add, (x, y)))
+    return graph
+
+
+# The table torch.fx's documentation (fx.md, "Debugging the Transformation") shows for
+# that graph: `tabulate` makes a column at least two wider than its header (`kwargs`).
+DOCUMENTED_TABLE = """\
+opcode         name    target                   args    kwargs
+-------------  ------  -----------------------  ------  --------
+placeholder    x       x                        ()      {}
+placeholder    y       y                        ()      {}
+call_function  add     <built-in function add>  (x, y)  {}
+output         output  output                   (add,)  {}
+"""
+
+
+def test_print_tabular_prints_the_table_torch_fx_documents(capsys):
+    add_graph(Graph()).print_tabular()
+    assert capsys.readouterr().out == DOCUMENTED_TABLE
+
+
+def test_print_tabular_of_an_empty_graph_pads_the_headers(capsys):
+    Graph().print_tabular()
+    assert capsys.readouterr().out.splitlines() == [
+        "opcode    name    target    args    kwargs",
+        "--------  ------  --------  ------  --------",
+    ]
+
+
+@pytest.mark.parametrize(
+    "build", [lambda cls: add_graph(cls()), lambda cls: reordered_graph(cls)[0]]
+)
+def test_print_tabular_matches_torch_fx(build, capsys):
+    """Differential where torch.fx can print a table at all (it needs `tabulate`)."""
+    pytest.importorskip("tabulate")
+    import torch.fx
+
+    build(torch.fx.Graph).print_tabular()
+    theirs = capsys.readouterr().out
+    build(Graph).print_tabular()
+    assert capsys.readouterr().out == theirs
