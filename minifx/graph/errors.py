@@ -119,6 +119,15 @@ def meta_would_be_overwritten(node: Node) -> MisuseError:
     )
 
 
+def no_output_node(last: Node | None) -> MisuseError:
+    """`output_node()` of a graph whose last node is no `output` node (or that has none)."""
+    found = "is empty" if last is None else f"ends with %{last.name}, a {last.op} node"
+    return MisuseError(
+        f"output_node(): the graph {found}, but the output node is always its last node. "
+        "Add one with graph.output(value), after every other node."
+    )
+
+
 def missing_target_warning(op: str, path: str) -> str:
     """The warning for a `get_attr` / `call_module` whose target the owning module lacks."""
     return (

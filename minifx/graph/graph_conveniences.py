@@ -2,7 +2,7 @@
 
 `Graph` inherits them from `GraphConveniences`: `find_nodes`, which answers
 from the index in `node_index.py` (kept current by `create_node`, `erase_node`
-and `Node`'s `op` and `target` setters), `print_tabular`, and the cleaning of
+and `Node`'s `op` and `target` setters), `output_node`, `print_tabular`, and the cleaning of
 subgraphs that `eliminate_dead_code` does after its own graph, as torch.fx's does.
 """
 
@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .errors import no_output_node
+
 if TYPE_CHECKING:
     from .graph import Graph
     from .node import Node
 
 
 class GraphConveniences:
-    """Mixed into `Graph`: `find_nodes`, `print_tabular`, and dead code in subgraphs."""
+    """Mixed into `Graph`: `find_nodes`, `output_node`, `print_tabular`, dead code in subgraphs."""
 
     def find_nodes(self: Graph, *, op: str, target: Any = None, sort: bool = True) -> list[Node]:
         """The nodes with opcode `op` (and `target`, if given), found through an index.
@@ -32,6 +34,18 @@ class GraphConveniences:
             wanted = set(found)
             found = [n for n in self.nodes if n in wanted]
         return found
+
+    def output_node(self: Graph) -> Node:
+        """The graph's `output` node, which is always its last node.
+
+        Raises:
+            MisuseError: the last node is no `output` node, or the graph is empty (torch.fx
+                raises `AssertionError`, or `StopIteration` for an empty graph).
+        """
+        last = next(reversed(self.nodes), None)
+        if last is None or last.op != "output":
+            raise no_output_node(last)
+        return last
 
     def print_tabular(self: Graph) -> None:
         """Print one row per node: opcode, name, target, args, kwargs."""

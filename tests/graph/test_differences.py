@@ -139,6 +139,15 @@ def test_print_tabular_needs_no_tabulate(monkeypatch, capsys):
     assert capsys.readouterr().out.startswith("opcode")
 
 
+def test_output_node_of_an_empty_graph_raises_the_usual_error():
+    """`output_node()` of an empty graph raises its usual error; torch.fx `StopIteration`."""
+    with pytest.raises(StopIteration):
+        TORCH.Graph().output_node()
+    with pytest.raises(ValueError, match="the graph is empty") as error:
+        MINI.Graph().output_node()
+    assert isinstance(error.value, AssertionError)
+
+
 def test_find_nodes_sorts_by_walking_the_graph():
     """`find_nodes(sort=True)` walks the graph; torch.fx keeps a sort key on every node."""
     _, x, _, _ = chain(TORCH)

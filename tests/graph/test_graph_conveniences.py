@@ -1,4 +1,4 @@
-"""`minifx/graph/graph_conveniences.py`: `find_nodes` and `print_tabular`. test_graph.py
+"""`minifx/graph/graph_conveniences.py`: `find_nodes`, `output_node` and `print_tabular`. test_graph.py
 compares `find_nodes` with torch.fx's on graphs edited in place; `print_tabular` is pinned to
 the table torch.fx's documentation prints, and compared with torch.fx's where `tabulate` is
 installed (torch.fx needs it to print a table); dead code in subgraphs
@@ -10,6 +10,7 @@ import operator
 
 import pytest
 import torch
+import torch.fx
 
 from minifx.graph import Graph
 
@@ -84,9 +85,25 @@ def test_print_tabular_of_an_empty_graph_pads_the_headers(capsys):
 def test_print_tabular_matches_torch_fx(build, capsys):
     """Differential where torch.fx can print a table at all (it needs `tabulate`)."""
     pytest.importorskip("tabulate")
-    import torch.fx
-
     build(torch.fx.Graph).print_tabular()
     theirs = capsys.readouterr().out
     build(Graph).print_tabular()
     assert capsys.readouterr().out == theirs
+
+
+def test_output_node_is_the_last_node_as_in_torch_fx():
+    for graph_class in (torch.fx.Graph, Graph):
+        graph, first, second = reordered_graph(graph_class)
+        output = graph.output_node()
+        assert output.op == "output" and output.args == ((first, second),)
+
+
+def test_output_node_of_a_graph_that_ends_elsewhere():
+    """torch.fx raises `AssertionError`; minifx's error is one too, and says what to do."""
+    with pytest.raises(AssertionError):
+        torch.fx.Graph().placeholder("x").graph.output_node()
+    graph = Graph()
+    graph.placeholder("x")
+    with pytest.raises(AssertionError, match=r"ends with %x, a placeholder node") as error:
+        graph.output_node()
+    assert isinstance(error.value, ValueError) and "graph.output(value)" in str(error.value)
