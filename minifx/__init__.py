@@ -3,9 +3,14 @@
 `import minifx as fx` gives the public names of every stage, loaded lazily
 (PEP 562): `import minifx` alone imports no stage, and `minifx.Proxy` imports
 only stage 1. This keeps each stage importable without the later ones.
+torch.fx's module names import too (`from minifx.node import Node`), each
+as the minifx module that holds what torch.fx's holds.
 """
 
 import importlib
+import importlib.abc
+import importlib.util
+import sys
 
 # The stages in the order of the book; each imports only the ones before it.
 STAGES = ("proxy", "graph", "codegen", "interpreter", "passes")
@@ -51,6 +56,31 @@ _MODULES = {
 }
 
 __all__ = sorted(_EXPORTS)
+
+
+class _ModuleAliases(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Makes `from minifx.node import Node` work as `from torch.fx.node import Node` does.
+
+    The names in `_MODULES` are no files, so Python's own finders cannot import them; this
+    one, asked last, imports the minifx module behind the name and gives it back as is,
+    so `minifx.node` and `minifx.graph.node` are the same module object.
+    """
+
+    def find_spec(self, fullname: str, path=None, target=None):
+        prefix, _, name = fullname.partition(".")
+        if prefix == __name__ and name in _MODULES:
+            return importlib.util.spec_from_loader(fullname, self)
+        return None
+
+    def create_module(self, spec):
+        return importlib.import_module(_MODULES[spec.name.partition(".")[2]])
+
+    def exec_module(self, module) -> None:
+        """Nothing to run: the module ran when `create_module` imported it."""
+
+
+if not any(isinstance(finder, _ModuleAliases) for finder in sys.meta_path):
+    sys.meta_path.append(_ModuleAliases())
 
 
 def __getattr__(name: str):

@@ -24,6 +24,36 @@ def test_unknown_names_raise_attribute_error():
         minifx.nope  # noqa: B018
 
 
+@pytest.mark.parametrize(
+    "name", ["node", "immutable_collections", "graph_module", "_pytree", "subgraph_rewriter"]
+)
+def test_torch_fx_s_module_names_import_as_torch_fx_s_do(name):
+    """`from torch.fx.node import Node` (torch.fx's documentation) works with minifx's name."""
+    import importlib
+    import sys
+
+    import torch.fx
+
+    assert importlib.import_module(f"torch.fx.{name}") is getattr(torch.fx, name)
+    ours = importlib.import_module(f"minifx.{name}")
+    assert ours is getattr(minifx, name) is sys.modules[f"minifx.{name}"]
+    assert ours.__name__ != f"minifx.{name}"  # the module itself, under its one real name
+
+
+def test_a_module_name_torch_fx_lacks_does_not_import():
+    with pytest.raises(ModuleNotFoundError, match="No module named 'minifx.nope'"):
+        import minifx.nope  # noqa: F401
+
+
+def test_the_documented_imports_of_torch_fx_work_with_minifx():
+    from minifx import subgraph_rewriter, symbolic_trace
+    from minifx.graph import map_arg
+    from minifx.node import Node
+
+    assert subgraph_rewriter.replace_pattern is minifx.replace_pattern
+    assert (symbolic_trace, map_arg, Node) == (minifx.symbolic_trace, minifx.map_arg, minifx.Node)
+
+
 def test_torch_fx_s_module_names_reach_minifx_s_modules():
     # Code written for torch.fx reaches some names through its modules: fx.node.Node,
     # fx.immutable_collections.immutable_list, fx.subgraph_rewriter.replace_pattern, ...
