@@ -73,10 +73,14 @@ class _ModuleAliases(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return None
 
     def create_module(self, spec):
-        return importlib.import_module(_MODULES[spec.name.partition(".")[2]])
+        module = importlib.import_module(_MODULES[spec.name.partition(".")[2]])
+        spec.loader_state = module.__spec__  # Python sets the alias's spec on it next
+        return module
 
     def exec_module(self, module) -> None:
-        """Nothing to run: the module ran when `create_module` imported it."""
+        """Nothing to run (the module ran when `create_module` imported it): give the
+        module its own spec back, so that it stays what it was for `importlib`."""
+        module.__spec__ = module.__spec__.loader_state
 
 
 if not any(isinstance(finder, _ModuleAliases) for finder in sys.meta_path):

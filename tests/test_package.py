@@ -37,7 +37,9 @@ def test_torch_fx_s_module_names_import_as_torch_fx_s_do(name):
     assert importlib.import_module(f"torch.fx.{name}") is getattr(torch.fx, name)
     ours = importlib.import_module(f"minifx.{name}")
     assert ours is getattr(minifx, name) is sys.modules[f"minifx.{name}"]
-    assert ours.__name__ != f"minifx.{name}"  # the module itself, under its one real name
+    # The module itself, under its one real name, and with its own spec (which the import
+    # system would otherwise replace with the alias's).
+    assert ours.__name__ != f"minifx.{name}" and ours.__spec__.name == ours.__name__
 
 
 def test_a_module_name_torch_fx_lacks_does_not_import():
