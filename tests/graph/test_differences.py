@@ -183,6 +183,24 @@ def test_call_module_of_a_missing_submodule_warns(path):
     assert len(caught) == (path != "layer.weight")
 
 
+@pytest.mark.parametrize(
+    "owner, name",
+    [
+        ("Node", "normalized_arguments"),
+        ("Graph", "create_size_node"),
+        ("Graph", "create_stride_node"),
+        ("Graph", "create_storage_offset_node"),
+        ("Graph", "materialize_symint"),
+        ("Graph", "materialize_symints"),
+    ],
+)
+def test_no_schema_or_symbolic_shape_helpers(owner, name):
+    """There is no `Node.normalized_arguments`, and no `Graph.create_size_node`, [...]
+    `materialize_symint(s)`."""
+    assert hasattr(getattr(torch.fx, owner), name)
+    assert not hasattr(getattr(minifx.graph, owner), name)
+
+
 def test_what_is_no_longer_a_difference():
     """Claims the box used to make, now false: both raise TypeError, both keep torch.rand."""
     for lib in (TORCH, MINI):
