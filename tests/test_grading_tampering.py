@@ -378,3 +378,121 @@ def test_tampering_earns_nothing_and_says_what_was_refused(round_):
                 f"they say:\n{messages[:1200]}"
             )
     assert not problems, "\n\n".join(problems)
+
+
+# --- the build track ----------------------------------------------------------------
+# A build task's graded code is the submission's minifx task files, imported while pytest
+# collects the tests (before the sandbox is armed), and trusted outside the task regions.
+
+# Forges the report the way `_forge` above does, once it has found the worker's objects.
+FORGE_FROM_GC = """
+    for _o in _sys.modules["g" + "c"].get_objects():
+        if type(_o).__name__ == "GradingPlugin":
+            _send = _o.reporter.send
+
+            def _passed(kind, _send=_send, **fields):
+                if kind == "result":
+                    fields.update(outcome="passed", message="")
+                _send(kind, **fields)
+
+            _o.reporter.send = _passed
+"""
+# name -> (task file, code put just before the end marker of its first region, the task
+# graded, words its report must show). Each task file starts carved, as a release has it.
+BUILD_ATTACKS = {
+    "module-level code in a task region": (
+        "minifx/passes/fuse_conv_bn.py",
+        "import sys as _sys\nif True:" + FORGE_FROM_GC,
+        "6.1",
+        "`import sys as _sys` runs when the file is imported",
+    ),
+    "a later stage's file, imported by every task's worker": (
+        "minifx/passes/fuse_conv_bn.py",
+        "import sys as _sys\nif True:" + FORGE_FROM_GC,
+        "1.1",
+        "NotImplementedError: Task 1.1 (",  # graded as the carved stub it is
+    ),
+    "a decorator of the student's, run on import": (
+        "minifx/passes/fuse_conv_bn.py",
+        "def _decorate(function):\n    return function\n\n\n@_decorate\ndef _helper():\n    pass\n",
+        "6.1",
+        "the decorator `@_decorate` is not one the reference uses",
+    ),
+    "a special method that runs when a subclass is made": (
+        "minifx/graph/graph.py",
+        "    def __init_subclass__(cls):\n        pass\n",
+        "2.3",
+        "`__init_subclass__` is a special method that the reference does not define here",
+    ),
+    "a code object that claims a line outside the regions": (
+        "minifx/proxy/tape.py",
+        """
+    def create_node(self, *args, **kwargs):
+        def _inspect():
+            import sys as _sys
+            if True:"""
+        + FORGE_FROM_GC.replace("\n    ", "\n                ")
+        + """
+
+        _inspect.__code__ = _inspect.__code__.replace(co_firstlineno=1)
+        _inspect()
+        raise NotImplementedError("not written")
+""",
+        "1.1",
+        "make or run code that claims to be",
+    ),
+}
+
+
+def _carved_package(trusted: dict[str, bytes]) -> dict[str, bytes]:
+    """Every task file of minifx with every task carved out, as a student release has it."""
+    from tests import tasks
+    from tests.grading import build
+
+    found = tasks.find_tasks({p: data for p, data in trusted.items() if p.startswith("minifx/")})
+    return {
+        path: tasks.carve_source(path, trusted[path].decode(), found).encode()
+        for path in build.task_files(trusted)
+    }
+
+
+@pytest.mark.parametrize("name", BUILD_ATTACKS)
+def test_task_code_that_runs_on_import_or_claims_the_reference_s_lines_earns_nothing(name):
+    from tests.grading import build, judge
+
+    path, code, task, words = BUILD_ATTACKS[name]
+    trusted = judge.snapshot()
+    package = _carved_package(trusted)
+    text = package[path].decode()
+    end = next(line for line in text.splitlines() if "--8<-- [end-task:" in line)
+    package[path] = text.replace(end, code + "\n" + end, 1).encode()
+    (entry,) = [e for e in build.load_tasks(trusted) if e.id == task]
+    (score,) = judge.grade([entry], {}, Limits(timeout=60), trusted, package)
+    messages = "\n".join([score.problem, *(t.message for t in score.tests)])
+    assert not score.earned, f"{name!r} earned {score.earned:g} points"
+    assert words in messages, messages[:1500]
+
+
+def test_a_task_file_missing_from_the_submission_is_staged_carved_not_solved():
+    """The trusted task files are the solutions: a worker never gets one to read."""
+    from tests.grading import build, judge
+
+    trusted = judge.snapshot()
+    solved = trusted["minifx/passes/fuse_conv_bn.py"].decode()
+    line = "    scale = gamma * torch.rsqrt(bn_var + bn_eps)  # one factor per output channel"
+    assert line in solved
+    path = "minifx/proxy/tape.py"
+    # Stage 1's files only: the later stages' are missing.
+    package = {p: data for p, data in _carved_package(trusted).items() if build.stage_of(p) == 0}
+    reader = (
+        "        import minifx.passes.fuse_conv_bn as _fused\n"
+        "        raise ValueError(open(_fused.__file__).read().replace('\\n', '|'))\n"
+    )
+    text = package[path].decode()
+    marker = "        raise NotImplementedError("
+    package[path] = text.replace(marker, reader + marker, 1).encode()
+    (entry,) = [e for e in build.load_tasks(trusted) if e.id == "1.1"]
+    (score,) = judge.grade([entry], {}, Limits(timeout=60), trusted, package)
+    messages = "\n".join([score.problem, *(t.message for t in score.tests)])
+    assert "fuse_conv_bn_weights" in messages, messages[:1500]  # the file was read ...
+    assert "torch.rsqrt" not in messages  # ... and it was the carved one
