@@ -496,3 +496,19 @@ def test_a_task_file_missing_from_the_submission_is_staged_carved_not_solved():
     messages = "\n".join([score.problem, *(t.message for t in score.tests)])
     assert "fuse_conv_bn_weights" in messages, messages[:1500]  # the file was read ...
     assert "torch.rsqrt" not in messages  # ... and it was the carved one
+
+
+def test_a_message_that_no_utf_8_output_can_print_still_gives_the_report():
+    """A lone surrogate in graded code's error message once made printing the report fail,
+    so that no exercise got a grade and no results.json was written."""
+    import json
+
+    from tests.grading import report
+
+    exercise = EXERCISES[0]
+    stub = (ROOT / "exercises" / f"{exercise.module}.py").read_text(encoding="utf-8")
+    planted = stub + '\nraise ValueError("half a character: \\ud800")\n'
+    (score,) = grade([exercise], {exercise.module: planted.encode()}, Limits(timeout=30))
+    assert not score.earned and "half a character: ?" in score.tests[0].message
+    report.render([score], "exercises/", "a test").encode("utf-8")  # strict: must not raise
+    json.dumps(report.gradescope([score]), ensure_ascii=False).encode("utf-8")

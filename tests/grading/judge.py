@@ -422,8 +422,20 @@ def verify(lines: list[bytes], key: bytes) -> tuple[list[dict], str]:
             return records, f"record {number} of the report is not one the grading worker wrote"
         if not hmac.compare_digest(want, str(mac)) or record.get("seq") != number:
             return records, f"record {number} of the report is not signed by the grading worker"
-        records.append(record)
+        records.append(_printable(record))
     return records, ""
+
+
+def _printable(value):
+    """`value` with each lone surrogate in its strings replaced by `?`: graded code's
+    messages may hold one (`"\\ud800"`), which no UTF-8 output can print."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, list):
+        return [_printable(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _printable(item) for key, item in value.items()}
+    return value
 
 
 # --- from records to a score -------------------------------------------------------
