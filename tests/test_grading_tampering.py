@@ -512,3 +512,46 @@ def test_a_message_that_no_utf_8_output_can_print_still_gives_the_report():
     assert not score.earned and "half a character: ?" in score.tests[0].message
     report.render([score], "exercises/", "a test").encode("utf-8")  # strict: must not raise
     json.dumps(report.gradescope([score]), ensure_ascii=False).encode("utf-8")
+
+
+# Exercise 7.2 says "write the matcher by hand": this find_chains is minifx's matcher all the
+# same, its `match` rebuilt from the private methods, every name built from strings so that
+# the grader's reading of the source finds none. It passed 25 of 26 tests before the grader
+# refused every method of the matchers, not only `match`.
+PRIVATE_MATCHER = """
+import minifx.passes.matcher as _m
+from minifx.codegen import symbolic_trace as _trace
+
+_Found = getattr(_m, "Subgraph" + "Matcher")
+
+
+def _pattern(targets):
+    def pattern(x):
+        for target in targets:
+            x = target(x)
+        return x
+
+    return _trace(pattern).graph
+
+
+def find_chains(graph, targets):
+    finder = _Found(_pattern(targets))
+    candidates = [[n for n in graph.nodes if finder._nodes_are_equal(a, n)] for a in finder.anchors]
+    found = []
+    finder._backtrack(0, candidates, getattr(_m, "Internal" + "Match")(finder.anchors), found)
+    kept = [m for m in found if finder._is_contained(m.nodes_map)]
+    order = [n for n in finder.pattern.nodes if n.op == "call_function"]
+    return [[m.nodes_map[p] for p in order] for m in finder._remove_overlaps(kept)]
+"""
+
+
+def test_a_matcher_called_by_its_private_names_is_delegation_all_the_same():
+    (exercise,) = [e for e in EXERCISES if e.id == "7.2"]
+    stub = (ROOT / "exercises" / f"{exercise.module}.py").read_text(encoding="utf-8")
+    assert not findings(stub + PRIVATE_MATCHER)
+    planted = {exercise.module: (stub + PRIVATE_MATCHER).encode()}
+    (score,) = grade([exercise], planted, Limits(timeout=60))
+    assert score.tests and not score.passed, [
+        t.nodeid for t in score.tests if t.outcome == "passed"
+    ]
+    assert "your code uses SubgraphMatcher.__init__" in score.tests[0].message
