@@ -16,6 +16,7 @@ up to one attack per exercise at a time.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -555,3 +556,22 @@ def test_a_matcher_called_by_its_private_names_is_delegation_all_the_same():
         t.nodeid for t in score.tests if t.outcome == "passed"
     ]
     assert "your code uses SubgraphMatcher.__init__" in score.tests[0].message
+
+
+def test_a_link_out_of_the_submission_hands_in_nothing(tmp_path):
+    """On Gradescope the reference minifx is /autograder/source/minifx: a submission whose
+    minifx/ was a link to it earned full marks on every build task."""
+    from tests.grading import build, judge
+
+    trusted = judge.snapshot()
+    linked, real = tmp_path / "linked", tmp_path / "real"
+    linked.mkdir()
+    (linked / "minifx").symlink_to(ROOT / "minifx", target_is_directory=True)
+    (linked / "exercises").symlink_to(ROOT / "exercises", target_is_directory=True)
+    assert build.submitted_package(build.task_files(trusted), linked) == {}
+    assert judge.submitted_modules(EXERCISES, linked) == {}
+    shutil.copytree(ROOT / "minifx" / "proxy", real / "minifx" / "proxy")
+    (real / "exercises").mkdir()
+    (real / "exercises" / "ch1_proxy_failure.py").write_text("x = 1\n")
+    assert "minifx/proxy/tape.py" in build.submitted_package(build.task_files(trusted), real)
+    assert judge.submitted_modules(EXERCISES, real)["ch1_proxy_failure"] == b"x = 1\n"

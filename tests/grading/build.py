@@ -90,15 +90,22 @@ def submitted_package(paths: list[str], folder: Path) -> dict[str, bytes]:
     """The submission's versions of the task files `paths`, found at the same paths below
     `folder`, or below the first folder under it that holds `minifx/__init__.py` (a
     submission uploaded as a folder of the repository)."""
+    submission = folder
     if not (folder / "minifx").is_dir():
         inits = sorted(folder.rglob("minifx/__init__.py"), key=lambda p: len(p.parts))
         folder = inits[0].parent.parent if inits else folder
     found = {}
     for path in paths:
         file = folder / path
-        if file.is_file() and not file.is_symlink():
+        if file.is_file() and inside(file, submission):
             found[path] = file.read_bytes()
     return found
+
+
+def inside(file: Path, folder: Path) -> bool:
+    """Whether `file` is in `folder` itself, not reached through a link that leads out of
+    it: a submission's `minifx -> /autograder/source/minifx` would hand in the solutions."""
+    return not file.is_symlink() and file.resolve().is_relative_to(folder.resolve())
 
 
 def stage_of(path: str) -> int:

@@ -144,7 +144,7 @@ def submitted_modules(exercises: list[Exercise], folder: Path) -> dict[str, byte
     for module in sorted({e.module for e in exercises}):
         name = f"{module}.py"
         candidates = [folder / "exercises" / name, folder / name, *sorted(folder.rglob(name))]
-        path = next((p for p in candidates if p.is_file() and not p.is_symlink()), None)
+        path = next((p for p in candidates if p.is_file() and build.inside(p, folder)), None)
         if path is not None:
             found[module] = path.read_bytes()
     return found
