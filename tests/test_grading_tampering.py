@@ -588,3 +588,51 @@ def test_a_link_out_of_the_submission_hands_in_nothing(tmp_path):
     (real / "exercises" / "ch1_proxy_failure.py").write_text("x = 1\n")
     assert "minifx/proxy/tape.py" in build.submitted_package(build.task_files(trusted), real)
     assert judge.submitted_modules(EXERCISES, real)["ch1_proxy_failure"] == b"x = 1\n"
+
+
+# Objects that answer `==` with True, made where the scan does not look: a class built at
+# run time by `type` under another name, and `unittest.mock.ANY`, which pytest and torch
+# have loaded. Neither counts a FLOP: before the grader of 4.1 compared only a plain
+# dict of ints, the first earned 10 points of 10 and the second 6.3.
+ALWAYS_EQUAL = {
+    "a class built by type(), under another name": """
+_t = type
+
+
+def _true(self, other=None):
+    return True
+
+
+def _false(self, other=None):
+    return False
+
+
+def _me(self, other=0):
+    return self
+
+
+_Any = _t("Any", (), {"__e" "q__": _true, "__ne__": _false, "__add__": _me, "__radd__": _me,
+                      "values": lambda self: [self]})
+""",
+    "unittest.mock.ANY": """
+import sys as _sys
+
+_Any = lambda: _sys.modules["unittest.mock"].ANY  # noqa: E731
+""",
+}
+
+
+@pytest.mark.parametrize("name", ALWAYS_EQUAL)
+def test_an_object_equal_to_anything_counts_no_flops(name):
+    (exercise,) = [e for e in EXERCISES if e.id == "4.1"]
+    stub = (ROOT / "exercises" / f"{exercise.module}.py").read_text(encoding="utf-8")
+    attack = ALWAYS_EQUAL[name] + (
+        "\n\ndef _run_node(self, n):\n    self.flops_by_node = _Any()\n"
+        "    return Interpreter.run_node(self, n)\n\n\nFlopCounter.run_node = _run_node\n"
+    )
+    assert not findings(stub + attack)
+    (score,) = grade([exercise], {exercise.module: (stub + attack).encode()}, Limits(timeout=60))
+    counting = [t for t in score.tests if "outputs_are_unchanged" not in t.nodeid]
+    passed = [t.nodeid for t in counting if t.outcome == "passed"]
+    assert passed == [f"{exercise.grader}::test_counts_flops_itself"], passed
+    assert any("flops_by_node: a dict, node name (a str)" in t.message for t in counting)
