@@ -16,6 +16,7 @@ up to one attack per exercise at a time.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -378,3 +379,260 @@ def test_tampering_earns_nothing_and_says_what_was_refused(round_):
                 f"they say:\n{messages[:1200]}"
             )
     assert not problems, "\n\n".join(problems)
+
+
+# --- the build track ----------------------------------------------------------------
+# A build task's graded code is the submission's minifx task files, imported while pytest
+# collects the tests (before the sandbox is armed), and trusted outside the task regions.
+
+# Forges the report the way `_forge` above does, once it has found the worker's objects.
+FORGE_FROM_GC = """
+    for _o in _sys.modules["g" + "c"].get_objects():
+        if type(_o).__name__ == "GradingPlugin":
+            _send = _o.reporter.send
+
+            def _passed(kind, _send=_send, **fields):
+                if kind == "result":
+                    fields.update(outcome="passed", message="")
+                _send(kind, **fields)
+
+            _o.reporter.send = _passed
+"""
+# name -> (task file, code put just before the end marker of its first region, the task
+# graded, words its report must show). Each task file starts carved, as a release has it.
+BUILD_ATTACKS = {
+    "module-level code in a task region": (
+        "minifx/passes/fuse_conv_bn.py",
+        "import sys as _sys\nif True:" + FORGE_FROM_GC,
+        "6.1",
+        "`import sys as _sys` runs when the file is imported",
+    ),
+    "a later stage's file, imported by every task's worker": (
+        "minifx/passes/fuse_conv_bn.py",
+        "import sys as _sys\nif True:" + FORGE_FROM_GC,
+        "1.1",
+        "NotImplementedError: Task 1.1 (",  # graded as the carved stub it is
+    ),
+    "a decorator of the student's, run on import": (
+        "minifx/passes/fuse_conv_bn.py",
+        "def _decorate(function):\n    return function\n\n\n@_decorate\ndef _helper():\n    pass\n",
+        "6.1",
+        "the decorator `@_decorate` is not one the reference uses",
+    ),
+    "a special method that runs when a subclass is made": (
+        "minifx/graph/graph.py",
+        "    def __init_subclass__(cls):\n        pass\n",
+        "2.3",
+        "`__init_subclass__` is a special method that the reference does not define here",
+    ),
+    "a code object that claims a line outside the regions": (
+        "minifx/proxy/tape.py",
+        """
+    def create_node(self, *args, **kwargs):
+        def _inspect():
+            import sys as _sys
+            if True:"""
+        + FORGE_FROM_GC.replace("\n    ", "\n                ")
+        + """
+
+        _inspect.__code__ = _inspect.__code__.replace(co_firstlineno=1)
+        _inspect()
+        raise NotImplementedError("not written")
+""",
+        "1.1",
+        "make or run code that claims to be",
+    ),
+    "assert_close's tolerance widened, by a task that may read signatures": (
+        "minifx/passes/fuse_conv_bn.py",
+        """
+def fuse_conv_bn_weights(conv_weight, conv_bias, bn_mean, bn_var, bn_eps, bn_weight, bn_bias):
+    import torch.testing
+
+    torch.testing.assert_close.__kwdefaults__.update(rtol=1e9, atol=1e9)
+    zeros = torch.zeros_like
+    return nn.Parameter(zeros(conv_weight)), nn.Parameter(zeros(bn_mean))
+""",
+        "6.1",
+        "the keyword defaults of torch.testing._comparison.assert_close",
+    ),
+}
+
+
+def _carved_package(trusted: dict[str, bytes]) -> dict[str, bytes]:
+    """Every task file of minifx with every task carved out, as a student release has it."""
+    from tests import tasks
+    from tests.grading import build
+
+    found = tasks.find_tasks({p: data for p, data in trusted.items() if p.startswith("minifx/")})
+    return {
+        path: tasks.carve_source(path, trusted[path].decode(), found).encode()
+        for path in build.task_files(trusted)
+    }
+
+
+@pytest.mark.parametrize("name", BUILD_ATTACKS)
+def test_task_code_that_runs_on_import_or_claims_the_reference_s_lines_earns_nothing(name):
+    from tests.grading import build, judge
+
+    path, code, task, words = BUILD_ATTACKS[name]
+    trusted = judge.snapshot()
+    package = _carved_package(trusted)
+    text = package[path].decode()
+    end = next(line for line in text.splitlines() if "--8<-- [end-task:" in line)
+    package[path] = text.replace(end, code + "\n" + end, 1).encode()
+    (entry,) = [e for e in build.load_tasks(trusted) if e.id == task]
+    (score,) = judge.grade([entry], {}, Limits(timeout=60), trusted, package)
+    messages = "\n".join([score.problem, *(t.message for t in score.tests)])
+    assert not score.earned, f"{name!r} earned {score.earned:g} points"
+    assert words in messages, messages[:1500]
+
+
+def test_a_task_file_missing_from_the_submission_is_staged_carved_not_solved():
+    """The trusted task files are the solutions: a worker never gets one to read."""
+    from tests.grading import build, judge
+
+    trusted = judge.snapshot()
+    solved = trusted["minifx/passes/fuse_conv_bn.py"].decode()
+    line = "    scale = gamma * torch.rsqrt(bn_var + bn_eps)  # one factor per output channel"
+    assert line in solved
+    path = "minifx/proxy/tape.py"
+    # Stage 1's files only: the later stages' are missing.
+    package = {p: data for p, data in _carved_package(trusted).items() if build.stage_of(p) == 0}
+    reader = (
+        "        import minifx.passes.fuse_conv_bn as _fused\n"
+        "        raise ValueError(open(_fused.__file__).read().replace('\\n', '|'))\n"
+    )
+    text = package[path].decode()
+    marker = "        raise NotImplementedError("
+    package[path] = text.replace(marker, reader + marker, 1).encode()
+    (entry,) = [e for e in build.load_tasks(trusted) if e.id == "1.1"]
+    (score,) = judge.grade([entry], {}, Limits(timeout=60), trusted, package)
+    messages = "\n".join([score.problem, *(t.message for t in score.tests)])
+    assert "fuse_conv_bn_weights" in messages, messages[:1500]  # the file was read ...
+    assert "torch.rsqrt" not in messages  # ... and it was the carved one
+
+
+def test_a_message_that_no_utf_8_output_can_print_still_gives_the_report():
+    """A lone surrogate in graded code's error message once made printing the report fail,
+    so that no exercise got a grade and no results.json was written."""
+    import json
+
+    from tests.grading import report
+
+    exercise = EXERCISES[0]
+    stub = (ROOT / "exercises" / f"{exercise.module}.py").read_text(encoding="utf-8")
+    planted = stub + '\nraise ValueError("half a character: \\ud800")\n'
+    (score,) = grade([exercise], {exercise.module: planted.encode()}, Limits(timeout=30))
+    assert not score.earned and "half a character: ?" in score.tests[0].message
+    report.render([score], "exercises/", "a test").encode("utf-8")  # strict: must not raise
+    json.dumps(report.gradescope([score]), ensure_ascii=False).encode("utf-8")
+
+
+# Exercise 7.2 says "write the matcher by hand": this find_chains is minifx's matcher all the
+# same, its `match` rebuilt from the private methods, every name built from strings so that
+# the grader's reading of the source finds none. It passed 25 of 26 tests before the grader
+# refused every method of the matchers, not only `match`.
+PRIVATE_MATCHER = """
+import minifx.passes.matcher as _m
+from minifx.codegen import symbolic_trace as _trace
+
+_Found = getattr(_m, "Subgraph" + "Matcher")
+
+
+def _pattern(targets):
+    def pattern(x):
+        for target in targets:
+            x = target(x)
+        return x
+
+    return _trace(pattern).graph
+
+
+def find_chains(graph, targets):
+    finder = _Found(_pattern(targets))
+    candidates = [[n for n in graph.nodes if finder._nodes_are_equal(a, n)] for a in finder.anchors]
+    found = []
+    finder._backtrack(0, candidates, getattr(_m, "Internal" + "Match")(finder.anchors), found)
+    kept = [m for m in found if finder._is_contained(m.nodes_map)]
+    order = [n for n in finder.pattern.nodes if n.op == "call_function"]
+    return [[m.nodes_map[p] for p in order] for m in finder._remove_overlaps(kept)]
+"""
+
+
+def test_a_matcher_called_by_its_private_names_is_delegation_all_the_same():
+    (exercise,) = [e for e in EXERCISES if e.id == "7.2"]
+    stub = (ROOT / "exercises" / f"{exercise.module}.py").read_text(encoding="utf-8")
+    assert not findings(stub + PRIVATE_MATCHER)
+    planted = {exercise.module: (stub + PRIVATE_MATCHER).encode()}
+    (score,) = grade([exercise], planted, Limits(timeout=60))
+    assert score.tests and not score.passed, [
+        t.nodeid for t in score.tests if t.outcome == "passed"
+    ]
+    assert "your code uses SubgraphMatcher.__init__" in score.tests[0].message
+
+
+def test_a_link_out_of_the_submission_hands_in_nothing(tmp_path):
+    """On Gradescope the reference minifx is /autograder/source/minifx: a submission whose
+    minifx/ was a link to it earned full marks on every build task."""
+    from tests.grading import build, judge
+
+    trusted = judge.snapshot()
+    linked, real = tmp_path / "linked", tmp_path / "real"
+    linked.mkdir()
+    (linked / "minifx").symlink_to(ROOT / "minifx", target_is_directory=True)
+    (linked / "exercises").symlink_to(ROOT / "exercises", target_is_directory=True)
+    assert build.submitted_package(build.task_files(trusted), linked) == {}
+    assert judge.submitted_modules(EXERCISES, linked) == {}
+    shutil.copytree(ROOT / "minifx" / "proxy", real / "minifx" / "proxy")
+    (real / "exercises").mkdir()
+    (real / "exercises" / "ch1_proxy_failure.py").write_text("x = 1\n")
+    assert "minifx/proxy/tape.py" in build.submitted_package(build.task_files(trusted), real)
+    assert judge.submitted_modules(EXERCISES, real)["ch1_proxy_failure"] == b"x = 1\n"
+
+
+# Objects that answer `==` with True, made where the scan does not look: a class built at
+# run time by `type` under another name, and `unittest.mock.ANY`, which pytest and torch
+# have loaded. Neither counts a FLOP: before the grader of 4.1 compared only a plain
+# dict of ints, the first earned 10 points of 10 and the second 6.3.
+ALWAYS_EQUAL = {
+    "a class built by type(), under another name": """
+_t = type
+
+
+def _true(self, other=None):
+    return True
+
+
+def _false(self, other=None):
+    return False
+
+
+def _me(self, other=0):
+    return self
+
+
+_Any = _t("Any", (), {"__e" "q__": _true, "__ne__": _false, "__add__": _me, "__radd__": _me,
+                      "values": lambda self: [self]})
+""",
+    "unittest.mock.ANY": """
+import sys as _sys
+
+_Any = lambda: _sys.modules["unittest.mock"].ANY  # noqa: E731
+""",
+}
+
+
+@pytest.mark.parametrize("name", ALWAYS_EQUAL)
+def test_an_object_equal_to_anything_counts_no_flops(name):
+    (exercise,) = [e for e in EXERCISES if e.id == "4.1"]
+    stub = (ROOT / "exercises" / f"{exercise.module}.py").read_text(encoding="utf-8")
+    attack = ALWAYS_EQUAL[name] + (
+        "\n\ndef _run_node(self, n):\n    self.flops_by_node = _Any()\n"
+        "    return Interpreter.run_node(self, n)\n\n\nFlopCounter.run_node = _run_node\n"
+    )
+    assert not findings(stub + attack)
+    (score,) = grade([exercise], {exercise.module: (stub + attack).encode()}, Limits(timeout=60))
+    counting = [t for t in score.tests if "outputs_are_unchanged" not in t.nodeid]
+    passed = [t.nodeid for t in counting if t.outcome == "passed"]
+    assert passed == [f"{exercise.grader}::test_counts_flops_itself"], passed
+    assert any("flops_by_node: a dict, node name (a str)" in t.message for t in counting)

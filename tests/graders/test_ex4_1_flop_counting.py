@@ -357,6 +357,31 @@ def _run(ex, case: str, inputs: tuple | None = None, device: str = "cpu", model=
     )
 
 
+def _counts(counter) -> dict:
+    """The counter's flops_by_node, once it is known to be a plain dict of str -> int.
+
+    Compared only then: an object of graded code's (or one such as `unittest.mock.ANY`)
+    could answer `==` with True for any dict, and `sum()` of its values with anything.
+    """
+    got = getattr(counter, "flops_by_node", None)
+    if type(got) is dict and all(type(k) is str and type(v) is int for k, v in got.items()):
+        return got
+    pytest.fail(
+        explain(
+            "flops_by_node: a dict, node name (a str) -> FLOPs (an int)",
+            f"a {type(got).__name__}" if type(got) is not dict else _not_plain(got),
+            "keep the given flops_by_node dict and set an entry per node, an int.",
+            SEE,
+        ),
+        pytrace=False,
+    )
+
+
+def _not_plain(got: dict) -> str:
+    key, value = next((k, v) for k, v in got.items() if type(k) is not str or type(v) is not int)
+    return f"the entry {key!r}: {type(value).__name__}"[:300]
+
+
 def _check_counts(
     ex, case: str, counted: dict | None = None, inputs=None, what: str = "", model=None
 ):
@@ -367,19 +392,9 @@ def _check_counts(
     gm = model if isinstance(model, GraphModule) else symbolic_trace(model)
     nodes = {node.name: node for node in gm.graph.nodes}
     want = {name: counted[name].flops if name in counted else 0 for name in nodes}
-    got = counter.flops_by_node
+    got = _counts(counter)
     if got == want:
         return counter
-    if not isinstance(got, dict):
-        pytest.fail(
-            explain(
-                "flops_by_node: a dict, node name -> FLOPs",
-                repr(got)[:300],
-                "keep the given flops_by_node dict and set an entry per node.",
-                SEE,
-            ),
-            pytrace=False,
-        )
     wrong = [
         f"%{name}: {got.get(name, 'missing')} (expected {flops})"
         for name, flops in want.items()
@@ -476,7 +491,7 @@ def test_linear_without_bias_on_extra_leading_dims(ex):
 @pytest.mark.parametrize("case", list(MODELS))
 def test_total(ex, case):
     _, counter, _ = _run(ex, case)
-    got = sum(counter.flops_by_node.values())  # the given total_flops, computed here
+    got = sum(_counts(counter).values())  # the given total_flops, computed here
     if got != TOTALS[case]:
         _check_counts(ex, case)  # fails with the hint for the first wrong node
         pytest.fail(
@@ -494,7 +509,7 @@ def test_counts_follow_the_input_shapes(ex):
     gm = symbolic_trace(MLP())  # one GraphModule, a new counter for each run
     batches = (1, 4, 10)
     inputs = [(torch.randn(batch, 16),) for batch in batches]
-    counts = [sum(_run(ex, "mlp", x, model=gm)[1].flops_by_node.values()) for x in inputs]
+    counts = [sum(_counts(_run(ex, "mlp", x, model=gm)[1]).values()) for x in inputs]
     want = [batch * 2 * (32 * 16 + 8 * 32) for batch in batches]
     if counts == want:
         return
@@ -569,7 +584,7 @@ def test_outputs_are_unchanged(ex, case):
 
 def test_counts_and_outputs_on_device(ex, device):
     model, counter, got = _run(ex, "cnn", device=device)
-    if sum(counter.flops_by_node.values()) != TOTALS["cnn"]:
+    if sum(_counts(counter).values()) != TOTALS["cnn"]:
         _check_counts(ex, "cnn")  # the hint for the first wrong node, where it is wrong on CPU
         pytest.fail(
             explain(

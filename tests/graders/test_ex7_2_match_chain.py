@@ -7,6 +7,7 @@ finds there (as `replace_pattern` runs it), recorded once. The exercise says wri
 matcher by hand: a solution that hands the work to a ready-made matcher fails.
 """
 
+import inspect
 import operator
 
 import pytest
@@ -196,9 +197,16 @@ def _by_hand(uses: str):
 
 @pytest.fixture
 def find(ex, monkeypatch):
-    """The student's find_chains, with the ready-made matchers replaced by stand-ins that refuse."""
-    monkeypatch.setattr(minifx_matcher.SubgraphMatcher, "match", refusing("SubgraphMatcher.match"))
-    monkeypatch.setattr(fx_matcher.SubgraphMatcher, "match", refusing("SubgraphMatcher.match"))
+    """The student's find_chains, with the ready-made matchers replaced by stand-ins that refuse:
+    every method, not only `match` (its private helpers, called by a name built from strings,
+    are the same matcher), and minifx's matcher module's own functions."""
+    for matcher in (minifx_matcher.SubgraphMatcher, fx_matcher.SubgraphMatcher):
+        for name, value in list(vars(matcher).items()):
+            if inspect.isfunction(value):
+                monkeypatch.setattr(matcher, name, refusing(f"SubgraphMatcher.{name}"))
+    for name, value in list(vars(minifx_matcher).items()):
+        if inspect.isfunction(value) and value.__module__ == minifx_matcher.__name__:
+            monkeypatch.setattr(minifx_matcher, name, refusing(name))
 
     def run(graph, targets):
         uses = oracle_lines(ex, ORACLE)

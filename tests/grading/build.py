@@ -19,6 +19,7 @@ and line; the tasks of earlier stages are still graded.
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 from tests import tasks as build_tasks
@@ -89,15 +90,22 @@ def submitted_package(paths: list[str], folder: Path) -> dict[str, bytes]:
     """The submission's versions of the task files `paths`, found at the same paths below
     `folder`, or below the first folder under it that holds `minifx/__init__.py` (a
     submission uploaded as a folder of the repository)."""
+    submission = folder
     if not (folder / "minifx").is_dir():
         inits = sorted(folder.rglob("minifx/__init__.py"), key=lambda p: len(p.parts))
         folder = inits[0].parent.parent if inits else folder
     found = {}
     for path in paths:
         file = folder / path
-        if file.is_file() and not file.is_symlink():
+        if file.is_file() and inside(file, submission):
             found[path] = file.read_bytes()
     return found
+
+
+def inside(file: Path, folder: Path) -> bool:
+    """Whether `file` is in `folder` itself, not reached through a link that leads out of
+    it: a submission's `minifx -> /autograder/source/minifx` would hand in the solutions."""
+    return not file.is_symlink() and file.resolve().is_relative_to(folder.resolve())
 
 
 def stage_of(path: str) -> int:
@@ -113,29 +121,60 @@ def precheck(
     trusted: dict[str, bytes] | None = None,
 ) -> str:
     """Why the task cannot be graded at all, in one sentence, or ''. With `trusted`, a
-    task file must also equal the trusted one outside its task regions (see `outside`)."""
+    task file must also equal the trusted one outside its task regions (see `outside`),
+    and run no code of the student's when it is imported (see `runs_on_import`)."""
     own = exercise.module.split(",")
     reach = max(stage_of(path) for path in own)
     for path in (p for p in every_task_file if stage_of(p) <= reach):
         if path not in package:
             return f"{path} is not in the submission: task {exercise.id} needs it (submit the whole minifx/ folder)"
-        try:
-            compile(package[path], path, "exec", dont_inherit=True)
-        except SyntaxError as exc:
-            return (
-                f"{path} is not valid Python at line {exc.lineno}: {exc.msg}. Task {exercise.id} imports it, "
-                "so its tests could not run; tasks of earlier stages were still graded"
-            )
-        except (ValueError, RecursionError, MemoryError, OverflowError) as exc:
-            return f"{path} cannot be read as Python ({type(exc).__name__}); task {exercise.id} imports it"
-        changed = (
-            changed_outside(path, package[path], trusted[path])
-            if trusted and path in trusted
-            else ""
-        )
-        if changed:
-            return changed + f"; task {exercise.id} imports it, so its tests did not run"
+        problem = file_problem(path, package[path], trusted, exercise.id)
+        if problem:
+            return problem
     return ""
+
+
+def file_problem(path: str, data: bytes, trusted: dict[str, bytes] | None, task: str = "") -> str:
+    """Why the submitted task file `path` cannot be imported to grade `task`, or ''."""
+    try:
+        compile(data, path, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        return (
+            f"{path} is not valid Python at line {exc.lineno}: {exc.msg}. Task {task} imports it, "
+            "so its tests could not run; tasks of earlier stages were still graded"
+        )
+    except (ValueError, RecursionError, MemoryError, OverflowError) as exc:
+        return f"{path} cannot be read as Python ({type(exc).__name__}); task {task} imports it"
+    if not trusted or path not in trusted:
+        return ""
+    problem = changed_outside(path, data, trusted[path]) or runs_on_import(
+        path, data, trusted[path]
+    )
+    return problem + f"; task {task} imports it, so its tests did not run" if problem else ""
+
+
+def importable(package: dict[str, bytes], trusted: dict[str, bytes]) -> dict[str, bytes]:
+    """`package` with each file that `file_problem` refuses carved instead.
+
+    A task's worker imports every file of minifx, those of later stages too (where they
+    compile), before its sandbox is armed: a file its task does not need, and which would
+    run code on import, is replaced by the carved one, so that it costs only the tasks
+    that need it (their `precheck` says why).
+    """
+    refused = [path for path, data in package.items() if file_problem(path, data, trusted)]
+    return {**package, **carved_files(trusted, refused)}
+
+
+def carved_files(trusted: dict[str, bytes], paths: list[str]) -> dict[str, bytes]:
+    """The trusted task files `paths` with every task carved out, as a student release has
+    them: what a task's worker gets for a task file the submission lacks, never the
+    instructor's solution."""
+    minifx = {p: data for p, data in trusted.items() if p.startswith("minifx/")}
+    found = build_tasks.find_tasks(minifx)
+    return {
+        path: build_tasks.carve_source(path, trusted[path].decode("utf-8"), found).encode()
+        for path in paths
+    }
 
 
 def outside(text: str) -> list[tuple[int, str]] | None:
@@ -174,6 +213,160 @@ def changed_outside(path: str, submitted: bytes, reference: bytes) -> str:
     if len(mine) != len(theirs):
         return f"{path} was changed outside its task regions (lines added or removed); put the rest back as it was"
     return ""
+
+
+# --- what a task region may hold -------------------------------------------------------
+
+DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def runs_on_import(path: str, submitted: bytes, reference: bytes) -> str:
+    """Why code in `submitted`'s task regions would run when the file is imported, or ''.
+
+    A task file is imported while pytest collects the tests, before the worker's sandbox
+    is armed and its guard takes its snapshot; and the sandbox takes code whose first line
+    is outside the regions (a file's top level, a class body) for the instructor's. So
+    defining what a region holds must run nothing of the student's: a region holds whole
+    functions only, with the reference's decorators and names or constants as defaults,
+    special methods only of names the reference defines, and the file's own top-level
+    code calls none of them while it loads.
+    """
+    tree, theirs = ast.parse(submitted), ast.parse(reference)
+    statements = list(_statements(tree.body, region_spans(submitted.decode("utf-8", "replace"))))
+    defined = {s.name for s, inside, _ in statements if inside and isinstance(s, DEFINITIONS)}
+    allowed = (
+        {n.name for n in ast.walk(theirs) if isinstance(n, DEFINITIONS) and _dunder(n.name)},
+        {
+            ast.unparse(d)
+            for n in ast.walk(theirs)
+            if isinstance(n, DEFINITIONS)
+            for d in n.decorator_list
+        },
+    )
+    lazy = any(
+        isinstance(n, ast.ImportFrom)
+        and n.module == "__future__"
+        and "annotations" in [a.name for a in n.names]
+        for n in tree.body
+    )
+    for statement, inside, in_function in statements:
+        if inside:
+            problem = _region_problem(statement, defined, allowed, lazy)
+        else:
+            called = set() if in_function else defined & _called_on_import(statement)
+            problem = f"`{min(called)}` is called while the file loads" if called else ""
+        if problem:
+            return (
+                f"{path}, line {_first_line(statement)}: {problem}, before grading can watch it; "
+                "a task region holds whole functions only, and defining them may run no code"
+            )
+    return ""
+
+
+def region_spans(text: str) -> list[tuple[int, int]]:
+    """The `(start, end)` marker lines of each task region in `text`."""
+    spans, opened = [], []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if build_tasks.START.match(line):
+            opened.append(number)
+        elif build_tasks.END.match(line) and opened:
+            spans.append((opened.pop(), number))
+    return spans
+
+
+def _statements(body: list[ast.stmt], spans: list[tuple[int, int]], in_function: bool = False):
+    """`(statement, inside a region, inside a function)` for each statement outside the
+    regions and each outermost statement of a region, wherever it is (a region in a
+    function's body runs, as that function, each time the function does)."""
+    for statement in body:
+        inside = any(start < _first_line(statement) < end for start, end in spans)
+        yield statement, inside, in_function
+        if inside:
+            continue
+        nested = in_function or isinstance(statement, DEFINITIONS)
+        for child in _child_statements(statement):
+            yield from _statements([child], spans, nested)
+
+
+def _child_statements(statement: ast.stmt) -> list[ast.stmt]:
+    children = []
+    for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+        for child in getattr(statement, field, []):
+            children += (
+                child.body if isinstance(child, (ast.ExceptHandler, ast.match_case)) else [child]
+            )
+    return children
+
+
+def _region_problem(statement, defined: set[str], allowed, lazy: bool) -> str:
+    """What in one outermost statement of a region runs when it is defined, or ''."""
+    specials, decorators = allowed
+    if not isinstance(statement, DEFINITIONS):
+        return f"`{ast.unparse(statement).splitlines()[0][:60]}` runs when the file is imported"
+    if _dunder(statement.name) and statement.name not in specials:
+        return f"`{statement.name}` is a special method that the reference does not define here"
+    unknown = [d for d in statement.decorator_list if ast.unparse(d) not in decorators]
+    if unknown:
+        return f"the decorator `@{ast.unparse(unknown[0])[:60]}` is not one the reference uses"
+    arguments = statement.args
+    evaluated = [*arguments.defaults, *filter(None, arguments.kw_defaults)]
+    if not lazy:  # without `from __future__ import annotations`, annotations run too
+        every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+        every += [a for a in (arguments.vararg, arguments.kwarg) if a]
+        evaluated += [a.annotation for a in every if a.annotation]
+        evaluated += [statement.returns] if statement.returns else []
+    for expression in evaluated:
+        if not _inert(expression, defined):
+            return f"`{ast.unparse(expression)[:60]}` in the definition of `{statement.name}` runs code"
+    return ""
+
+
+def _inert(node: ast.expr, defined: set[str]) -> bool:
+    """A constant, a tuple of such, or a (dotted) name that no region defines."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant):
+        return True
+    if isinstance(node, ast.Tuple):
+        return all(_inert(item, defined) for item in node.elts)
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name) and node.id not in defined
+
+
+def _called_on_import(statement: ast.stmt) -> set[str]:
+    """The names a statement outside the regions calls (or decorates with) when it runs."""
+    if isinstance(statement, DEFINITIONS):
+        parts = [*statement.decorator_list, *statement.args.defaults]
+    elif isinstance(statement, ast.ClassDef):
+        parts = [*statement.decorator_list, *statement.bases, *statement.keywords]
+    else:  # its expressions; the statements in its body are looked at one by one
+        parts = [n for n in ast.iter_child_nodes(statement) if not isinstance(n, ast.stmt)]
+    names = set()
+    for part in parts:
+        for node in _expressions(part):
+            target = node.func if isinstance(node, ast.Call) else node if node is part else None
+            while isinstance(target, ast.Attribute):
+                target = target.value
+            if isinstance(target, ast.Name):
+                names.add(target.id)
+    return names
+
+
+def _expressions(node: ast.AST):
+    """`node` and what it holds, but not the bodies of lambdas (they run later)."""
+    yield node
+    for child in ast.iter_child_nodes(node):
+        if not isinstance(child, (ast.stmt, ast.ExceptHandler)):
+            yield from _expressions(child.args if isinstance(child, ast.Lambda) else child)
+
+
+def _first_line(statement: ast.stmt) -> int:
+    return min([statement.lineno, *(d.lineno for d in getattr(statement, "decorator_list", []))])
+
+
+def _dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__")
 
 
 def tests_sha256(grader: str, files: dict[str, bytes]) -> str:

@@ -9,6 +9,8 @@ before graded code runs, and after each test compares:
   class's added to a class, no builtin's name added to a module;
 - `sys.modules`, `sys.meta_path` and `sys.path_hooks`: no module swapped, no import hook;
 - the data of the graders (`CASES`, expected values): the same, item by item;
+- the keyword defaults of every function there (a dict, which changes in place:
+  `assert_close.__kwdefaults__["atol"] = 1e9`);
 - torch's function and dispatch modes (a `TorchFunctionMode` left active answers every
   torch call), and the threads: graded code may leave neither behind.
 
@@ -67,6 +69,7 @@ DATA_MODULES = ("tests.graders", "tests.conftest")
 MISSING = object()
 # Module-level values that are code, not data: checked by identity like every other name.
 CODE_KINDS = (type, FunctionType, BuiltinFunctionType, ModuleType)
+WRAPPERS = (staticmethod, classmethod)
 # A grader's data: what is read item by item (other objects are checked by identity).
 DATA_KINDS = (list, tuple, dict, set, frozenset, str, bytes, int, float, bool)
 # How deep a grader's data is read, and where tensors come from (torch.Tensor, Parameter).
@@ -93,6 +96,9 @@ class Guard:
         self._namespaces: list[tuple[object, tuple, tuple, str, type | None]] = []
         self._classes: set[int] = set()
         self._data: dict[str, str] = {}
+        # (function, its keyword defaults dict, its keys, its values): the one mutable part
+        # of a function that a build task may read (the sandbox lets it read signatures).
+        self._kwdefaults: dict[int, tuple[FunctionType, dict, tuple, tuple]] = {}
         self._hooks = (tuple(sys.meta_path), tuple(sys.path_hooks))
         self._sys_modules, self._meta_path, self._path_hooks = (
             sys.modules,
@@ -142,6 +148,17 @@ class Guard:
     ) -> None:
         names, objects = zip(*items) if items else ((), ())
         self._namespaces.append((namespace, names, objects, where, owner))
+        for value in objects:
+            function = getattr(value, "__func__", value) if type(value) in WRAPPERS else value
+            if type(function) is FunctionType and id(function) not in self._kwdefaults:
+                defaults = function.__kwdefaults__
+                if defaults:
+                    self._kwdefaults[id(function)] = (
+                        function,
+                        defaults,
+                        tuple(defaults),
+                        tuple(defaults.values()),
+                    )
 
     def changes(self) -> list[str]:
         """What differs from the snapshot: `module.name`, `Class.attribute`, or a hook."""
@@ -166,6 +183,11 @@ class Guard:
             changed.append("sys.meta_path (an import hook)")
         if sys.path_hooks is not self._path_hooks or tuple(self._path_hooks) != self._hooks[1]:
             changed.append("sys.path_hooks (an import hook)")
+        changed += [
+            f"the keyword defaults of {function.__module__}.{function.__qualname__}"
+            for function, defaults, keys, values in self._kwdefaults.values()
+            if tuple(defaults) != keys or not all(map(is_, defaults.values(), values))
+        ]
         for name, fingerprint in self._data.items():
             if self._fingerprint(self._modules[name].__dict__) != fingerprint:
                 changed.append(f"the data of {name}")

@@ -144,7 +144,7 @@ def submitted_modules(exercises: list[Exercise], folder: Path) -> dict[str, byte
     for module in sorted({e.module for e in exercises}):
         name = f"{module}.py"
         candidates = [folder / "exercises" / name, folder / name, *sorted(folder.rglob(name))]
-        path = next((p for p in candidates if p.is_file() and not p.is_symlink()), None)
+        path = next((p for p in candidates if p.is_file() and build.inside(p, folder)), None)
         if path is not None:
             found[module] = path.read_bytes()
     return found
@@ -234,7 +234,10 @@ def stage_task(
     task's stage tests and their helpers, and minifx with the submission's task files."""
     folder = Path(tempfile.mkdtemp(prefix="task-", dir=base))
     tests = set(exercise.grader.split(";"))
-    for relative, data in [*trusted.items(), *package.items()]:
+    # A task file the submission lacks is staged carved: the trusted one is the solution.
+    missing = [path for path in build.task_files(trusted) if path not in package]
+    carved = build.carved_files(trusted, missing)
+    for relative, data in [*trusted.items(), *carved.items(), *package.items()]:
         helper = (
             relative.startswith("tests/")
             and not relative.startswith("tests/grading/")
@@ -419,8 +422,20 @@ def verify(lines: list[bytes], key: bytes) -> tuple[list[dict], str]:
             return records, f"record {number} of the report is not one the grading worker wrote"
         if not hmac.compare_digest(want, str(mac)) or record.get("seq") != number:
             return records, f"record {number} of the report is not signed by the grading worker"
-        records.append(record)
+        records.append(_printable(record))
     return records, ""
+
+
+def _printable(value):
+    """`value` with each lone surrogate in its strings replaced by `?`: graded code's
+    messages may hold one (`"\\ud800"`), which no UTF-8 output can print."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, list):
+        return [_printable(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _printable(item) for key, item in value.items()}
+    return value
 
 
 # --- from records to a score -------------------------------------------------------
@@ -578,6 +593,7 @@ def grade(
     # breaks when several threads use it at once.
     package = package or {}
     checks = {e.key: _checks(e, modules, trusted, package) for e in exercises}
+    package = build.importable(package, trusted)
     servers: dict[str, ForkServer | None] = {"exercise": None, "task": None}
     try:
         for kind in servers:
