@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 
 def explain(expected: str, got: str, hint: str, see: str) -> str:
     """Build a grader's failure message, for `assert cond, explain(...)`.
@@ -264,3 +266,85 @@ def replace_for_student(patch, owner: object, name: str, stand_in, student: Modu
     for attribute, value in list(vars(student).items()):
         if value is original:
             patch.setattr(student, attribute, stand_in)
+
+
+# --- values of graded code's, before a grader compares them ------------------------------
+
+PLAIN_LEAVES = (str, int, float, bool, type(None))
+
+
+def not_plain(value: object, kinds: tuple[type, ...] = PLAIN_LEAVES) -> str | None:
+    """Where `value` is not made of plain Python values only, or None if it is.
+
+    Plain means of exactly these types (subclasses do not count): dict, list, tuple
+    (NamedTuples are not plain either) holding plain values, and the leaves in `kinds`. Only a plain value
+    can be compared: an object of graded code's (or one such as `unittest.mock.ANY`,
+    which any code can reach) may answer `==`, `in`, `sorted` or `str()` with whatever passes.
+
+    Returns:
+        `"a <type>"` for the first value that is not plain (`"a <type> in a dict"`...).
+    """
+    if type(value) in kinds:
+        return None
+    if type(value) in (list, tuple):
+        inner = (not_plain(item, kinds) for item in value)
+    elif type(value) is dict:
+        inner = (not_plain(item, kinds) for pair in value.items() for item in pair)
+    else:
+        return f"a {type(value).__name__}"
+    found = next((where for where in inner if where is not None), None)
+    return None if found is None else f"{found} in a {type(value).__name__}"
+
+
+def plain(value, kind: str, what: str, see: str, kinds: tuple[type, ...] = PLAIN_LEAVES):
+    """`value`, once it is known to be made of plain values only (see `not_plain`); else
+    the test fails with `explain(...)`, before any comparison could be fooled.
+
+    Args:
+        value: What graded code returned or stored.
+        kind: What it should be, in words: "a dict, opcode (a str) -> count (an int)".
+        what: What the value is: "opcode_counts(gm)".
+        see: The book section, as for `explain`.
+        kinds: The leaf types allowed (exact types).
+    """
+    found = not_plain(value, kinds)
+    if found is None:
+        return value
+    pytest.fail(
+        explain(
+            f"{what}: {kind}",
+            f"{found}: {safe_repr(value)}",
+            "return plain Python values (dict, list, tuple, str, int, float, bool, None), "
+            "not an object of your own.",
+            see,
+        ),
+        pytrace=False,
+    )
+
+
+def safe_repr(value: object, limit: int = 200) -> str:
+    """`repr(value)` cut to `limit` characters, or `<type> object` where its repr fails or
+    is not a str (graded code's objects may define any repr)."""
+    try:
+        text = repr(value)
+    except Exception:  # graded code's __repr__: any error just hides the repr
+        text = None
+    if type(text) is not str:
+        return f"<{type(value).__name__} object>"
+    return text[:limit]
+
+
+def exactly(value: object, kind: type, what: str, see: str):
+    """`value` if its type is exactly `kind` (a minifx or torch class, say `Graph`), else the
+    test fails with `explain(...)`: a subclass of graded code's may compare or print as it likes."""
+    if type(value) is kind:
+        return value
+    pytest.fail(
+        explain(
+            f"{what}: a {kind.__name__}",
+            f"a {type(value).__name__}: {safe_repr(value)}",
+            f"return a {kind.__name__} itself, not an object of your own.",
+            see,
+        ),
+        pytrace=False,
+    )
