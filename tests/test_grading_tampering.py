@@ -16,6 +16,8 @@ up to one attack per exercise at a time.
 
 from __future__ import annotations
 
+import ast
+import functools
 import shutil
 from pathlib import Path
 
@@ -636,3 +638,97 @@ def test_an_object_equal_to_anything_counts_no_flops(name):
     passed = [t.nodeid for t in counting if t.outcome == "passed"]
     assert passed == [f"{exercise.grader}::test_counts_flops_itself"], passed
     assert any("flops_by_node: a dict, node name (a str)" in t.message for t in counting)
+
+
+# --- an object equal to anything, where any exercise's result goes ----------------------
+# The same objects, richer: the class also answers `in`, ordering, `len`, iteration,
+# indexing, any attribute and any call with itself or True, and every torch function
+# (torch.equal, torch.allclose, ...) through `__torch_function__`, so that a grader that
+# compares a value of graded code's without checking its type first would pass it.
+LOOK_ALIKE = """
+def _cls_answer(cls, func=None, types=(), args=(), kwargs=None):
+    return True
+
+
+_Any = _t("Any", (), {
+    "__e" "q__": _true, "__ne__": _false, "__hash__": lambda self: 0,
+    "__lt__": _false, "__gt__": _false, "__le__": _true, "__ge__": _true,
+    "__add__": _me, "__radd__": _me, "__sub__": _me, "__rsub__": _me,
+    "__mul__": _me, "__rmul__": _me, "__truediv__": _me, "__abs__": _me,
+    "__bool__": _true, "__contains__": _true, "__len__": lambda self: 1,
+    "__iter__": lambda self: iter([self]), "__getitem__": _me,
+    "__getattr__": _me, "__call__": lambda self, *args, **kwargs: self,
+    "__torch_" "function__": classmethod(_cls_answer),
+})
+"""
+EQUAL_TO_ANYTHING = {
+    "unittest.mock.ANY": ALWAYS_EQUAL["unittest.mock.ANY"],
+    "a look-alike class built by type()": ALWAYS_EQUAL[
+        "a class built by type(), under another name"
+    ]
+    + LOOK_ALIKE,
+}
+
+
+def _answers(stub: str, every_function: bool) -> str:
+    """Code that makes the stub's functions return `_Any()`: its unwritten ones (those that
+    raise NotImplementedError), or every function and method it defines."""
+
+    def unwritten(function: ast.FunctionDef) -> bool:
+        return any(
+            isinstance(n, ast.Raise) and "NotImplementedError" in ast.unparse(n)
+            for n in ast.walk(function)
+        )
+
+    lines = ["\n\ndef _answer(*args, **kwargs):\n    return _Any()\n"]
+    for statement in ast.parse(stub).body:
+        if isinstance(statement, ast.FunctionDef):
+            if every_function or unwritten(statement):
+                lines.append(f"{statement.name} = _answer")
+        elif isinstance(statement, ast.ClassDef) and statement.bases:
+            for method in statement.body:
+                if not isinstance(method, ast.FunctionDef):
+                    continue
+                if not (every_function or unwritten(method)):
+                    continue
+                where = f"{statement.name}.{method.name}"
+                if method.name == "__init__":
+                    continue  # the object is built as the stub builds it
+                if any(ast.unparse(d) == "property" for d in method.decorator_list):
+                    lines.append(f"{where} = property(_answer)")
+                else:
+                    lines.append(f"{where} = _answer")
+    return "\n".join(lines) + "\n"
+
+
+PLACES = {"its unwritten functions": False, "all its functions": True}
+
+
+def _stub(exercise) -> str:
+    return (ROOT / "exercises" / f"{exercise.module}.py").read_text(encoding="utf-8")
+
+
+@functools.cache
+def _graded(attack: str | None, place: str | None) -> dict[str, set[str]]:
+    """exercise id -> the tests passed, every exercise graded at once with the attack
+    planted in its stub (or the untouched stubs, for `attack=None`)."""
+    modules = {}
+    for exercise in EXERCISES:
+        stub = _stub(exercise)
+        if attack is not None:
+            stub += EQUAL_TO_ANYTHING[attack] + _answers(stub, PLACES[place])
+            assert not findings(stub), findings(stub)
+        modules[exercise.module] = stub.encode()
+    scores = grade(EXERCISES, modules, Limits(timeout=120))
+    return {
+        s.exercise.id: {t.nodeid for t in s.tests if t.outcome == "passed" and not s.problem}
+        for s in scores
+    }
+
+
+@pytest.mark.parametrize("place", PLACES)
+@pytest.mark.parametrize("attack", EQUAL_TO_ANYTHING)
+@pytest.mark.parametrize("exercise", [e.id for e in EXERCISES])
+def test_an_object_equal_to_anything_earns_no_more_than_the_stub(exercise, attack, place):
+    extra = _graded(attack, place)[exercise] - _graded(None, None)[exercise]
+    assert not extra, sorted(extra)
