@@ -22,6 +22,7 @@ from tests.graders.support import (
     explain,
     explain_graphs,
     explain_texts,
+    safe_repr,
     stub_hint,
     summarize_error,
 )
@@ -52,11 +53,13 @@ def _function_relu_to_gelu(node) -> bool:
     return True
 
 
-def _relu_to_gelu(ex, gm):
-    """The given `relu_to_gelu`, copied, calling the student's `method_relu_to_gelu`."""
+def _relu_to_gelu(ex, gm, results: list | None = None):
+    """The given `relu_to_gelu`, copied, calling the student's `method_relu_to_gelu`
+    (what it returns is appended to `results`, where given)."""
     for node in gm.graph.nodes:
         if not _function_relu_to_gelu(node):
-            _call(ex.method_relu_to_gelu, node, what="method_relu_to_gelu(node)")
+            result = _call(ex.method_relu_to_gelu, node, what="method_relu_to_gelu(node)")
+            (results if results is not None else []).append(result)
     try:
         gm.recompile()
     except Exception as error:  # the graph the student's edits left cannot be written
@@ -338,11 +341,11 @@ def _diagnosis(before: dict, golden: str, gm) -> str | None:
     return None
 
 
-def _transformed(ex, case: str, model: nn.Module | None = None):
+def _transformed(ex, case: str, model: nn.Module | None = None, results: list | None = None):
     """A minifx GraphModule of the model, after the transform; the graph before it."""
     gm = symbolic_trace(model if model is not None else MODELS[case]())
     before = _snapshot(gm)
-    failed = _relu_to_gelu(ex, gm)
+    failed = _relu_to_gelu(ex, gm, results)
     if failed is not None:
         hint = _diagnosis(before, GOLDEN[case], gm) or "the graph can no longer be written as code."
         pytest.fail(
@@ -443,7 +446,17 @@ def test_generated_code_calls_gelu(ex):
 
 @pytest.mark.parametrize("case", list(MODELS))
 def test_graph_still_lints(ex, case):
-    gm, before = _transformed(ex, case)
+    results = []
+    gm, before = _transformed(ex, case, results=results)
+    # Only a pass that says what it did has done anything: an object of graded code's in
+    # place of True or False could pass for either.
+    odd = next((r for r in results if type(r) is not bool), None)
+    assert odd is None, explain(
+        f"method_relu_to_gelu returns True or False ({case})",
+        f"a {type(odd).__name__}: {safe_repr(odd)}",
+        "return True after rewriting the node, False for a node you leave alone.",
+        SEE,
+    )
     try:
         gm.graph.lint()
     except RuntimeError as error:
