@@ -21,7 +21,14 @@ from torch.utils import _pytree as pytree
 from minifx.codegen import symbolic_trace
 from minifx.interpreter import Interpreter
 from minifx.passes.shape_prop import ShapeProp, TensorMetadata
-from tests.graders.support import call_graded, describe_error, explain, oracle_uses, stub_hint
+from tests.graders.support import (
+    call_graded,
+    describe_error,
+    explain,
+    oracle_uses,
+    plain,
+    stub_hint,
+)
 
 pytestmark = pytest.mark.ch5
 
@@ -59,7 +66,7 @@ def _run(what: str, fn, *args):
     got, raised = call_graded(fn, *args)
     if raised is not None:
         pytest.fail(explain(what, describe_error(raised), stub_hint(raised), SEE), pytrace=False)
-    return got
+    return plain(got, "a plain value: bytes (an int), or (bytes, node name)", what, SEE)
 
 
 # --- tensor_bytes and nested_bytes -------------------------------------------------
