@@ -20,7 +20,14 @@ from minifx.codegen import symbolic_trace
 from minifx.interpreter import Interpreter
 from minifx.passes.draw import to_mermaid
 from minifx.passes.shape_prop import ShapeProp, TensorMetadata
-from tests.graders.support import call_graded, describe_error, explain, explain_texts, stub_hint
+from tests.graders.support import (
+    call_graded,
+    describe_error,
+    explain,
+    explain_texts,
+    plain,
+    stub_hint,
+)
 from tests.models import MLP, EncoderBlock, MobileNetish, ResNet18
 
 pytestmark = pytest.mark.ch5
@@ -41,7 +48,7 @@ def _run(what: str, fn, *args):
     got, raised = call_graded(fn, *args)
     if raised is not None:
         pytest.fail(explain(what, describe_error(raised), stub_hint(raised), SEE), pytrace=False)
-    return got
+    return plain(got, "a str", what, SEE)
 
 
 def _fail(expected: str, got: str, hint: str) -> None:
