@@ -21,6 +21,7 @@ from tests.graders.support import (
     explain_texts,
     replace_for_student,
     running_line,
+    safe_repr,
     stub_hint,
 )
 
@@ -258,6 +259,14 @@ def _rewrite(ex, name: str, monkeypatch, device: str = "cpu"):
         got = ex.swish_to_silu(gm)
     except Exception as error:  # student code: any error becomes a message
         _raised("swish_to_silu(gm)", error, "swish_to_silu")
+    # Checked first: a pass that returns no count has not done its work, and an object of
+    # its own in place of the count could answer == with True.
+    assert type(got) is int, explain(
+        f"swish_to_silu({name}) returns how many swishes it rewrote, an int",
+        safe_repr(got),
+        _count_hint(ex, name, got, calls),
+        SEE,
+    )
     return gm, got, calls, args
 
 
