@@ -25,10 +25,12 @@ from tests.graders.support import (
     error_line,
     explain,
     explain_graphs,
+    not_plain,
     oracle_lines,
     refusing,
     replace_for_student,
     running_line,
+    safe_repr,
     stub_hint,
     summarize_error,
 )
@@ -304,7 +306,8 @@ def _observer_problem(gm, names, loops: dict, relus: list[str]) -> tuple | None:
                 "delete_user_cb).",
             )
     want = [f"{relu}_observer" for relu in relus]
-    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+    # Exact types: a list or str of graded code's own could answer == with True.
+    if type(names) is not list or not_plain(names, (str,)) is not None:
         return (
             f"the observers' names {want}",
             repr(names),
@@ -416,12 +419,14 @@ def test_is_relu_finds_the_relus_and_nothing_else(ex, case, monkeypatch):
     wrong = [
         node for node in gm.graph.nodes if (node.name in RELUS[case]) != (said[node.name] is True)
     ]
-    if any(not isinstance(yes, bool) for yes in said.values()):
-        name = next(name for name, yes in said.items() if not isinstance(yes, bool))
-        hint = f"is_relu returns True or False, a bool: for %{name} it returned {said[name]!r}."
+    odd = next((name for name, yes in said.items() if type(yes) is not bool), None)
+    if odd is not None:
+        hint = (
+            f"is_relu returns True or False, a bool: for %{odd} it returned {safe_repr(said[odd])}."
+        )
     else:
         hint = _relu_hint(gm, wrong[0], said[wrong[0].name]) if wrong else ""
-    assert not wrong and got == RELUS[case], explain(
+    assert odd is None and not wrong and got == RELUS[case], explain(
         f"is_relu true for {RELUS[case]} of the {case} model", f"true for {got}", hint, SEE
     )
 
@@ -509,11 +514,12 @@ def _ranges_hint(got, want: dict, observed: dict[str, str]) -> str:
 
 def _check_ranges(got, want: dict, observed: dict[str, str], expected: str):
     same = (
-        isinstance(got, dict)
+        type(got) is dict
+        and not_plain(got) is None  # then == compares plain values only
         and got == want
         and all(isinstance(v, tuple) and all(type(x) is float for x in v) for v in got.values())
     )
-    assert same, explain(expected, repr(got), _ranges_hint(got, want, observed), SEE)
+    assert same, explain(expected, safe_repr(got), _ranges_hint(got, want, observed), SEE)
 
 
 @pytest.mark.parametrize("case", list(MODELS))
