@@ -15,7 +15,7 @@ import torch
 import torch._dynamo
 from torch import nn
 
-from tests.graders.support import describe_error, explain, stub_hint
+from tests.graders.support import describe_error, explain, not_plain, safe_repr, stub_hint
 
 pytestmark = pytest.mark.ch9
 
@@ -155,11 +155,11 @@ def _fail_error(what: str, error: Exception) -> None:
 
 def _graphs(counter) -> list:
     graphs = getattr(counter, "graphs", None)
-    if not isinstance(graphs, list):
+    if type(graphs) is not list:
         pytest.fail(
             explain(
                 "counter.graphs: a list with a GraphSummary per graph",
-                repr(graphs)[:300],
+                safe_repr(graphs, 300),
                 "keep the list the given __init__ makes, and append to it in __call__.",
                 SEE,
             ),
@@ -211,14 +211,22 @@ def _ops_hint(got, want) -> str:
     return "list the ops in graph order, one per call_* node."
 
 
+def _rows(summaries: list) -> list | None:
+    """The summaries as plain tuples (inputs, ops), or None where one is not plain: an
+    object of graded code's could answer == with True for any summary."""
+    rows = [tuple(s) if isinstance(s, tuple) else s for s in summaries]
+    return rows if type(summaries) is list and not_plain(rows) is None else None
+
+
 def _check(ex, name: str, counter, want: list) -> None:
     got = _graphs(counter)
     expected = [ex.GraphSummary(inputs, ops) for inputs, ops in want]
-    if got != expected:
+    same = _rows(got) == [(inputs, tuple(ops)) for inputs, ops in want]
+    if not same or not all(isinstance(s, ex.GraphSummary) for s in got):
         pytest.fail(
             explain(
                 f"the graphs handed to the backend for {name}: {expected}",
-                repr(got)[:600],
+                safe_repr(got, 600),
                 _hint(ex, got, want),
                 SEE,
             ),
@@ -248,7 +256,8 @@ def test_the_backend_runs_the_graph(ex):
     counter, compiled = _compile(ex, straight)
     x = torch.randn(5)
     got = _run("compiled(x) runs with your backend", compiled, x)
-    if not (isinstance(got, torch.Tensor) and torch.allclose(got, straight(x))):
+    # Exactly a Tensor: a subclass could answer torch.allclose through __torch_function__.
+    if not (type(got) is torch.Tensor and torch.allclose(got, straight(x))):
         pytest.fail(
             explain(
                 "the compiled function returns what the eager one returns",
@@ -329,7 +338,7 @@ def test_the_summary_names_targets_not_nodes(ex):
     if error is not None:
         _fail_error("summarize(gm) of a graph with a module, a function and a method", error)
     want = ex.GraphSummary(2, ("lin", "add", "relu"))
-    if got != want:
+    if not isinstance(got, ex.GraphSummary) or _rows([got]) != [(2, ("lin", "add", "relu"))]:
         pytest.fail(
             explain(
                 f"summarize(gm) of lin(x) + y, then .relu(): {want}",
