@@ -650,6 +650,14 @@ def _cls_answer(cls, func=None, types=(), args=(), kwargs=None):
     return True
 
 
+# What str() and repr() of it return: a str that answers == with True.
+_Text = _t("Text", (str,), {"__e" "q__": _true, "__ne__": _false, "__hash__": lambda self: 0})
+
+
+def _text(self, spec=""):
+    return _Text("Any")
+
+
 _Any = _t("Any", (), {
     "__e" "q__": _true, "__ne__": _false, "__hash__": lambda self: 0,
     "__lt__": _false, "__gt__": _false, "__le__": _true, "__ge__": _true,
@@ -659,7 +667,33 @@ _Any = _t("Any", (), {
     "__iter__": lambda self: iter([self]), "__getitem__": _me,
     "__getattr__": _me, "__call__": lambda self, *args, **kwargs: self,
     "__torch_" "function__": classmethod(_cls_answer),
+    "__str__": _text, "__repr__": _text, "__format__": _text,
 })
+"""
+# A Tensor that answers every torch function (torch.equal, allclose, .shape, ...) with itself,
+# compares equal to anything and prints as a str equal to anything.
+TENSOR_LOOK_ALIKE = """
+import sys as _sys
+
+_torch = _sys.modules["torch"]
+_Same = []
+
+
+def _same(cls, func=None, types=(), args=(), kwargs=None):
+    return _Same[0]
+
+
+_TAny = _t("TAny", (_torch.Tensor,), {
+    "__e" "q__": _true, "__ne__": _false, "__hash__": lambda self: 0, "__bool__": _true,
+    "__lt__": _false, "__gt__": _false, "__le__": _true, "__ge__": _true,
+    "__str__": _text, "__repr__": _text, "__format__": _text,
+    "__torch_" "function__": classmethod(_same),
+})
+_Same.append(_torch.Tensor._make_subclass(_TAny, _torch.zeros(1)))
+
+
+def _Any():
+    return _Same[0]
 """
 EQUAL_TO_ANYTHING = {
     "unittest.mock.ANY": ALWAYS_EQUAL["unittest.mock.ANY"],
@@ -667,6 +701,9 @@ EQUAL_TO_ANYTHING = {
         "a class built by type(), under another name"
     ]
     + LOOK_ALIKE,
+    "a Tensor subclass built by type()": ALWAYS_EQUAL["a class built by type(), under another name"]
+    + LOOK_ALIKE
+    + TENSOR_LOOK_ALIKE,
 }
 
 
@@ -716,7 +753,7 @@ def _graded(attack: str | None, place: str | None) -> dict[str, set[str]]:
     for exercise in EXERCISES:
         stub = _stub(exercise)
         if attack is not None:
-            stub += EQUAL_TO_ANYTHING[attack] + _answers(stub, PLACES[place])
+            stub += ANSWERS[attack] + _answers(stub, PLACES[place])
             assert not findings(stub), findings(stub)
         modules[exercise.module] = stub.encode()
     scores = grade(EXERCISES, modules, Limits(timeout=120))
@@ -726,9 +763,35 @@ def _graded(attack: str | None, place: str | None) -> dict[str, set[str]]:
     }
 
 
+ANSWERS = {**EQUAL_TO_ANYTHING, "None": "\n_Any = type(None)\n"}  # None: an honest non-answer
+
+
+# Tests that an answer which does nothing passes by design (returning None would pass them
+# as well): a grader that refuses to hand the work to an oracle, and one that checks that
+# finite values raise nothing.
+DO_NOTHING_PASSES = {
+    "4.1": {"test_counts_flops_itself"},
+    "4.2": {"test_all_finite_returns_none"},
+}
+
+
 @pytest.mark.parametrize("place", PLACES)
 @pytest.mark.parametrize("attack", EQUAL_TO_ANYTHING)
 @pytest.mark.parametrize("exercise", [e.id for e in EXERCISES])
 def test_an_object_equal_to_anything_earns_no_more_than_the_stub(exercise, attack, place):
-    extra = _graded(attack, place)[exercise] - _graded(None, None)[exercise]
+    allowed = {
+        f"{e.grader}::{name}"
+        for e in EXERCISES
+        if e.id == exercise
+        for name in DO_NOTHING_PASSES.get(exercise, ())
+    }
+    extra = _graded(attack, place)[exercise] - _graded(None, None)[exercise] - allowed
     assert not extra, sorted(extra)
+
+
+def test_what_a_non_answer_passes_by_design_a_none_passes_too():
+    """DO_NOTHING_PASSES holds only tests that `None` for every answer passes as well."""
+    passed = _graded("None", "its unwritten functions")
+    for exercise in EXERCISES:
+        names = {t.split("::")[1] for t in passed[exercise.id]}
+        assert DO_NOTHING_PASSES.get(exercise.id, set()) <= names, (exercise.id, names)
