@@ -23,6 +23,7 @@ from tests.graders.support import (
     error_line,
     explain,
     oracle_lines,
+    plain_tensors,
     refusing,
     replace_for_student,
     stub_hint,
@@ -182,7 +183,7 @@ def _call(ex, function: str, weight: torch.Tensor):
         for name in ("quantize_weight", "prepare", "convert"):
             replace_for_student(patch, quantize, name, refusing(f"minifx's {name}"), ex)
         try:
-            return getattr(ex, function)(weight)
+            got = getattr(ex, function)(weight)
         except Delegated as error:
             _yourself(f"{error} at {error_line(error)}")
         except Exception as error:  # student code: any error becomes a message
@@ -195,6 +196,7 @@ def _call(ex, function: str, weight: torch.Tensor):
                 ),
                 pytrace=False,
             )
+    return plain_tensors(got, f"{function}(weight)", SEE)
 
 
 # --- what went wrong --------------------------------------------------------------------
@@ -300,7 +302,7 @@ def test_scales_stay_on_the_weights_device(ex, device):
 def _quantized_problem(case: str, weight: torch.Tensor, got) -> str | None:
     """What is wrong with `got`, a quantize_per_channel result, in its form: the hint, or
     None when it is a pair of an int8 tensor of the weight's shape and the right scales."""
-    if not (isinstance(got, tuple) and len(got) == 2):
+    if not (type(got) is tuple and len(got) == 2):  # a subclass could iterate as it likes
         return (
             "return a pair (q, scales): the int8 values and the scales from "
             f"per_channel_scales, not a {type(got).__name__}."
