@@ -22,6 +22,7 @@ from tests.graders.support import (
     describe_error,
     error_line,
     explain,
+    not_plain,
     oracle_lines,
     refusing,
     stub_hint,
@@ -339,9 +340,12 @@ def _hint(graph, targets, got, want: list[list[str]]) -> tuple[str, str]:
 def _check(find, program, targets, want, what: str):
     graph = symbolic_trace(program).graph
     got = find(graph, targets)
+    # Exact types, so that the names compared are the real nodes' own strs: a list, node or
+    # name of graded code's could answer == with True.
     ok = (
-        isinstance(got, list)
-        and all(isinstance(c, list) and all(isinstance(n, Node) for n in c) for c in got)
+        type(got) is list
+        and all(type(c) is list and all(type(n) is Node for n in c) for c in got)
+        and not_plain(_names(got)) is None
         and _names(got) == want
     )
     if not ok:
