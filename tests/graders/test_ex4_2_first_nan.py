@@ -15,7 +15,7 @@ from torch import nn
 
 from minifx.codegen import GraphModule
 from minifx.graph import Tracer
-from tests.graders.support import describe_error, explain
+from tests.graders.support import describe_error, explain, not_plain, plain
 
 pytestmark = [pytest.mark.ch4, pytest.mark.filterwarnings("ignore:std_mean")]
 
@@ -249,7 +249,8 @@ def _first_nonfinite(ex, model: nn.Module, inputs: tuple, what: str) -> str | No
     try:
         ex.NonFiniteChecker(_trace(model)).run(*inputs)
     except ex.NonFiniteError as error:
-        return error.node
+        # A str, compared only then: a node of graded code's could answer == with True.
+        return plain(getattr(error, "node", None), "the node's name, a str", "error.node", SEE)
     except Exception as error:  # student code: any error becomes a message
         raised = error
     else:
@@ -396,7 +397,8 @@ def _same(got, want) -> bool:
     if isinstance(want, tuple):
         return type(got) is type(want) and len(got) == len(want) and all(map(_same, got, want))
     if isinstance(want, torch.Tensor):
-        return isinstance(got, torch.Tensor) and got.shape == want.shape and torch.equal(got, want)
+        # Exactly a Tensor: a subclass could answer torch.equal through __torch_function__.
+        return type(got) is torch.Tensor and got.shape == want.shape and torch.equal(got, want)
     return type(got) is type(want) and got == want
 
 
@@ -444,7 +446,10 @@ def test_error_names_the_node_its_op_target_and_inputs(ex):
         _fail_raised("NonFiniteChecker(gm).run(x) raises NonFiniteError", error)
     want = ("log", "call_function", torch.log, ["sub"])
     got = (error.node, error.op, error.target, error.inputs)
-    if got != want:
+    # The names compared only once plain, the target by identity: values of graded code's
+    # own could answer == with True.
+    same = not_plain(got[:2] + got[3:]) is None and got[2] is want[2] and got == want
+    if not same:
         pytest.fail(
             explain(
                 f"NonFiniteError for %log: (node, op, target, inputs) == {want}",
@@ -468,7 +473,9 @@ def test_stops_at_the_first_non_finite_node(ex):
     if error is not None and not isinstance(error, ex.NonFiniteError):
         _fail_raised("NonFiniteChecker(gm).run(x) raises NonFiniteError", error)
     want = ["x", "mul", "sub"]
-    got = [node.name for node in checker.env]
+    got = plain(
+        [node.name for node in checker.env], "a list of node names", "the names in env", SEE
+    )
     if got != want:
         hint = (
             "raise as soon as a value is not finite, in run_node, before it reaches env and "
