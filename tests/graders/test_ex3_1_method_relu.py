@@ -486,7 +486,7 @@ def test_outputs_are_the_eager_model_with_gelu(ex, case, device):
     except Exception as error:  # the student's graph, run
         got = summarize_error(error)
     if not (
-        isinstance(got, torch.Tensor)
+        type(got) is torch.Tensor  # a subclass could answer torch.allclose itself
         and got.shape == want.shape
         and torch.allclose(got, want, atol=1e-6)
     ):
