@@ -795,3 +795,51 @@ def test_what_a_non_answer_passes_by_design_a_none_passes_too():
     for exercise in EXERCISES:
         names = {t.split("::")[1] for t in passed[exercise.id]}
         assert DO_NOTHING_PASSES.get(exercise.id, set()) <= names, (exercise.id, names)
+
+
+# The same objects stored where a grader reads an exercise's result off an object that
+# graded code builds (4.1's flops_by_node has its own test above).
+STORED = {
+    "4.2": """
+
+def _run_node(self, n):
+    error = NonFiniteError(n)
+    error.node = error.op = error.target = error.inputs = _Any()
+    raise error
+
+
+NonFiniteChecker.run_node = _run_node
+""",
+    "9.1": """
+
+def _backend(self, gm, example_inputs):
+    self.graphs.append(_Any())
+    return gm.forward
+
+
+setattr(GraphCounter, "__ca" + "ll__", _backend)  # where the backend's result goes
+GraphCounter.graph_breaks = lambda self: _Any()
+""",
+}
+
+
+@functools.cache
+def _stored(attack: str) -> dict[str, set[str]]:
+    """exercise id -> the tests passed, with `STORED[id]` planted in its stub."""
+    planted = [e for e in EXERCISES if e.id in STORED]
+    modules = {}
+    for exercise in planted:
+        stub = _stub(exercise) + ANSWERS[attack] + STORED[exercise.id]
+        assert not findings(stub), findings(stub)
+        modules[exercise.module] = stub.encode()
+    scores = grade(planted, modules, Limits(timeout=120))
+    return {s.exercise.id: {t.nodeid for t in s.tests if t.outcome == "passed"} for s in scores}
+
+
+@pytest.mark.parametrize("attack", EQUAL_TO_ANYTHING)
+@pytest.mark.parametrize("exercise", list(STORED))
+def test_an_object_equal_to_anything_stored_as_the_result_earns_no_more_than_none(exercise, attack):
+    """No more than None stored in the same place earns (9.1's backend, which returns
+    gm.forward, does run the graph)."""
+    extra = _stored(attack)[exercise] - _stored("None")[exercise]
+    assert not extra, sorted(extra)
