@@ -276,10 +276,10 @@ PLAIN_LEAVES = (str, int, float, bool, type(None))
 def not_plain(value: object, kinds: tuple[type, ...] = PLAIN_LEAVES) -> str | None:
     """Where `value` is not made of plain Python values only, or None if it is.
 
-    Plain means of exactly these types (subclasses do not count): dict, list, tuple
-    (NamedTuples are not plain either) holding plain values, and the leaves in `kinds`. Only a plain value
-    can be compared: an object of graded code's (or one such as `unittest.mock.ANY`,
-    which any code can reach) may answer `==`, `in`, `sorted` or `str()` with whatever passes.
+    Plain means of exactly these types, subclasses (NamedTuples too) not counted: dict,
+    list and tuple holding plain values, and the leaves in `kinds`. Only a plain value can
+    be compared: an object of graded code's (or one such as `unittest.mock.ANY`, which any
+    code can reach) may answer `==`, `in`, `sorted` or `str()` with whatever passes.
 
     Returns:
         `"a <type>"` for the first value that is not plain (`"a <type> in a dict"`...).
