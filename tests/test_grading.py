@@ -288,6 +288,31 @@ def test_explain_orders_expected_got_hint_see():
         explain("4", "3", "hint", "the book")
 
 
+def test_only_plain_values_pass_for_plain():
+    from collections import namedtuple
+    from unittest.mock import ANY
+
+    import torch
+
+    from tests.graders.support import not_plain, plain, plain_tensors, text
+
+    see = "chapters/01-proxy.md#operators"
+    value = {"a": [1, 2.5, (None, True)], "b": "x"}
+    assert not_plain(value) is None and plain(value, "a dict", "it", see) is value
+    pair = namedtuple("Pair", "a b")
+    always = type("Always", (str,), {"__eq__": lambda self, other: True, "__hash__": str.__hash__})
+    assert not_plain([1, {"k": ANY}]) == "a _ANY in a dict in a list"
+    assert not_plain(pair(1, 2)) == "a Pair"
+    assert not_plain(always("x")) == "a Always"
+    assert not_plain(["x", 1], (str,)) == "a int in a list"
+    with pytest.raises(pytest.fail.Exception, match="Got: a _ANY: <ANY>"):
+        plain(ANY, "a dict", "it", see)
+    tensor = type("Sub", (torch.Tensor,), {})
+    with pytest.raises(pytest.fail.Exception, match="a Sub, a subclass of torch.Tensor"):
+        plain_tensors((torch.zeros(1), torch.zeros(1).as_subclass(tensor)), "it", see)
+    assert type(text(type("P", (), {"__str__": lambda self: always("x")})())) is str
+
+
 # --- bad submissions and hangs, through the judge -------------------------------------
 
 
