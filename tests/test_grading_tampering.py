@@ -695,8 +695,11 @@ _Same.append(_torch.Tensor._make_subclass(_TAny, _torch.zeros(1)))
 def _Any():
     return _Same[0]
 """
+# `unittest.mock.ANY` is not among them: the look-alike answers everything it answers and
+# more, and each grader's checks are of exact types, so what refuses the look-alike refuses
+# ANY too (4.1's test above still tries ANY itself). One object fewer is two fewer gradings
+# of every exercise, about 35 s of `make test`.
 EQUAL_TO_ANYTHING = {
-    "unittest.mock.ANY": ALWAYS_EQUAL["unittest.mock.ANY"],
     "a look-alike class built by type()": ALWAYS_EQUAL[
         "a class built by type(), under another name"
     ]
