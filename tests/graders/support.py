@@ -350,6 +350,22 @@ def exactly(value: object, kind: type, what: str, see: str):
     )
 
 
+def graph_module(gm: object, what: str, see: str):
+    """`gm` once it is a minifx `GraphModule` (minifx makes a subclass per instance, as
+    torch.fx does) whose graph is exactly minifx's `Graph`; else the test fails with
+    `explain(...)`: an object of graded code's could print or answer anything."""
+    from minifx.codegen import GraphModule  # here: graders of stages 1 and 2 need no codegen
+    from minifx.graph import Graph
+
+    if not isinstance(gm, GraphModule):
+        pytest.fail(
+            explain(what, f"a {type(gm).__name__}", "return gm, the GraphModule.", see),
+            pytrace=False,
+        )
+    exactly(gm.graph, Graph, f"{what}: gm.graph", see)
+    return gm
+
+
 def plain_tensors(value, what: str, see: str):
     """`value`, once every tensor in it (itself, or an item of a tuple or list) is exactly a
     `torch.Tensor` (or `nn.Parameter`); else the test fails with `explain(...)`. A subclass

@@ -29,15 +29,14 @@ import torch.nn.utils.fusion
 from torch import nn
 
 import minifx.passes.fuse_conv_bn
-from minifx.codegen import GraphModule, symbolic_trace
-from minifx.graph import Graph
+from minifx.codegen import symbolic_trace
 from tests.graders.support import (
     call_graded,
     describe_error,
-    exactly,
     explain,
     explain_graphs,
     graded_line,
+    graph_module,
     oracle_uses,
 )
 
@@ -306,15 +305,7 @@ LEFT_ALONE = {  # name -> model, input shape, the BatchNorm nodes that must stay
 
 def _fuse(ex, model, what: str):
     gm = _run(what, ex.fuse_linear_bn, symbolic_trace(copy.deepcopy(model)))
-    # Printed and run only as a minifx GraphModule with minifx's own Graph: an object of
-    # graded code's could print or answer anything.
-    if not isinstance(gm, GraphModule):
-        pytest.fail(
-            explain(what, f"a {type(gm).__name__}", "return gm, the GraphModule.", SEE),
-            pytrace=False,
-        )
-    exactly(gm.graph, Graph, f"{what}: gm.graph", SEE)
-    return gm
+    return graph_module(gm, what, SEE)  # printed and run only as minifx's own
 
 
 def _batchnorm_nodes(gm) -> list[str]:

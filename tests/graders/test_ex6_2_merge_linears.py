@@ -17,9 +17,14 @@ import pytest
 import torch
 from torch import nn
 
-from minifx.codegen import GraphModule, symbolic_trace
-from minifx.graph import Graph
-from tests.graders.support import call_graded, describe_error, exactly, explain, explain_graphs
+from minifx.codegen import symbolic_trace
+from tests.graders.support import (
+    call_graded,
+    describe_error,
+    explain,
+    explain_graphs,
+    graph_module,
+)
 
 pytestmark = pytest.mark.ch6
 
@@ -309,15 +314,7 @@ def _merge(ex, model, what: str):
         if hint == _ORDER:  # a shape error in the pass: merged_linear's, or stale modules'
             hint = _merged_linear_wrong(ex) or _STALE
         pytest.fail(explain(what, describe_error(raised), hint, SEE), pytrace=False)
-    # Printed and run only as a minifx GraphModule with minifx's own Graph: an object of
-    # graded code's could print or answer anything.
-    if not isinstance(gm, GraphModule):
-        pytest.fail(
-            explain(what, f"a {type(gm).__name__}", "return gm, the GraphModule.", SEE),
-            pytrace=False,
-        )
-    exactly(gm.graph, Graph, f"{what}: gm.graph", SEE)
-    return gm
+    return graph_module(gm, what, SEE)  # printed and run only as minifx's own
 
 
 def _outputs_differ(gm, model, device="cpu") -> str | None:
