@@ -161,7 +161,8 @@ class _SourceWriter:
             if operator_name in INPLACE_OPERATORS:  # `a += b;  iadd = a`, on one line
                 operands = [self._operand(args[0]), *map(self.expression, args[1:])]
                 statement = INPLACE_OPERATORS[operator_name].format(*operands)
-                return self._assign(node, self.expression(args[0]), before=f"{statement};  ")
+                self._assign(node, self.expression(args[0]), before=f"{statement};  ")
+                return
             spelling = OPERATOR_SYNTAX.get(operator_name)
             if spelling and spelling.count("{}") == len(args):
                 self._assign(node, spelling.format(*self._operator_operands(operator_name, args)))

@@ -154,15 +154,21 @@ def file_problem(path: str, data: bytes, trusted: dict[str, bytes] | None, task:
 
 
 def importable(package: dict[str, bytes], trusted: dict[str, bytes]) -> dict[str, bytes]:
-    """`package` with each file that `file_problem` refuses carved instead.
+    """The task files a task's worker imports: `package`'s, but the carved one for each
+    that the submission lacks or that `file_problem` refuses (never the trusted file: it
+    holds the solutions).
 
     A task's worker imports every file of minifx, those of later stages too (where they
     compile), before its sandbox is armed: a file its task does not need, and which would
     run code on import, is replaced by the carved one, so that it costs only the tasks
     that need it (their `precheck` says why).
     """
-    refused = [path for path, data in package.items() if file_problem(path, data, trusted)]
-    return {**package, **carved_files(trusted, refused)}
+    carve = [
+        path
+        for path in task_files(trusted)
+        if path not in package or file_problem(path, package[path], trusted)
+    ]
+    return {**package, **carved_files(trusted, carve)}
 
 
 def carved_files(trusted: dict[str, bytes], paths: list[str]) -> dict[str, bytes]:

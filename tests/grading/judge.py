@@ -234,10 +234,7 @@ def stage_task(
     task's stage tests and their helpers, and minifx with the submission's task files."""
     folder = Path(tempfile.mkdtemp(prefix="task-", dir=base))
     tests = set(exercise.grader.split(";"))
-    # A task file the submission lacks is staged carved: the trusted one is the solution.
-    missing = [path for path in build.task_files(trusted) if path not in package]
-    carved = build.carved_files(trusted, missing)
-    for relative, data in [*trusted.items(), *carved.items(), *package.items()]:
+    for relative, data in [*trusted.items(), *package.items()]:  # package: build.importable's
         helper = (
             relative.startswith("tests/")
             and not relative.startswith("tests/grading/")
@@ -593,7 +590,8 @@ def grade(
     # breaks when several threads use it at once.
     package = package or {}
     checks = {e.key: _checks(e, modules, trusted, package) for e in exercises}
-    package = build.importable(package, trusted)
+    if any(e.kind == "task" for e in exercises):
+        package = build.importable(package, trusted)
     servers: dict[str, ForkServer | None] = {"exercise": None, "task": None}
     try:
         for kind in servers:
