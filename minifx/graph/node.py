@@ -16,6 +16,7 @@ from .errors import MisuseError as MisuseError  # re-exported: older code import
 from .immutable_collections import immutable_dict, immutable_list
 from .module_paths import get_path as get_path  # re-exported: passes import it from here
 from .node_conveniences import NodeConveniences
+from .node_conveniences import _format_arg as _format_arg  # torch.fx.node has it
 from .side_effects import has_side_effect, node_is_impure
 
 if TYPE_CHECKING:
