@@ -120,8 +120,8 @@ class GraphModule(CopyingMixin, SubmodulesMixin, ReadableMixin, ToFolderMixin, n
             self._in_spec = self._graph.pytree_info.in_spec
             self._out_spec = self._graph.pytree_info.out_spec
         code = python_code(self._graph, root_module="self")
-        self._code, self._lineno_map = code.src, code.lineno_map
-        self._prologue_start = code.prologue_start
+        self._code, self._lineno_map = code.src, code._lineno_map
+        self._prologue_start = code._prologue_start
         # The file name points at the traced code (`..._co_fields`, noted by the Tracer).
         co_fields = getattr(self._graph, "_co_fields", None)
         type(self).forward, self._source_file = compile_forward(code, co_fields)
