@@ -1,6 +1,7 @@
 """`GraphModule`: the state a graph reads (the root's own objects) plus `forward`,
 generated from the graph. Parity features are mixins from `copying.py`,
-`submodules.py`, `readable.py` and `to_folder.py`, beside this module.
+`submodules.py`, `readable.py` and `to_folder.py`, beside this module; it also
+offers torch.fx.graph_module's unpickling function, `copying.reduce_graph_module`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from torch import nn
 from ..graph.graph import Graph
 from ..graph.node import Node
 from .codegen import PythonCode
-from .copying import CopyingMixin, StateOf, tracer_of
+from .copying import CopyingMixin, StateOf, reduce_graph_module, tracer_of  # noqa: F401
 from .python_code import python_code
 from .readable import ReadableMixin
 from .source import compile_forward, explain_error
