@@ -29,7 +29,6 @@ _EXPORTS = {
     "map_aggregate": "graph",
     "Tracer": "graph",
     "RewritingTracer": "graph",
-    "annotate": "graph",
     "wrap": "graph",
     "PH": "graph",
     "has_side_effect": "graph",
@@ -48,6 +47,7 @@ _EXPORTS = {
 
 # torch.fx's modules, by the names code written for torch.fx reaches them as `fx.<name>`.
 _MODULES = {
+    "annotate": "minifx.graph.annotation",
     "node": "minifx.graph.node",
     "immutable_collections": "minifx.graph.immutable_collections",
     "graph_module": "minifx.codegen.graph_module",

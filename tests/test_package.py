@@ -25,7 +25,8 @@ def test_unknown_names_raise_attribute_error():
 
 
 @pytest.mark.parametrize(
-    "name", ["node", "immutable_collections", "graph_module", "_pytree", "subgraph_rewriter"]
+    "name",
+    ["annotate", "node", "immutable_collections", "graph_module", "_pytree", "subgraph_rewriter"],
 )
 def test_torch_fx_s_module_names_import_as_torch_fx_s_do(name):
     """`from torch.fx.node import Node` (torch.fx's documentation) works with minifx's name."""

@@ -48,16 +48,19 @@ class PythonCode:
             before it when the graph calls wrapped functions.
         globals: name -> object, for every global name `src` uses; `exec` the
             source in (a copy of) this dict.
-        lineno_map: line of the function, counted from its `def` line (1 is the
+        _lineno_map: line of the function, counted from its `def` line (1 is the
             first line after it) -> index of the node that line runs, used to
             say which node an error came from; torch.fx counts the same way.
-        prologue_start: the line number of the `def` in `src`.
+        _prologue_start: the line number of the `def` in `src`.
+
+    The last two names start with `_` as torch.fx's do (`gm._lineno_map` keeps a
+    copy).
     """
 
     src: str
     globals: dict[str, Any]
-    lineno_map: dict[int, int] = field(default_factory=dict)
-    prologue_start: int = 0
+    _lineno_map: dict[int, int] = field(default_factory=dict)
+    _prologue_start: int = 0
 
 
 class CodeGen:
@@ -273,7 +276,7 @@ def assemble(writer: _SourceWriter) -> PythonCode:
         head + body + "    ",
         writer.globals,
         lineno_map,
-        prologue_start=wrap_lines.count("\n") + 4,
+        _prologue_start=wrap_lines.count("\n") + 4,
     )
 
 

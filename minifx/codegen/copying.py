@@ -72,10 +72,10 @@ class CopyingMixin(torch.nn.Module):
         As in torch.fx, the graph itself is not pickled: Python source stays
         readable across versions, and retracing it rebuilds the graph.
         """
-        state = {k: v for k, v in self.__dict__.items() if k != "_graph"}
+        body = {k: v for k, v in self.__dict__.items() if k != "_graph"}
         code = python_code(self.graph)  # the graph as it is now, as torch.fx recompiles here
-        source = import_block(code.globals) + code.src
-        return (rebuild, (state, source, self._get_name()))
+        body["_code"], body["_graphmodule_cls_name"] = code.src, self._get_name()
+        return (reduce_graph_module, (body, import_block(code.globals)))
 
     def _replicate_for_data_parallel(self) -> GraphModule:
         """The replica `nn.DataParallel` runs on each device: a `copy.copy`, as in torch.fx.
@@ -88,13 +88,20 @@ class CopyingMixin(torch.nn.Module):
         return replica
 
 
-def rebuild(state: dict, source: str, class_name: str) -> GraphModule:
-    """Unpickle: exec the code, retrace it (submodules stay leaves), rebuild the module."""
+def reduce_graph_module(body: dict[str, Any], import_block: str) -> GraphModule:
+    """Unpickle, under torch.fx's name and arguments: exec the imports and the code
+    (`body["_code"]`), retrace it (submodules stay leaves), rebuild the module.
+
+    Args:
+        body: the pickled module's `__dict__`, without its graph, plus `_code` and
+            `_graphmodule_cls_name` (the class name to give it back).
+        import_block: the imports the code needs (`import torch`, ...).
+    """
     from .graph_module import GraphModule  # see the module docstring
 
-    root, graph = retrace(state, source)
-    gm = GraphModule(root, graph, class_name)
-    for name, value in state.items():  # plain attributes the graph does not name
+    root, graph = retrace(body, import_block + body["_code"])
+    gm = GraphModule(root, graph, body.get("_graphmodule_cls_name", "GraphModule"))
+    for name, value in body.items():  # plain attributes the graph does not name
         if not hasattr(gm, name):
             setattr(gm, name, value)
     return gm

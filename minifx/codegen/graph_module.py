@@ -1,6 +1,7 @@
 """`GraphModule`: the state a graph reads (the root's own objects) plus `forward`,
 generated from the graph. Parity features are mixins from `copying.py`,
-`submodules.py`, `readable.py` and `to_folder.py`, beside this module.
+`submodules.py`, `readable.py` and `to_folder.py`, beside this module; it also
+offers torch.fx.graph_module's unpickling function, `copying.reduce_graph_module`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from torch import nn
 from ..graph.graph import Graph
 from ..graph.node import Node
 from .codegen import PythonCode
-from .copying import CopyingMixin, StateOf, tracer_of
+from .copying import CopyingMixin, StateOf, reduce_graph_module, tracer_of  # noqa: F401
 from .python_code import python_code
 from .readable import ReadableMixin
 from .source import compile_forward, explain_error
@@ -120,8 +121,8 @@ class GraphModule(CopyingMixin, SubmodulesMixin, ReadableMixin, ToFolderMixin, n
             self._in_spec = self._graph.pytree_info.in_spec
             self._out_spec = self._graph.pytree_info.out_spec
         code = python_code(self._graph, root_module="self")
-        self._code, self._lineno_map = code.src, code.lineno_map
-        self._prologue_start = code.prologue_start
+        self._code, self._lineno_map = code.src, code._lineno_map
+        self._prologue_start = code._prologue_start
         # The file name points at the traced code (`..._co_fields`, noted by the Tracer).
         co_fields = getattr(self._graph, "_co_fields", None)
         type(self).forward, self._source_file = compile_forward(code, co_fields)

@@ -14,22 +14,24 @@ from collections import OrderedDict, namedtuple
 from typing import Any
 
 from torch.utils import _pytree as pytree
+from torch.utils._pytree import TreeSpec
 
 from ..proxy.proxy import Proxy
 
 
-def tree_flatten_spec(value: Any, spec: pytree.TreeSpec, where: str = "the inputs") -> list:
-    """The leaves of `value`, read in the order and shape that `spec` describes.
+def tree_flatten_spec(pytree: Any, spec: TreeSpec, where: str = "the inputs") -> list:
+    """The leaves of `pytree` (a value with structure), read in the order and shape that
+    `spec` describes. The parameters are named as torch.fx's.
 
     Dicts are read by the spec's keys (extra keys are ignored, as in torch.fx);
     lists and tuples must have the spec's length.
 
     Raises:
-        TypeError: if `value` does not have the structure of `spec`.
+        TypeError: if `pytree` does not have the structure of `spec`.
     """
     if spec.is_leaf():
-        return [value]
-    children = _children(value, spec, where)
+        return [pytree]
+    children = _children(pytree, spec, where)
     leaves = []
     for key, child, child_spec in zip(_keys(spec), children, spec.children()):
         leaves += tree_flatten_spec(child, child_spec, f"{where}[{key!r}]")
@@ -57,13 +59,13 @@ _BY_KEY = (dict, OrderedDict)
 _BY_POSITION = (list, tuple, namedtuple)
 
 
-def _keys(spec: pytree.TreeSpec) -> list:
+def _keys(spec: TreeSpec) -> list:
     if spec.type in _BY_KEY:
         return list(spec.context)
     return list(range(spec.num_children))
 
 
-def _children(value: Any, spec: pytree.TreeSpec, where: str) -> list:
+def _children(value: Any, spec: TreeSpec, where: str) -> list:
     if isinstance(value, Proxy):  # retracing generated code: record the lookups
         if spec.type in _BY_KEY + _BY_POSITION:
             return [value[key] for key in _keys(spec)]
@@ -91,7 +93,7 @@ def _children(value: Any, spec: pytree.TreeSpec, where: str) -> list:
     return list(children)
 
 
-def _type_name(spec: pytree.TreeSpec) -> str:
+def _type_name(spec: TreeSpec) -> str:
     # pytree files every named tuple under `collections.namedtuple`, its class in the context.
     return spec.context.__name__ if spec.type is namedtuple else spec.type.__name__
 

@@ -58,9 +58,6 @@ class Tracer(ConcreteArgs, ConstantsOnRoot, TracerBase):
         param_shapes_constant: read a parameter's `shape`, `size()`, ... as real values.
     """
 
-    # Read a buffer through a get_attr node on every use (torch.fx's default).
-    proxy_buffer_attributes: bool = False
-    traced_func_name: str = "forward"
     __deepcopy__ = deepcopy_tracer
 
     def __init__(

@@ -216,6 +216,10 @@ class TracerBase:
     check_mutable_operations: bool = False
     # Store the user's frames in node.meta["stack_trace"]: chapter 2's Tracer does.
     record_stack_traces: bool = False
+    # Chapter 2's Tracer options, declared here as in torch.fx: read a buffer through a
+    # get_attr node on every use (torch.fx's default), and the module method to trace.
+    proxy_buffer_attributes: bool = False
+    traced_func_name: str = "forward"
 
     def create_node(
         self,

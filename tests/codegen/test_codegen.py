@@ -22,7 +22,7 @@ from torch.utils import _pytree as pytree
 
 import minifx
 import minifx.codegen
-from minifx.codegen import CodeGen, python_code, symbolic_trace
+from minifx.codegen import CodeGen, PythonCode, python_code, symbolic_trace
 from minifx.codegen.codegen import codegen_of
 from minifx.graph import PH, Graph
 from tests.codegen.support import (
@@ -150,7 +150,7 @@ def test_a_multi_line_def_keeps_the_line_map_right():
     lines = code.src.split("\n")
     add_line = next(i for i, line in enumerate(lines, start=1) if line.startswith("    add = "))
     nodes = list(gm.graph.nodes)
-    assert nodes[code.lineno_map[add_line - code.prologue_start]].name == "add"
+    assert nodes[code._lineno_map[add_line - code._prologue_start]].name == "add"
 
 
 def test_another_root_name_still_names_the_first_parameter():
@@ -191,3 +191,19 @@ def test_a_structured_graph_keeps_no_codegen_and_checks_what_process_inputs_gets
     assert theirs.graph.process_inputs({"a": 1}) == [1]  # flattened, not checked
     with pytest.raises(TypeError, match="should be a dict with keys"):
         ours.graph.process_inputs({"a": 1})
+
+
+def test_python_code_has_torch_fx_s_fields():
+    """`PythonCode(src, globals, _lineno_map, _prologue_start)`, torch.fx's dataclass:
+    code written for torch.fx reads `code._lineno_map` (minifx adds a default for it)."""
+    import dataclasses
+
+    import torch.fx
+
+    def fields(cls: type) -> list[str]:
+        return [f.name for f in dataclasses.fields(cls)]
+
+    assert fields(PythonCode) == fields(torch.fx.graph.PythonCode)
+    gms = symbolic_trace(add), torch.fx.symbolic_trace(add)
+    ours, theirs = (gm.graph.python_code("self") for gm in gms)
+    assert (ours._lineno_map, ours._prologue_start) == (theirs._lineno_map, theirs._prologue_start)

@@ -85,10 +85,10 @@ def test_the_line_map_points_each_line_at_its_node():
     nodes = list(gm.graph.nodes)
     # Counted from the def line, as in torch.fx: 1 to 5 for the five nodes, and 6 for the
     # line after the body.
-    assert code.prologue_start == 4 and sorted(code.lineno_map) == [1, 2, 3, 4, 5, 6]
-    for lineno, index in list(code.lineno_map.items())[:-1]:
+    assert code._prologue_start == 4 and sorted(code._lineno_map) == [1, 2, 3, 4, 5, 6]
+    for lineno, index in list(code._lineno_map.items())[:-1]:
         node = nodes[index]
-        line = lines[code.prologue_start + lineno - 1].strip()
+        line = lines[code._prologue_start + lineno - 1].strip()
         if node.op == "output":
             assert line == "return sum_1"
         else:

@@ -68,3 +68,15 @@ def test_register_pytree_flatten_spec_is_how_generated_code_reads_a_registered_i
         before = Counted.read
         assert gm(box).tolist() == [3.0, 3.0]
         assert Counted.read == before + 1, lib.__name__
+
+
+def test_tree_flatten_spec_takes_torch_fx_s_keywords():
+    """`tree_flatten_spec(pytree=..., spec=...)`, as torch.fx._pytree's is called."""
+    from torch.utils import _pytree as pytree
+
+    value = {"a": torch.ones(1), "b": (torch.zeros(1), 2)}
+    spec = pytree.tree_flatten(value)[1]
+    theirs = torch.fx._pytree.tree_flatten_spec(pytree=value, spec=spec)
+    ours = minifx._pytree.tree_flatten_spec(pytree=value, spec=spec)
+    assert len(ours) == len(theirs) == 3
+    assert all(a is b for a, b in zip(ours, theirs))

@@ -27,7 +27,7 @@ import minifx.graph
 
 REWRITERS = {"torch.fx": torch_rewriter.RewritingTracer, "minifx": minifx.graph.RewritingTracer}
 TRACERS = {"torch.fx": torch.fx.Tracer, "minifx": minifx.graph.Tracer}
-ANNOTATE = {"torch.fx": annotate, "minifx": minifx.annotate}
+ANNOTATE = {"torch.fx": annotate, "minifx": minifx.graph.annotate}
 
 
 # -- wrapped functions, registered with torch.fx.wrap (minifx honours it too) ----------

@@ -28,7 +28,7 @@ class CallsAnnotate(nn.Module):
 
 class CallsMinifxAnnotate(nn.Module):
     def forward(self, x):
-        y = minifx.annotate(x, int)
+        y = minifx.graph.annotate(x, int)
         return torch.add(x, y)
 
 
@@ -66,7 +66,7 @@ def test_annotating_a_typed_value_says_which_node_and_how_to_fix_it():
     graph = minifx.graph.Graph()
     x = minifx.proxy.Proxy(graph.placeholder("x", type_expr=int))
     with pytest.raises(TraceError) as error:
-        minifx.annotate(x, float)
+        minifx.graph.annotate(x, float)
     message = str(error.value)
     assert message.startswith("annotate(%x, float): %x already has the type int.")
     assert "Why: a node has one type" in message
@@ -76,6 +76,22 @@ def test_annotating_a_typed_value_says_which_node_and_how_to_fix_it():
 def test_annotating_a_result_twice_says_to_annotate_once():
     graph = minifx.graph.Graph()
     x = minifx.proxy.Proxy(graph.placeholder("x"))
-    total = minifx.annotate(x.sum(), int)
+    total = minifx.graph.annotate(x.sum(), int)
     with pytest.raises(RuntimeError, match=r"How to fix: annotate each value once\.$"):
-        minifx.annotate(total, float)
+        minifx.graph.annotate(total, float)
+
+
+def test_fx_annotate_is_the_module_that_holds_annotate_as_in_torch_fx():
+    """`from torch.fx.annotate import annotate` is torch.fx's spelling (torch.fx has no
+    top-level `annotate` function): the same import works with minifx's name."""
+    import inspect
+
+    import torch.fx.annotate
+
+    import minifx.annotate
+
+    assert minifx.annotate.annotate is minifx.graph.annotate
+    assert minifx.annotate is minifx.graph.annotation
+    assert not callable(torch.fx.annotate) and not callable(minifx.annotate)
+    theirs = inspect.signature(torch.fx.annotate.annotate).parameters
+    assert list(inspect.signature(minifx.annotate.annotate).parameters) == list(theirs)

@@ -240,3 +240,19 @@ def test_two_tracers_in_one_call_raise():
     assert message.startswith("add() received Proxies from 2 tracers.\n")
     assert "Why: each trace records into one graph" in message
     assert "How to fix: use values from one trace per call" in message
+
+
+# -- TracerBase's members, as torch.fx pins them --------------------------------------
+
+
+def test_tracer_base_has_torch_fx_s_public_members_and_defaults():
+    """torch.fx keeps TracerBase's public members backward compatible (its own test lists
+    them); minifx's has each, with the same default, except `trace_asserts` (chapter 1's
+    differences: not covered)."""
+    theirs = {k: v for k, v in vars(torch.fx.proxy.TracerBase).items() if not k.startswith("_")}
+    missing = sorted(k for k in theirs if not hasattr(TracerBase, k))
+    assert missing == ["trace_asserts"]
+    for name in ("check_mutable_operations", "record_stack_traces", "proxy_buffer_attributes"):
+        assert getattr(TracerBase, name) is theirs[name] is False
+    assert TracerBase.traced_func_name == theirs["traced_func_name"] == "forward"
+    assert GraphAppendingTracer.traced_func_name == "forward"
