@@ -219,6 +219,14 @@ INPUTS: dict[str, Callable[[], Example]] = {
     "autowrap_functions_both": tensor(2, 3),
     "autowrap_modules_empty": tensor(2, 3),
     "custom_tracer_untraceable_leaf": tensor(2, 3),
+    # constructs of torchvision's models
+    "channel_shuffle": tensor(1, 4, 2, 3),
+    "ClassToken": tensor(2, 4, 2, 3),
+    "QuantizableSkipAdd": tensor(1, 2, 3, 3),
+    "SegmentationHead": tensor(1, 2, 5, 6),
+    "relative_position_index": tensor(2, 4),
+    "is_scripting_branch": tensor(2, 3),
+    "wrapped_pair_unpacked": tensor(2, 3),
 }
 
 NOT_RUNNABLE: dict[str, str] = {

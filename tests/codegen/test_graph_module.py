@@ -237,6 +237,48 @@ def test_copies_only_the_state_the_graph_uses_as_torch_fx_does():
     torch.testing.assert_close(gm(x4()), root(x4()))
 
 
+def feature_extractor(lib: Lib, root: torch.nn.Module, wanted: list[str]) -> torch.nn.Module:
+    """What torchvision's `create_feature_extractor` does: trace, return the `wanted` nodes
+    in a dict instead of the output, drop what they do not need, and build a GraphModule
+    from the root again, which copies only the state the smaller graph uses."""
+    gm = lib.GraphModule(root, lib.Tracer().trace(root), "Net")
+    graph = gm.graph
+    for node in [n for n in reversed(graph.nodes) if n.op == "output"]:
+        graph.erase_node(node)
+    nodes = list(graph.nodes)
+    with graph.inserting_after(nodes[-1]):
+        graph.output({name: n for n in nodes for name in wanted if n.name == name})
+    graph.eliminate_dead_code()
+    gm.recompile()
+    return lib.GraphModule(root, graph, "Net")
+
+
+def test_a_feature_extractor_built_from_an_edited_graph_as_torch_fx():
+    root = Net()
+    wanted = ["layer1_1_conv", "mul"]
+
+    def build(lib: Lib) -> tuple[str, dict[str, list[str]]]:
+        extractor = feature_extractor(lib, root, wanted)
+        return normalise(extractor.code), keys(extractor)
+
+    code, state = differential(build)
+    assert "return {'layer1_1_conv': layer1_1_conv, 'mul': mul}" in code
+    assert "head" not in code and "shift" not in code, "dead code was dropped"
+    assert state["modules"] == [
+        "",
+        "layer1",
+        "layer1.0",
+        "layer1.0.conv",
+        "layer1.1",
+        "layer1.1.conv",
+    ]
+    features = feature_extractor(MINI, root, wanted)(x4())
+    expected = feature_extractor(TORCH, root, wanted)(x4())
+    assert list(features) == wanted
+    torch.testing.assert_close(features, expected)
+    torch.testing.assert_close(features["mul"], root.layer1(x4()) * root.scale)
+
+
 def test_shares_the_root_objects_and_adds_plain_modules_on_dotted_paths():
     root = Net()
     gm = symbolic_trace(root)

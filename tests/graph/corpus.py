@@ -1190,4 +1190,92 @@ add_case(
 add_case("custom_tracer_untraceable_leaf", UsesUntraceableLeaves, tracer=_untraceable_is_leaf)
 
 
+# == constructs of torchvision's models ========================================================
+# torchvision is not a dependency. minifx and torch.fx were compared once on every torchvision
+# classification, segmentation, video and quantizable model (same graphs, code and outputs);
+# these small programs keep what those models do that the cases above did not already do.
+
+
+@case()
+def channel_shuffle(x):
+    # shufflenet_v2: four sizes unpacked from x.size(), then view / transpose / view.
+    batch, channels, height, width = x.size()
+    x = x.view(batch, 2, channels // 2, height, width)
+    x = torch.transpose(x, 1, 2).contiguous()
+    return x.view(batch, -1, height, width)
+
+
+@case()
+class ClassToken(nn.Module):
+    """vit_b_16: a shape check with torch._assert, then a class token expanded to the batch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.class_token = nn.Parameter(torch.zeros(1, 1, 4))
+
+    def forward(self, x):
+        n, c, h, w = x.shape
+        torch._assert(h == 2, f"Wrong image height! Expected 2 but got {h}!")
+        x = x.reshape(n, c, h * w).permute(0, 2, 1)
+        batch_class_token = self.class_token.expand(n, -1, -1)
+        return torch.cat([batch_class_token, x], dim=1)[:, 0]
+
+
+@case()
+class QuantizableSkipAdd(nn.Module):
+    """torchvision's quantizable models: a FloatFunctional's `add` *method* is called, not
+    its forward, so the tracer runs through it and records its observer submodule."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(2, 2, 1)
+        self.skip_add = torch.ao.nn.quantized.FloatFunctional()
+
+    def forward(self, x):
+        return self.skip_add.add(self.conv(x), x)
+
+
+@case()
+class SegmentationHead(nn.Module):
+    """fcn / deeplabv3: the result upsampled to the input's size, in a dict. (torchvision
+    builds an OrderedDict, which both libraries' GraphModules return as a plain dict.)"""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.backbone = nn.Conv2d(2, 3, 3, stride=2, padding=1)
+        self.classifier = nn.Conv2d(3, 2, 1)
+
+    def forward(self, x):
+        input_shape = x.shape[-2:]
+        result = {}
+        y = self.classifier(self.backbone(x))
+        result["out"] = F.interpolate(y, size=input_shape, mode="bilinear", align_corners=False)
+        return result
+
+
+@case()
+def relative_position_index(x):
+    # maxvit / swin: an index computed from constants only runs now and becomes a tensor
+    # constant; only the indexing of the input is recorded.
+    coords = torch.stack(torch.meshgrid([torch.arange(2), torch.arange(2)], indexing="ij"))
+    index = coords.flatten(1).sum(0)
+    return x[:, index]
+
+
+@case()
+def is_scripting_branch(x):
+    # googlenet / inception_v3: torch.jit.is_scripting() is False while tracing, so the eager
+    # branch is taken and nothing is recorded for the test.
+    if torch.jit.is_scripting():
+        return x
+    return x * 0.5 + 0.1
+
+
+@case()
+def wrapped_pair_unpacked(x):
+    # mvit: a wrapped helper returns a pair, unpacked at once (two getitem nodes).
+    x, rank_before = wh.with_batch_dim(x, 3)
+    return wh.without_batch_dim(x.relu(), rank_before)
+
+
 CASES_BY_NAME = {c.name: c for c in CASES}

@@ -98,6 +98,55 @@ def test_call_module_override_sees_each_module_call():
     assert results["minifx"][1].calls == results["torch.fx"][1].calls == ["linear", "act"]
 
 
+class TwoBlocks(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = nn.Sequential(Block(), Block())
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.head(self.blocks(x) + x)
+
+
+def test_call_module_replaced_and_create_proxy_record_each_node_s_module_path():
+    """torchvision's feature extraction (`get_graph_node_names`) names each node after the
+    module it was recorded in: its tracer replaces `call_module` (no `super()` call) to
+    know which module it is tracing through, and overrides `create_proxy` to note that
+    module's path for every node. Both libraries must ask these at the same moments."""
+
+    def make(base):
+        class ModulePathTracer(base):
+            def __init__(self):
+                super().__init__()
+                self.current_path = ""
+                self.path_of_node = {}
+
+            def call_module(self, m, forward, args, kwargs):
+                outer, self.current_path = self.current_path, self.path_of_module(m)
+                try:
+                    if not self.is_leaf_module(m, self.current_path):
+                        return forward(*args, **kwargs)
+                    return self.create_proxy("call_module", self.current_path, args, kwargs)
+                finally:
+                    self.current_path = outer
+
+            def create_proxy(self, kind, target, args, kwargs, name=None, type_expr=None, *_):
+                proxy = super().create_proxy(kind, target, args, kwargs, name, type_expr)
+                self.path_of_node[proxy.node.name] = self.current_path
+                return proxy
+
+        return ModulePathTracer
+
+    tracers = {library: make(base)() for library, base in BASES.items()}
+    graphs = {library: tracer.trace(TwoBlocks()) for library, tracer in tracers.items()}
+    assert str(graphs["minifx"]) == str(graphs["torch.fx"])
+    paths = tracers["minifx"].path_of_node
+    assert paths == tracers["torch.fx"].path_of_node
+    assert paths["blocks_1_linear"] == "blocks.1.linear"
+    assert paths["relu_1"] == "blocks.1"  # torch.relu, recorded inside blocks.1's forward
+    assert paths["add_2"] == ""  # the root's own `+ x`
+
+
 def test_create_arg_override_can_store_new_types():
     class Scale:
         """A value the default tracer cannot store in a graph."""

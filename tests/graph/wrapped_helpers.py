@@ -56,6 +56,27 @@ def zeros_like_rows(x):
     return x.new_zeros(len(x))
 
 
+def with_batch_dim(x, rank):
+    """`x` with a batch dimension added when it has `rank - 1` dimensions, and its rank
+    before: a pair, as torchvision's mvit returns from its wrapped `_unsqueeze`. `if` on
+    `x.dim()` would fail on a Proxy."""
+    before = x.dim()
+    if before == rank - 1:
+        x = x.unsqueeze(0)
+    return x, before
+
+
+def without_batch_dim(x, rank_before):
+    """Undo `with_batch_dim`; `rank_before` is a Proxy while tracing, so `if` would fail."""
+    if rank_before < x.dim():
+        x = x.squeeze(0)
+    return x
+
+
+torch.fx.wrap("with_batch_dim")
+torch.fx.wrap("without_batch_dim")
+
+
 # -- registered with minifx.wrap only ----------------------------------------------
 
 

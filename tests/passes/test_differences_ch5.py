@@ -223,3 +223,20 @@ def test_torch_fx_has_no_mermaid_output():
     mentions = [path for path in fx_root.rglob("*.py") if "mermaid" in path.read_text().lower()]
     assert mentions == []
     assert "flowchart TD" in to_mermaid(minifx.symbolic_trace(lambda x: x + 1))
+
+
+def test_a_list_or_dict_value_gets_the_plain_type_where_torch_fx_records_an_immutable_one():
+    """A node whose value is a list or a dict gets `type` `list` or `dict`; torch.fx records
+    `immutable_list` or `immutable_dict`, since its Interpreter passes and returns its
+    immutable containers (chapter 4)."""
+    for program, kind in [
+        (lambda x: {"out": x.relu(), "aux": [x, x * 2]}, "dict"),
+        (lambda x: [x.relu(), x * 2], "list"),
+    ]:
+        theirs, ours = both(program)
+        fx_shape_prop.ShapeProp(theirs).propagate(torch.randn(2, 3))
+        ShapeProp(ours).propagate(torch.randn(2, 3))
+        fx_output, output = theirs.graph.output_node(), list(ours.graph.nodes)[-1]
+        assert fx_output.meta["type"].__name__ == f"immutable_{kind}"
+        assert output.meta["type"].__name__ == kind
+        assert repr(output.meta["tensor_meta"]) == repr(fx_output.meta["tensor_meta"])
