@@ -332,6 +332,58 @@ _sys.modules["pytest"].exit("done", returncode=0)
 """,
         "pytest.exit()",
     ),
+    # Trusted code asked to run what graded code hands it: support.call_graded(fn) calls
+    # fn from the grading's own frame, so the sandbox once took the request for the grading's.
+    "gc and stack frames, through a function the grading calls for graded code": (
+        """
+_call = _sys.modules["tests.graders.support"].call_graded
+_objects, _ = _call(_sys.modules["g" + "c"].get_objects)
+for _o in _objects or ():
+    if type(_o).__name__ == "GradingPlugin":
+        _forge(_o)
+_frame, _ = _call(_get(_sys, "_get" + "frame"))
+while _frame is not None:
+    for _value in list(_get(_frame, "f_" + "locals").values()):
+        _manager = _get(_get(_value, "config", None), "pluginmanager", None)
+        for _plugin in _manager.get_plugins() if _manager is not None else ():
+            if type(_plugin).__name__ == "GradingPlugin":
+                _forge(_plugin)
+    _frame = _get(_frame, "f_" + "back")
+""",
+        "inspect the running interpreter (gc.get_objects) through code it handed over",
+    ),
+    "a grader's helper rewritten, through open called by the grading": (
+        """
+_support = _sys.modules["tests.graders.support"]
+_file, _ = _support.call_graded(open, _support.__file__, "a")
+if _file is not None:
+    _file.write("\\nimport gc\\nfor _o in gc.get_objects():\\n    _o = None\\n")
+    _file.close()
+""",
+        "change the grading's files (open",
+    ),
+    "a method compiled under <string>, which minifx calls by its name": (
+        """
+_mx = _sys.modules["minifx"]
+_spy = {"_sys": _sys, "_forge": _forge, "_Interpreter": _mx.Interpreter}
+_get(_b, "ex" + "ec")(_get(_b, "com" + "pile")(
+    "def run_node(self, n):\\n"
+    "    for _o in _sys.modules['g' + 'c'].get_objects():\\n"
+    "        if type(_o).__name__ == 'GradingPlugin':\\n"
+    "            _forge(_o)\\n"
+    "    return _Interpreter.run_node(self, n)\\n",
+    "<string>", "exec"), _spy)
+
+
+class _Spy(_mx.Interpreter):
+    pass
+
+
+_Spy.run_node = _spy["run_node"]
+_Spy(_mx.symbolic_trace(_sys.modules["torch"].nn.ReLU())).run(_sys.modules["torch"].ones(1))
+""",
+        "inspect the running interpreter (gc.get_objects) (exercises/<string>",
+    ),
     "an exception whose message cannot be printed": (
         """
 class _Unprintable(Exception):

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from linecache import getline
 from os import O_APPEND, O_CREAT, O_RDWR, O_TRUNC, O_WRONLY, PathLike, fsdecode, sep
-from os.path import basename, join, realpath
+from os.path import basename, dirname, join, realpath
 from sys import _getframe
 from sys import modules as _modules
 from sysconfig import get_paths
@@ -146,6 +146,12 @@ OTHER = (
 )
 WATCHED = INTROSPECTION | TRACING | PROCESSES | FILE_CHANGES | CODE | PATCHES | {"open"}
 WRITE_FLAGS = O_WRONLY | O_RDWR | O_APPEND | O_CREAT | O_TRUNC
+# In each staged folder of a grading run, what workers import: nobody writes there while
+# graded code runs (on Linux, every exercise's worker imports the fork server's copy).
+STAGED_CODE = frozenset({"minifx", "tests", "exercises", "conftest.py", "pyproject.toml"})
+# Frames of comprehensions, which iterate what the function around them called.
+COMPREHENSIONS = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"})
+CONSTRUCTORS = frozenset({"__init__", "__new__"})
 
 
 class Sandbox:
@@ -180,6 +186,7 @@ class Sandbox:
         self.task_mode = not isinstance(graded, str)
         self.regions = {realpath(path): spans for path, spans in (regions or {}).items()}
         self.root = _folder(trusted)
+        self.staging = _folder(dirname(realpath(trusted)))  # the run's folder of staged folders
         self.own = (_folder(trusted, "minifx"), _folder(trusted, "tests"))  # minifx and the grading
         self.installed = tuple({_folder(paths["purelib"]), _folder(paths["platlib"])})
         self.readable = (
@@ -225,11 +232,16 @@ class Sandbox:
     def _refusal(self, event: str, args: tuple) -> str:
         """What graded code tried to do, if the operation is refused; '' if it is allowed."""
         stack = self._stack()
-        requester = next((kind for kind, _ in stack if kind != SEE_THROUGH), None)
-        if requester == OWN or (
-            requester == INSTALLED and all(kind != GRADED for kind, _ in stack)
-        ):
-            return ""
+        at = next((i for i, (kind, _) in enumerate(stack) if kind != SEE_THROUGH), None)
+        requester = None if at is None else stack[at][0]
+        graded_below = any(kind == GRADED for kind, _ in stack)
+        if event in CODE and graded_below and not _importing(stack):
+            self._made_for_graded(event, args)
+        changed = self._grading_code_changed(event, args)
+        if changed:
+            return f"change the grading's files ({event} {changed}){self._where(stack)}"
+        if requester == OWN or (requester == INSTALLED and not graded_below):
+            return self._handed_over(event, args, stack, at)
         where = self._where(stack)
         if event in INTROSPECTION:
             if stack and stack[0][1].f_code.co_filename.endswith(FRAME_USERS):
@@ -260,6 +272,50 @@ class Sandbox:
         if event in CODE:
             return self._code_refusal(event, args, stack, where)
         return f"use {event} (no network, ctypes or operating-system access while graded){where}"
+
+    def _grading_code_changed(self, event: str, args: tuple) -> str:
+        """The file the operation writes into what a worker of this run imports, whoever asks:
+        trusted code may be running a function that graded code handed it (`open` itself)."""
+        if event == "open":
+            path, mode, flags = (list(args) + [None, None, 0])[:3]
+            writes = isinstance(mode, str) and any(c in mode for c in "wax+")
+            paths = [path] if writes or (flags or 0) & WRITE_FLAGS else []
+        else:
+            paths = list(args) if event in FILE_CHANGES and not event.endswith("env") else []
+        for path in paths:
+            if isinstance(path, (str, bytes, PathLike)):
+                path = realpath(fsdecode(path))
+                parts = path[len(self.staging) :].split(sep)  # stage folder, then its file
+                if path.startswith(self.staging) and len(parts) > 1 and parts[1] in STAGED_CODE:
+                    return path
+        return ""
+
+    def _handed_over(self, event: str, args: tuple, stack: list, at: int) -> str:
+        """Why an introspection that trusted code makes is refused: it did not ask for it by
+        name, so it is running a function that graded code handed it
+        (`support.call_graded(gc.get_objects)`, `map(f, iter(sys._getframe, None))`); or ''.
+
+        The code that made the call must name it, and the trusted code that called into
+        the standard library for it must name the function it called.
+        """
+        if event not in INTROSPECTION:
+            return ""
+        attribute = len(args) > 1 and isinstance(args[1], str)  # tb_frame, gi_frame, ...
+        named = args[1] if attribute else event.split(".")[-1]
+        asked = named in stack[0][1].f_code.co_names
+        if asked and at > 0:
+            asked = _calls(stack[at][1], stack[at - 1][1].f_code.co_name)
+        if asked:
+            return ""
+        where = self._where(stack)
+        return f"inspect the running interpreter ({event}) through code it handed over{where}"
+
+    def _made_for_graded(self, event: str, args: tuple) -> None:
+        """Code made at run time while graded code runs is graded code: a function compiled
+        under `<string>` and called by a grader must not pass for the standard library."""
+        filename = _code_filename(event, args)
+        if self._classify(filename) == SEE_THROUGH:
+            self._kinds[filename] = GRADED
 
     def _stack(self) -> list[tuple[str, object]]:
         """`(kind, frame)` for each frame, innermost first, leaving out the hook's own."""
@@ -345,11 +401,7 @@ class Sandbox:
 
     def _code_refusal(self, event: str, args: tuple, stack: list, where: str) -> str:
         """Code objects that would pass for ours: compiled, built or run under our file names."""
-        if event in ("compile", "code.__new__"):
-            filename = args[1] if len(args) > 1 and isinstance(args[1], (str, bytes)) else ""
-            filename = fsdecode(filename)
-        else:  # "function.__new__", "exec": their argument is a code object
-            filename = getattr(args[0], "co_filename", "") if args else ""
+        filename = _code_filename(event, args)
         kind = self._classify(filename)
         # In a build task's file, code counts as graded or as the reference's by the line it
         # starts on: made under that file's name, it could claim any line.
@@ -370,6 +422,29 @@ class Sandbox:
             else f"exercises/{basename(filename)}"
         )
         return f" ({shown}:{line}: {getline(filename, line).strip()})"
+
+
+def _code_filename(event: str, args: tuple) -> str:
+    """The file name that code compiled, built or run in a CODE event claims."""
+    if event in ("compile", "code.__new__"):
+        filename = args[1] if len(args) > 1 and isinstance(args[1], (str, bytes)) else ""
+        return fsdecode(filename)
+    return getattr(args[0], "co_filename", "") if args else ""  # function.__new__, exec
+
+
+def _calls(frame, name: str) -> bool:
+    """Whether the code of `frame` names `name` (for a comprehension: or its function does,
+    which made what the comprehension iterates). A constructor is called by its class's
+    name (`TypeVar("T")` runs `__init__`, which reads its caller's module name)."""
+    if name in frame.f_code.co_names or name in CONSTRUCTORS:
+        return True
+    outer = frame.f_back
+    return (
+        frame.f_code.co_name in COMPREHENSIONS
+        and outer is not None
+        and outer.f_code.co_filename == frame.f_code.co_filename
+        and name in outer.f_code.co_names
+    )
 
 
 def _importing(stack: list) -> bool:

@@ -360,6 +360,9 @@ def run(
             files), comma-separated paths from the root; they are graded code.
     """
     limit_output()
+    # No bytecode caches: the staged folders are not written while graded code runs (the
+    # sandbox refuses it), and `python -I` ignores PYTHONDONTWRITEBYTECODE.
+    sys.dont_write_bytecode = True
     os.chdir(ROOT)
     sys.path.insert(0, str(graded))
     graded_modules: tuple[str, ...] = (GRADED_PACKAGE,)
