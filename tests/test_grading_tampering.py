@@ -360,7 +360,7 @@ if _file is not None:
     _file.write("\\nimport gc\\nfor _o in gc.get_objects():\\n    _o = None\\n")
     _file.close()
 """,
-        "change the grading's files (open",
+        "write files that the grading runs (open",
     ),
     "a method compiled under <string>, which minifx calls by its name": (
         """

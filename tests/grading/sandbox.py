@@ -239,7 +239,7 @@ class Sandbox:
             self._made_for_graded(event, args)
         changed = self._grading_code_changed(event, args)
         if changed:
-            return f"change the grading's files ({event} {changed}){self._where(stack)}"
+            return f"write files that the grading runs ({event} {changed}){self._where(stack)}"
         if requester == OWN or (requester == INSTALLED and not graded_below):
             return self._handed_over(event, args, stack, at)
         where = self._where(stack)
