@@ -166,6 +166,8 @@ class Sandbox:
             function that starts in one is graded code, the file's other functions (the
             reference's, which the task did not carve) are minifx's own. A file missing
             here is graded as a whole.
+        source: The instructor's copy the judge grades from (its minifx holds the build
+            tasks' solutions), which no code of the worker reads.
 
     Attributes:
         violations: One line per refused operation, in order.
@@ -177,6 +179,7 @@ class Sandbox:
         trusted: str,
         graded_modules: tuple[str, ...] = ("exercises",),
         regions: dict[str, list[tuple[int, int]]] | None = None,
+        source: str = "",
     ) -> None:
         paths = get_paths()
         self.graded = (
@@ -187,6 +190,7 @@ class Sandbox:
         self.regions = {realpath(path): spans for path, spans in (regions or {}).items()}
         self.root = _folder(trusted)
         self.staging = _folder(dirname(realpath(trusted)))  # the run's folder of staged folders
+        self.elsewhere = (self.staging, _folder(source)) if source else (self.staging,)
         self.own = (_folder(trusted, "minifx"), _folder(trusted, "tests"))  # minifx and the grading
         self.installed = tuple({_folder(paths["purelib"]), _folder(paths["platlib"])})
         self.readable = (
@@ -240,6 +244,12 @@ class Sandbox:
         changed = self._grading_code_changed(event, args)
         if changed:
             return f"write files that the grading runs ({event} {changed}){self._where(stack)}"
+        elsewhere = self._read_elsewhere(event, args)
+        if elsewhere:
+            return (
+                "read files outside exercises/, minifx and the installed packages "
+                f"({elsewhere}, which is the grading's, whoever opens it){self._where(stack)}"
+            )
         if requester == OWN or (requester == INSTALLED and not graded_below):
             return self._handed_over(event, args, stack, at)
         where = self._where(stack)
@@ -289,6 +299,18 @@ class Sandbox:
                 if path.startswith(self.staging) and len(parts) > 1 and parts[1] in STAGED_CODE:
                     return path
         return ""
+
+    def _read_elsewhere(self, event: str, args: tuple) -> str:
+        """The file of another worker's folder, or of the instructor's copy, that the
+        operation opens, whoever asks (torch's file opener reads any path it is given); or ''.
+        The fork server for build tasks and the judge's folder hold minifx solved."""
+        path = args[0] if event == "open" and args else None
+        if not isinstance(path, (str, bytes, PathLike)):
+            return ""
+        path = realpath(fsdecode(path))
+        if path.startswith((self.root, *self.readable)) or not path.startswith(self.elsewhere):
+            return ""
+        return path
 
     def _handed_over(self, event: str, args: tuple, stack: list, at: int) -> str:
         """Why an introspection that trusted code makes is refused: it did not ask for it by
