@@ -250,7 +250,10 @@ class Sandbox:
                 "read files outside exercises/, minifx and the installed packages "
                 f"({elsewhere}, which is the grading's, whoever opens it){self._where(stack)}"
             )
-        if requester == OWN or (requester == INSTALLED and not graded_below):
+        # minifx and the grading never start processes, trace or load native code while
+        # graded code runs: asked of them, it is a function graded code handed them.
+        never_ours = event in PROCESSES or event in TRACING or event.startswith(OTHER)
+        if (requester == OWN and not never_ours) or (requester == INSTALLED and not graded_below):
             return self._handed_over(event, args, stack, at)
         where = self._where(stack)
         if event in INTROSPECTION:
