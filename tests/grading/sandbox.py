@@ -24,6 +24,16 @@ is behind the request, directly or through a package it called (torch has functi
 return their caller's frame), and the rules below decide. A stack with no requester (a
 thread or an `atexit` function that graded code started) counts as graded code.
 
+Trusted code can be made to run what graded code hands it (`support.call_graded(fn)`
+calls `fn` from the grading's own frame; `map` and `iter` call C functions from whatever
+frame iterates them). So a request from minifx or the grading counts as theirs only when
+it is one they make: an introspection whose code names it (and, through the standard
+library, a call that names the function it calls), never a process, a trace or ctypes.
+Code compiled while graded code runs is graded code, whatever file name it claims. And
+some files are refused to everyone: writing what the run's workers import (the staged
+minifx, graders and exercises) and reading the other staged folders or the judge's copy
+(whose minifx holds the build tasks' solutions).
+
 The worker adds the hook first thing and arms it once pytest has collected the tests,
 before any graded code runs. A refused operation raises `PermissionError` and is recorded; the worker then fails the
 test that was running and every test after it. The hook stops Python code; native code
@@ -241,19 +251,10 @@ class Sandbox:
         graded_below = any(kind == GRADED for kind, _ in stack)
         if event in CODE and graded_below and not _importing(stack):
             self._made_for_graded(event, args)
-        changed = self._grading_code_changed(event, args)
-        if changed:
-            return f"write files that the grading runs ({event} {changed}){self._where(stack)}"
-        elsewhere = self._read_elsewhere(event, args)
-        if elsewhere:
-            return (
-                "read files outside exercises/, minifx and the installed packages "
-                f"({elsewhere}, which is the grading's, whoever opens it){self._where(stack)}"
-            )
-        # minifx and the grading never start processes, trace or load native code while
-        # graded code runs: asked of them, it is a function graded code handed them.
-        never_ours = event in PROCESSES or event in TRACING or event.startswith(OTHER)
-        if (requester == OWN and not never_ours) or (requester == INSTALLED and not graded_below):
+        refused = self._refused_to_anyone(event, args, stack)
+        if refused:
+            return refused
+        if _trusted(requester, event, graded_below):
             return self._handed_over(event, args, stack, at)
         where = self._where(stack)
         if event in INTROSPECTION:
@@ -286,9 +287,22 @@ class Sandbox:
             return self._code_refusal(event, args, stack, where)
         return f"use {event} (no network, ctypes or operating-system access while graded){where}"
 
+    def _refused_to_anyone(self, event: str, args: tuple, stack: list) -> str:
+        """Files no code of the worker writes or reads, whoever asks: trusted code may be
+        running a function that graded code handed it (`support.call_graded(open, ...)`)."""
+        changed = self._grading_code_changed(event, args)
+        if changed:
+            return f"write files that the grading runs ({event} {changed}){self._where(stack)}"
+        elsewhere = self._read_elsewhere(event, args)
+        if elsewhere:
+            return (
+                "read files outside exercises/, minifx and the installed packages "
+                f"({elsewhere}, which is the grading's, whoever opens it){self._where(stack)}"
+            )
+        return ""
+
     def _grading_code_changed(self, event: str, args: tuple) -> str:
-        """The file the operation writes into what a worker of this run imports, whoever asks:
-        trusted code may be running a function that graded code handed it (`open` itself)."""
+        """The file the operation writes into what a worker of this run imports, or ''."""
         if event == "open":
             path, mode, flags = (list(args) + [None, None, 0])[:3]
             writes = isinstance(mode, str) and any(c in mode for c in "wax+")
@@ -447,6 +461,18 @@ class Sandbox:
             else f"exercises/{basename(filename)}"
         )
         return f" ({shown}:{line}: {getline(filename, line).strip()})"
+
+
+def _trusted(requester: str | None, event: str, graded_below: bool) -> bool:
+    """Whether minifx, the grading or an installed package asks (see `_handed_over` for
+    what more an introspection needs)."""
+    if requester == INSTALLED:
+        return not graded_below
+    # minifx and the grading never start processes, trace or load native code while graded
+    # code runs: asked of them, it is a function that graded code handed them.
+    return requester == OWN and not (
+        event in PROCESSES or event in TRACING or event.startswith(OTHER)
+    )
 
 
 def _code_filename(event: str, args: tuple) -> str:
