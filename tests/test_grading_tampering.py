@@ -372,6 +372,19 @@ _support.call_graded(_os.posix_spawn, _sys.executable, _command, dict(_os.enviro
 """,
         "start, stop or signal processes (os.posix_spawn)",
     ),
+    # The worker's memory holds the key that signs its report: with it, graded code could
+    # write a whole report of passed tests (a test found the key this way).
+    "the worker's memory read through torch": (
+        """
+_opener = _sys.modules["torch"].serialization._open_file
+with _opener("/proc/self/maps", "rb") as _maps:
+    _start = int(_maps.read().split(b"-")[0], 16)
+with _opener("/proc/self/mem", "rb") as _memory:
+    _memory.seek(_start)
+    _memory.read(4096)
+""",
+        "/mem, which is the grading's",
+    ),
     "a method compiled under <string>, which minifx calls by its name": (
         """
 _mx = _sys.modules["minifx"]

@@ -31,8 +31,9 @@ it is one they make: an introspection whose code names it (and, through the stan
 library, a call that names the function it calls), never a process, a trace or ctypes.
 Code compiled while graded code runs is graded code, whatever file name it claims. And
 some files are refused to everyone: writing what the run's workers import (the staged
-minifx, graders and exercises) and reading the other staged folders or the judge's copy
-(whose minifx holds the build tasks' solutions).
+minifx, graders and exercises), reading the other staged folders or the judge's copy
+(whose minifx holds the build tasks' solutions), and reading a process's memory
+(`/proc/self/mem`: the worker's holds the key that signs its report).
 
 The worker adds the hook first thing and arms it once pytest has collected the tests,
 before any graded code runs. A refused operation raises `PermissionError` and is recorded; the worker then fails the
@@ -162,6 +163,8 @@ STAGED_CODE = frozenset({"minifx", "tests", "exercises", "conftest.py", "pyproje
 # Frames of comprehensions, which iterate what the function around them called.
 COMPREHENSIONS = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"})
 CONSTRUCTORS = frozenset({"__init__", "__new__"})
+# A process's memory, as files: the worker's holds the key that signs its report.
+MEMORY_FILES = frozenset({"mem", "pagemap", "kcore"})
 
 
 class Sandbox:
@@ -318,13 +321,16 @@ class Sandbox:
         return ""
 
     def _read_elsewhere(self, event: str, args: tuple) -> str:
-        """The file of another worker's folder, or of the instructor's copy, that the
-        operation opens, whoever asks (torch's file opener reads any path it is given); or ''.
-        The fork server for build tasks and the judge's folder hold minifx solved."""
+        """The file of another worker's folder, of the instructor's copy, or of a process's
+        memory, that the operation opens, whoever asks (torch's file opener reads any path
+        it is given); or ''. The fork server for build tasks and the judge's folder hold
+        minifx solved; the worker's memory, the key that signs its report."""
         path = args[0] if event == "open" and args else None
         if not isinstance(path, (str, bytes, PathLike)):
             return ""
         path = realpath(fsdecode(path))
+        if path.startswith(("/proc/", "/dev/mem")) and basename(path) in MEMORY_FILES:
+            return path
         if path.startswith((self.root, *self.readable)) or not path.startswith(self.elsewhere):
             return ""
         return path
