@@ -220,6 +220,8 @@ def test_gradescope_and_classroom_take_the_build_track(tmp_path):
     with zipfile.ZipFile(zipped) as archive:
         assert "--track all" in archive.read("run_autograder").decode()
         assert "source/tests/tasks.py" in archive.namelist()
+        # The stage tests that grade the tasks: without them the autograder graded nothing.
+        assert "source/tests/proxy/test_tape.py" in archive.namelist()
         assert not any(name.startswith("source/solutions/") for name in archive.namelist())
     workflow = yaml.safe_load(
         subprocess.run(

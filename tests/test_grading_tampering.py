@@ -332,6 +332,81 @@ _sys.modules["pytest"].exit("done", returncode=0)
 """,
         "pytest.exit()",
     ),
+    # Trusted code asked to run what graded code hands it: support.call_graded(fn) calls
+    # fn from the grading's own frame, so the sandbox once took the request for the grading's.
+    "gc and stack frames, through a function the grading calls for graded code": (
+        """
+_call = _sys.modules["tests.graders.support"].call_graded
+_objects, _ = _call(_sys.modules["g" + "c"].get_objects)
+for _o in _objects or ():
+    if type(_o).__name__ == "GradingPlugin":
+        _forge(_o)
+_frame, _ = _call(_get(_sys, "_get" + "frame"))
+while _frame is not None:
+    for _value in list(_get(_frame, "f_" + "locals").values()):
+        _manager = _get(_get(_value, "config", None), "pluginmanager", None)
+        for _plugin in _manager.get_plugins() if _manager is not None else ():
+            if type(_plugin).__name__ == "GradingPlugin":
+                _forge(_plugin)
+    _frame = _get(_frame, "f_" + "back")
+""",
+        "inspect the running interpreter (gc.get_objects) through code it handed over",
+    ),
+    "a grader's helper rewritten, through open called by the grading": (
+        """
+_support = _sys.modules["tests.graders.support"]
+_file, _ = _support.call_graded(open, _support.__file__, "a")
+if _file is not None:
+    _file.write("\\nimport gc\\nfor _o in gc.get_objects():\\n    _o = None\\n")
+    _file.close()
+""",
+        "write files that the grading runs (open",
+    ),
+    "a process started by the grading, to rewrite a grader's helper": (
+        """
+_os, _support = _sys.modules["os"], _sys.modules["tests.graders.support"]
+_append = "import sys; open(sys.argv[1], 'a').write(sys.argv[2])"
+_forged = "import gc\\nfor _o in gc.get_objects():\\n    _o = None\\n"
+_command = [_sys.executable, "-c", _append, _support.__file__, _forged]
+_support.call_graded(_os.posix_spawn, _sys.executable, _command, dict(_os.environ))
+""",
+        "start, stop or signal processes (os.posix_spawn)",
+    ),
+    # The worker's memory holds the key that signs its report: with it, graded code could
+    # write a whole report of passed tests (a test found the key this way).
+    "the worker's memory read through torch": (
+        """
+_opener = _sys.modules["torch"].serialization._open_file
+with _opener("/proc/self/maps", "rb") as _maps:
+    _start = int(_maps.read().split(b"-")[0], 16)
+with _opener("/proc/self/mem", "rb") as _memory:
+    _memory.seek(_start)
+    _memory.read(4096)
+""",
+        "/mem, which is the grading's",
+    ),
+    "a method compiled under <string>, which minifx calls by its name": (
+        """
+_mx = _sys.modules["minifx"]
+_spy = {"_sys": _sys, "_forge": _forge, "_Interpreter": _mx.Interpreter}
+_get(_b, "ex" + "ec")(_get(_b, "com" + "pile")(
+    "def run_node(self, n):\\n"
+    "    for _o in _sys.modules['g' + 'c'].get_objects():\\n"
+    "        if type(_o).__name__ == 'GradingPlugin':\\n"
+    "            _forge(_o)\\n"
+    "    return _Interpreter.run_node(self, n)\\n",
+    "<string>", "exec"), _spy)
+
+
+class _Spy(_mx.Interpreter):
+    pass
+
+
+_Spy.run_node = _spy["run_node"]
+_Spy(_mx.symbolic_trace(_sys.modules["torch"].nn.ReLU())).run(_sys.modules["torch"].ones(1))
+""",
+        "inspect the running interpreter (gc.get_objects) (exercises/<string>",
+    ),
     "an exception whose message cannot be printed": (
         """
 class _Unprintable(Exception):
@@ -443,6 +518,32 @@ BUILD_ATTACKS = {
 """,
         "1.1",
         "make or run code that claims to be",
+    ),
+    # torch's file opener reads any path for its caller; the solved minifx was in the
+    # build tasks' fork server's folder and in the judge's (on Gradescope, the autograder's).
+    "the solution read through torch and run": (
+        "minifx/proxy/tape.py",
+        """
+    def create_node(self, op, target, args=(), kwargs=None, name=None, type_expr=None):
+        import os
+        import sys
+        from pathlib import Path
+
+        here = Path(sys.modules[__name__].__file__).resolve()
+        places = [*here.parents[3].iterdir(), Path(os.environ.get("MINIFX_GRADING_SOURCE", "."))]
+        for place in places:
+            found = place / "minifx" / "proxy" / "tape.py"
+            if found != here and found.is_file():
+                with torch.serialization._open_file(str(found), "rb") as handle:
+                    source = handle.read()
+                solved = {"__name__": __name__, "__package__": "minifx.proxy"}
+                exec(compile(source, "<solved>", "exec"), solved)
+                solved["Record"] = Record
+                return solved["Tape"].create_node(self, op, target, args, kwargs, name, type_expr)
+        raise NotImplementedError("no solution found")
+""",
+        "1.1",
+        "which is the grading's, whoever opens it",
     ),
     "assert_close's tolerance widened, by a task that may read signatures": (
         "minifx/passes/fuse_conv_bn.py",

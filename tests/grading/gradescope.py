@@ -21,6 +21,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+from tests.grading.build import stage_tests as stage_test_files
 from tests.grading.judge import snapshot
 from tests.grading.manifest import MANIFEST, ROOT, GradingError, load_manifest
 
@@ -79,8 +80,10 @@ def build(
             SETUP.format(torch_spec=torch_spec, index_url=index_url, packages=" ".join(PACKAGES)),
         )
         _add(archive, "run_autograder", RUN.replace("{track}", track))
+        # The build track grades each task with its stage tests (tests/<stage>/test_*.py).
+        stage_tests = stage_test_files(files) if track != "exercises" else {}
         for relative, data in files.items():
-            if not relative.startswith("tests/") or _needed(relative):
+            if not relative.startswith("tests/") or _needed(relative) or relative in stage_tests:
                 archive.writestr(f"source/{relative}", data)
         for stub in stubs:
             archive.writestr(f"source/exercises/{stub.name}", stub.read_bytes())

@@ -255,6 +255,7 @@ def worker_environment(run_token: str, jobs: int) -> dict[str, str]:
     env.update(
         {
             MARKER: run_token,
+            "MINIFX_GRADING_SOURCE": str(ROOT),  # what the worker's sandbox keeps it from reading
             "PYTHONHASHSEED": "0",
             "PYTHONDONTWRITEBYTECODE": "1",
             "OMP_NUM_THREADS": threads,
@@ -596,7 +597,10 @@ def grade(
     try:
         for kind in servers:
             if any(not checks[e.key][0] and e.kind == kind for e in exercises):
-                servers[kind] = start_server(stage(base, trusted, None), env, kind == "task")
+                # The server for build tasks imports no minifx: it gets none (the trusted
+                # minifx is the solved one, and its workers' sandbox keeps them out of it too).
+                files = trusted if kind == "exercise" else _without_minifx(trusted)
+                servers[kind] = start_server(stage(base, files, None), env, kind == "task")
         with ThreadPoolExecutor(max_workers=limits.jobs) as pool:
             futures = [
                 pool.submit(
@@ -620,6 +624,10 @@ def grade(
         kill_leftovers(run_token)
         shutil.rmtree(base, ignore_errors=True)
     return scores
+
+
+def _without_minifx(trusted: dict[str, bytes]) -> dict[str, bytes]:
+    return {path: data for path, data in trusted.items() if not path.startswith("minifx/")}
 
 
 def start_server(folder: Path, env: dict[str, str], tasks: bool = False) -> ForkServer | None:

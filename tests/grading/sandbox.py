@@ -24,6 +24,17 @@ is behind the request, directly or through a package it called (torch has functi
 return their caller's frame), and the rules below decide. A stack with no requester (a
 thread or an `atexit` function that graded code started) counts as graded code.
 
+Trusted code can be made to run what graded code hands it (`support.call_graded(fn)`
+calls `fn` from the grading's own frame; `map` and `iter` call C functions from whatever
+frame iterates them). So a request from minifx or the grading counts as theirs only when
+it is one they make: an introspection whose code names it (and, through the standard
+library, a call that names the function it calls), never a process, a trace or ctypes.
+Code compiled while graded code runs is graded code, whatever file name it claims. And
+some files are refused to everyone: writing what the run's workers import (the staged
+minifx, graders and exercises), reading the other staged folders or the judge's copy
+(whose minifx holds the build tasks' solutions), and reading a process's memory
+(`/proc/self/mem`: the worker's holds the key that signs its report).
+
 The worker adds the hook first thing and arms it once pytest has collected the tests,
 before any graded code runs. A refused operation raises `PermissionError` and is recorded; the worker then fails the
 test that was running and every test after it. The hook stops Python code; native code
@@ -38,7 +49,7 @@ from __future__ import annotations
 
 from linecache import getline
 from os import O_APPEND, O_CREAT, O_RDWR, O_TRUNC, O_WRONLY, PathLike, fsdecode, sep
-from os.path import basename, join, realpath
+from os.path import basename, dirname, join, realpath
 from sys import _getframe
 from sys import modules as _modules
 from sysconfig import get_paths
@@ -146,6 +157,14 @@ OTHER = (
 )
 WATCHED = INTROSPECTION | TRACING | PROCESSES | FILE_CHANGES | CODE | PATCHES | {"open"}
 WRITE_FLAGS = O_WRONLY | O_RDWR | O_APPEND | O_CREAT | O_TRUNC
+# In each staged folder of a grading run, what workers import: nobody writes there while
+# graded code runs (on Linux, every exercise's worker imports the fork server's copy).
+STAGED_CODE = frozenset({"minifx", "tests", "exercises", "conftest.py", "pyproject.toml"})
+# Frames of comprehensions, which iterate what the function around them called.
+COMPREHENSIONS = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"})
+CONSTRUCTORS = frozenset({"__init__", "__new__"})
+# A process's memory, as files: the worker's holds the key that signs its report.
+MEMORY_FILES = frozenset({"mem", "pagemap", "kcore"})
 
 
 class Sandbox:
@@ -160,6 +179,8 @@ class Sandbox:
             function that starts in one is graded code, the file's other functions (the
             reference's, which the task did not carve) are minifx's own. A file missing
             here is graded as a whole.
+        source: The instructor's copy the judge grades from (its minifx holds the build
+            tasks' solutions), which no code of the worker reads.
 
     Attributes:
         violations: One line per refused operation, in order.
@@ -171,6 +192,7 @@ class Sandbox:
         trusted: str,
         graded_modules: tuple[str, ...] = ("exercises",),
         regions: dict[str, list[tuple[int, int]]] | None = None,
+        source: str = "",
     ) -> None:
         paths = get_paths()
         self.graded = (
@@ -180,6 +202,8 @@ class Sandbox:
         self.task_mode = not isinstance(graded, str)
         self.regions = {realpath(path): spans for path, spans in (regions or {}).items()}
         self.root = _folder(trusted)
+        self.staging = _folder(dirname(realpath(trusted)))  # the run's folder of staged folders
+        self.elsewhere = (self.staging, _folder(source)) if source else (self.staging,)
         self.own = (_folder(trusted, "minifx"), _folder(trusted, "tests"))  # minifx and the grading
         self.installed = tuple({_folder(paths["purelib"]), _folder(paths["platlib"])})
         self.readable = (
@@ -225,11 +249,16 @@ class Sandbox:
     def _refusal(self, event: str, args: tuple) -> str:
         """What graded code tried to do, if the operation is refused; '' if it is allowed."""
         stack = self._stack()
-        requester = next((kind for kind, _ in stack if kind != SEE_THROUGH), None)
-        if requester == OWN or (
-            requester == INSTALLED and all(kind != GRADED for kind, _ in stack)
-        ):
-            return ""
+        at = next((i for i, (kind, _) in enumerate(stack) if kind != SEE_THROUGH), None)
+        requester = None if at is None else stack[at][0]
+        graded_below = any(kind == GRADED for kind, _ in stack)
+        if event in CODE and graded_below and not _importing(stack):
+            self._made_for_graded(event, args)
+        refused = self._refused_to_anyone(event, args, stack)
+        if refused:
+            return refused
+        if _trusted(requester, event, graded_below):
+            return self._handed_over(event, args, stack, at)
         where = self._where(stack)
         if event in INTROSPECTION:
             if stack and stack[0][1].f_code.co_filename.endswith(FRAME_USERS):
@@ -260,6 +289,78 @@ class Sandbox:
         if event in CODE:
             return self._code_refusal(event, args, stack, where)
         return f"use {event} (no network, ctypes or operating-system access while graded){where}"
+
+    def _refused_to_anyone(self, event: str, args: tuple, stack: list) -> str:
+        """Files no code of the worker writes or reads, whoever asks: trusted code may be
+        running a function that graded code handed it (`support.call_graded(open, ...)`)."""
+        changed = self._grading_code_changed(event, args)
+        if changed:
+            return f"write files that the grading runs ({event} {changed}){self._where(stack)}"
+        elsewhere = self._read_elsewhere(event, args)
+        if elsewhere:
+            return (
+                "read files outside exercises/, minifx and the installed packages "
+                f"({elsewhere}, which is the grading's, whoever opens it){self._where(stack)}"
+            )
+        return ""
+
+    def _grading_code_changed(self, event: str, args: tuple) -> str:
+        """The file the operation writes into what a worker of this run imports, or ''."""
+        if event == "open":
+            path, mode, flags = (list(args) + [None, None, 0])[:3]
+            writes = isinstance(mode, str) and any(c in mode for c in "wax+")
+            paths = [path] if writes or (flags or 0) & WRITE_FLAGS else []
+        else:
+            paths = list(args) if event in FILE_CHANGES and not event.endswith("env") else []
+        for path in paths:
+            if isinstance(path, (str, bytes, PathLike)):
+                path = realpath(fsdecode(path))
+                parts = path[len(self.staging) :].split(sep)  # stage folder, then its file
+                if path.startswith(self.staging) and len(parts) > 1 and parts[1] in STAGED_CODE:
+                    return path
+        return ""
+
+    def _read_elsewhere(self, event: str, args: tuple) -> str:
+        """The file of another worker's folder, of the instructor's copy, or of a process's
+        memory, that the operation opens, whoever asks (torch's file opener reads any path
+        it is given); or ''. The fork server for build tasks and the judge's folder hold
+        minifx solved; the worker's memory, the key that signs its report."""
+        path = args[0] if event == "open" and args else None
+        if not isinstance(path, (str, bytes, PathLike)):
+            return ""
+        path = realpath(fsdecode(path))
+        if path.startswith(("/proc/", "/dev/mem")) and basename(path) in MEMORY_FILES:
+            return path
+        if path.startswith((self.root, *self.readable)) or not path.startswith(self.elsewhere):
+            return ""
+        return path
+
+    def _handed_over(self, event: str, args: tuple, stack: list, at: int) -> str:
+        """Why an introspection that trusted code makes is refused: it did not ask for it by
+        name, so it is running a function that graded code handed it
+        (`support.call_graded(gc.get_objects)`, `map(f, iter(sys._getframe, None))`); or ''.
+
+        The code that made the call must name it, and the trusted code that called into
+        the standard library for it must name the function it called.
+        """
+        if event not in INTROSPECTION:
+            return ""
+        attribute = len(args) > 1 and isinstance(args[1], str)  # tb_frame, gi_frame, ...
+        named = args[1] if attribute else event.split(".")[-1]
+        asked = named in stack[0][1].f_code.co_names
+        if asked and at > 0:
+            asked = _calls(stack[at][1], stack[at - 1][1].f_code.co_name)
+        if asked:
+            return ""
+        where = self._where(stack)
+        return f"inspect the running interpreter ({event}) through code it handed over{where}"
+
+    def _made_for_graded(self, event: str, args: tuple) -> None:
+        """Code made at run time while graded code runs is graded code: a function compiled
+        under `<string>` and called by a grader must not pass for the standard library."""
+        filename = _code_filename(event, args)
+        if self._classify(filename) == SEE_THROUGH:
+            self._kinds[filename] = GRADED
 
     def _stack(self) -> list[tuple[str, object]]:
         """`(kind, frame)` for each frame, innermost first, leaving out the hook's own."""
@@ -345,11 +446,7 @@ class Sandbox:
 
     def _code_refusal(self, event: str, args: tuple, stack: list, where: str) -> str:
         """Code objects that would pass for ours: compiled, built or run under our file names."""
-        if event in ("compile", "code.__new__"):
-            filename = args[1] if len(args) > 1 and isinstance(args[1], (str, bytes)) else ""
-            filename = fsdecode(filename)
-        else:  # "function.__new__", "exec": their argument is a code object
-            filename = getattr(args[0], "co_filename", "") if args else ""
+        filename = _code_filename(event, args)
         kind = self._classify(filename)
         # In a build task's file, code counts as graded or as the reference's by the line it
         # starts on: made under that file's name, it could claim any line.
@@ -370,6 +467,41 @@ class Sandbox:
             else f"exercises/{basename(filename)}"
         )
         return f" ({shown}:{line}: {getline(filename, line).strip()})"
+
+
+def _trusted(requester: str | None, event: str, graded_below: bool) -> bool:
+    """Whether minifx, the grading or an installed package asks (see `_handed_over` for
+    what more an introspection needs)."""
+    if requester == INSTALLED:
+        return not graded_below
+    # minifx and the grading never start processes, trace or load native code while graded
+    # code runs: asked of them, it is a function that graded code handed them.
+    return requester == OWN and not (
+        event in PROCESSES or event in TRACING or event.startswith(OTHER)
+    )
+
+
+def _code_filename(event: str, args: tuple) -> str:
+    """The file name that code compiled, built or run in a CODE event claims."""
+    if event in ("compile", "code.__new__"):
+        filename = args[1] if len(args) > 1 and isinstance(args[1], (str, bytes)) else ""
+        return fsdecode(filename)
+    return getattr(args[0], "co_filename", "") if args else ""  # function.__new__, exec
+
+
+def _calls(frame, name: str) -> bool:
+    """Whether the code of `frame` names `name` (for a comprehension: or its function does,
+    which made what the comprehension iterates). A constructor is called by its class's
+    name (`TypeVar("T")` runs `__init__`, which reads its caller's module name)."""
+    if name in frame.f_code.co_names or name in CONSTRUCTORS:
+        return True
+    outer = frame.f_back
+    return (
+        frame.f_code.co_name in COMPREHENSIONS
+        and outer is not None
+        and outer.f_code.co_filename == frame.f_code.co_filename
+        and name in outer.f_code.co_names
+    )
 
 
 def _importing(stack: list) -> bool:

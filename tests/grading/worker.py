@@ -53,6 +53,8 @@ MAX_MESSAGE = 20_000
 # Files graded code may write through pytest's capture and output: no more than this.
 MAX_FILE_BYTES = 256 * 1024**2
 GRADED_PACKAGE = "exercises"
+# The environment variable that names the judge's folder, the instructor's copy.
+SOURCE = "MINIFX_GRADING_SOURCE"
 # A build task's graded files: the submission's minifx files that hold tasks (see run()).
 GRADED_FILES: set[Path] = set()
 
@@ -360,9 +362,13 @@ def run(
             files), comma-separated paths from the root; they are graded code.
     """
     limit_output()
+    # No bytecode caches: the staged folders are not written while graded code runs (the
+    # sandbox refuses it), and `python -I` ignores PYTHONDONTWRITEBYTECODE.
+    sys.dont_write_bytecode = True
     os.chdir(ROOT)
     sys.path.insert(0, str(graded))
     graded_modules: tuple[str, ...] = (GRADED_PACKAGE,)
+    source = os.environ.get(SOURCE, "")  # the judge's folder, read before graded code runs
     sandbox_class = load_private(HERE / "sandbox.py")["Sandbox"]
     if task:
         paths = task_files.split(",")
@@ -373,9 +379,10 @@ def run(
             str(ROOT),
             graded_modules,
             {str(ROOT / p): spans for p in paths if (spans := task_regions(ROOT / p))},
+            source,
         )
     else:
-        sandbox = sandbox_class(str(graded / GRADED_PACKAGE), str(ROOT))
+        sandbox = sandbox_class(str(graded / GRADED_PACKAGE), str(ROOT), source=source)
     sys.addaudithook(sandbox.hook)
     plugin = GradingPlugin(
         Reporter(fd, key),
