@@ -218,18 +218,14 @@ def test_copy_attr_installs_what_torch_fx_s_copy_attr_installs(targets):
     assert all(state["shared"].values()), "the root's own objects, not copies"
 
 
+# The module paths a GraphModule of `Net` holds when its graph uses layer1 (and its root).
+LAYER1_PATHS = ["", "layer1", "layer1.0", "layer1.0.conv", "layer1.1", "layer1.1.conv"]
+
+
 def test_copies_only_the_state_the_graph_uses_as_torch_fx_does():
     root = Net()
     state = differential(lambda lib: keys(lib.symbolic_trace(root)))
-    assert state["modules"] == [
-        "",
-        "layer1",
-        "layer1.0",
-        "layer1.0.conv",
-        "layer1.1",
-        "layer1.1.conv",
-        "head",
-    ]
+    assert state["modules"] == [*LAYER1_PATHS, "head"]
     assert state["buffers"] == ["shift"]
     gm = symbolic_trace(root)
     assert "unused_param" not in gm.state_dict() and not hasattr(gm, "unused_module")
@@ -264,14 +260,7 @@ def test_a_feature_extractor_built_from_an_edited_graph_as_torch_fx():
     code, state = differential(build)
     assert "return {'layer1_1_conv': layer1_1_conv, 'mul': mul}" in code
     assert "head" not in code and "shift" not in code, "dead code was dropped"
-    assert state["modules"] == [
-        "",
-        "layer1",
-        "layer1.0",
-        "layer1.0.conv",
-        "layer1.1",
-        "layer1.1.conv",
-    ]
+    assert state["modules"] == LAYER1_PATHS, "the head is dead code"
     features = feature_extractor(MINI, root, wanted)(x4())
     expected = feature_extractor(TORCH, root, wanted)(x4())
     assert list(features) == wanted
