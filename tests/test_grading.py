@@ -288,6 +288,31 @@ def test_explain_orders_expected_got_hint_see():
         explain("4", "3", "hint", "the book")
 
 
+def test_a_check_without_a_message_names_its_line_and_how_to_see_more():
+    """A bare `assert` or an unmet `pytest.raises`, which the stage tests that grade build
+    tasks use, reach the report with no message: it names the test's line and the command
+    that runs that test alone (the worker has no assertion rewriting)."""
+    from tests.grading import worker
+
+    def check_without_message():
+        raise AssertionError()
+
+    with pytest.raises(AssertionError) as bare:
+        check_without_message()
+    with pytest.raises(pytest.fail.Exception) as unmet:
+        with pytest.raises(ValueError):
+            pass
+    rerun = ".venv/bin/python -m pytest 'tests/proxy/test_tape.py::test_x'"
+    for excinfo, head, line in [
+        (bare, "assertion failed (the test gave no message)", "raise AssertionError()"),
+        (unmet, "DID NOT RAISE", "with pytest.raises(ValueError):"),
+    ]:
+        outcome, message = worker._outcome(excinfo, "call", rerun)
+        assert outcome == "failed" and message.startswith(head), message
+        assert "checked at tests/test_grading.py:" in message and line in message, message
+        assert message.endswith(f"run it alone:\n  {rerun}"), message
+
+
 def test_only_plain_values_pass_for_plain():
     from collections import namedtuple
     from unittest.mock import ANY
