@@ -313,6 +313,26 @@ def test_a_check_without_a_message_names_its_line_and_how_to_see_more():
         assert message.endswith(f"run it alone:\n  {rerun}"), message
 
 
+def test_tests_that_fail_with_the_same_message_share_one_block():
+    """One mistake met by every case (an exception in the replacement, say) is shown
+    once, with how many tests and which, not once per test; other messages keep theirs."""
+    from tests.grading.judge import Score, TestResult
+    from tests.grading.report import render
+
+    crash = "Expected: f(x) runs\nGot: AttributeError: no silu\nSee: chapters/07.md#a"
+    tests = [TestResult(f"g.py::test_count[{case}]", "failed", crash) for case in "abcdef"]
+    tests.insert(1, TestResult("g.py::test_trace", "failed", "Expected: one node\nGot: two"))
+    tests.append(TestResult("g.py::test_ok", "passed"))
+    text = render([Score(_exercise("7.1"), tests)], "exercises/", "exercise 7.1")
+    assert text.count("AttributeError: no silu") == 1, text
+    assert (
+        "7.1 FAILED 6 tests with the same message: test_count[a], test_count[b], "
+        "test_count[c], test_count[d] and 2 more\n    Expected: f(x) runs"
+    ) in text, text
+    assert "7.1 FAILED test_trace\n    Expected: one node" in text, text
+    assert "1/8" in text, "the table still counts every test"
+
+
 def test_only_plain_values_pass_for_plain():
     from collections import namedtuple
     from unittest.mock import ANY

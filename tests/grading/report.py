@@ -110,11 +110,25 @@ def _explain_failures(
     messages = {t.message for t in failed}
     if len(failed) > 1 and len(messages) == 1:
         return ["", f"{title}: all {len(failed)} failing tests say", _indent(failed[0].message)]
+    # Tests that fail with the same message (one mistake, met by many cases) share one
+    # block, so the report does not repeat it once per test.
+    groups: dict[str, list[TestResult]] = {}
+    for test in failed:
+        groups.setdefault(test.message, []).append(test)
     lines = []
-    for index, test in enumerate(failed):
-        text = test.message if verbose or index == 0 else _first_paragraph(test.message)
-        lines += ["", f"{score.exercise.key} FAILED {_name(test)}", _indent(text)]
+    for index, (message, tests) in enumerate(groups.items()):
+        text = message if verbose or index == 0 else _first_paragraph(message)
+        lines += ["", f"{score.exercise.key} FAILED {_names(tests)}", _indent(text)]
     return lines
+
+
+def _names(tests: list[TestResult], shown: int = 4) -> str:
+    """One test's name, or how many tests share a message and the first few names."""
+    if len(tests) == 1:
+        return _name(tests[0])
+    names = ", ".join(_name(t) for t in tests[:shown])
+    more = f" and {len(tests) - shown} more" if len(tests) > shown else ""
+    return f"{len(tests)} tests with the same message: {names}{more}"
 
 
 def _name(test: TestResult) -> str:
