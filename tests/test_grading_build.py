@@ -48,6 +48,7 @@ def test_every_task_is_an_entry_with_its_files_and_tests(trusted):
     assert (tape.module, tape.grader) == ("minifx/proxy/tape.py", "tests/proxy/test_tape.py")
     assert build.expected_tests(tape, trusted) == {
         "test_tape_rejects_an_unknown_opcode",
+        "test_tape_names_records_uniquely_like_torch_fx",
         "test_tape_prints_tensor_arguments_compactly",
     }
     assert "minifx/passes/int8.py" not in build.task_files(trusted)  # it holds no task
