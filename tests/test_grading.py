@@ -244,6 +244,11 @@ def test_grading_copes_with_every_broken_grader(toy):
         "no tests collected from tests/graders/test_ex9_4_empty.py",
         "could not collect tests/graders/test_ex9_5_uncollectable.py",
         "RuntimeError: boom while importing the grader",
+        # A bare assert: its line, and the command that shows pytest's report of it.
+        "assertion failed (the test gave no message)\n"
+        "      checked at tests/graders/test_ex9_1_double.py:",
+        "run it alone:\n      .venv/bin/python -m pytest "
+        "'tests/graders/test_ex9_1_double.py::test_double_on_device[cpu]' --impl exercises",
     ]:
         assert expected in run.stdout, f"missing {expected!r} in:\n{run.stdout}"
     assert "assert 3 == 4" not in run.stdout, (
