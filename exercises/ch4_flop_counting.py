@@ -98,6 +98,8 @@ class FlopCounter(Interpreter):
           `MATMUL_METHODS`) `a @ b`: K = `a.shape[-1]`, for any batch dims;
         - `F.linear(x, weight, bias)`: K = in_features = `weight.shape[1]`;
         - `F.conv2d(x, weight, ...)`: `conv2d_flops(output, weight)`, given;
+        - for both, the weight may come by keyword (`F.linear(x, weight=w)`): then it is
+          `kwargs["weight"]`, not `args[1]`;
         - a `call_module` node of an `nn.Linear` or an `nn.Conv2d`: the same
           rules, but the weight is not among the args: it is the submodule's
           (`self.fetch_attr(n.target)`).

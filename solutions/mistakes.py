@@ -473,6 +473,12 @@ MISTAKES: dict[str, list[Mistake]] = {
             "2 FLOPs per multiply-add",
         ),
         Mistake(
+            "a float count: 2.0 FLOPs per multiply-add",
+            "    return 2 * output.numel() * weight.shape[1]",
+            "    return 2.0 * output.numel() * weight.shape[1]",
+            "A float comes from a float in the product",
+        ),
+        Mistake(
             "the bias add counted",
             "    return 2 * output.numel() * weight.shape[1]",
             "    return 2 * output.numel() * (weight.shape[1] + 1)",

@@ -97,10 +97,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     grading = any(type(p).__name__ == "GradingPlugin" for p in config.pluginmanager.get_plugins())
     if not RELEASE or grading:  # the grading worker runs graders in a folder without solutions/
         return
+    # A grader named on the command line is run: the student guide's way to debug one
+    # exercise (`pytest tests/graders/test_ex1_1_proxy_failure.py`); `make test` names none.
+    asked = _graders_asked(config)
     kept = [
         i
         for i in items
-        if not (i.get_closest_marker("needs_solutions") or "tests/graders/" in i.nodeid)
+        if not (
+            i.get_closest_marker("needs_solutions") or ("tests/graders/" in i.nodeid and not asked)
+        )
     ]
     deselected = [i for i in items if i not in kept]
     if deselected:
@@ -108,11 +113,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = kept
 
 
+def _graders_asked(config: pytest.Config) -> bool:
+    """Whether the command line names the graders, a grader or one of its tests."""
+    return any("tests/graders" in Path(arg).resolve().as_posix() for arg in config.args)
+
+
 def pytest_report_header(config: pytest.Config) -> str | None:
-    if RELEASE:
+    if RELEASE and not _graders_asked(config):
         return (
             "student release (no solutions/): the graders are not run as tests here; "
-            "`make grade` grades your exercises/"
+            "`make grade` grades your exercises/ (name a grader's file to run it here)"
         )
     return None
 

@@ -244,6 +244,11 @@ def test_grading_copes_with_every_broken_grader(toy):
         "no tests collected from tests/graders/test_ex9_4_empty.py",
         "could not collect tests/graders/test_ex9_5_uncollectable.py",
         "RuntimeError: boom while importing the grader",
+        # A bare assert: its line, and the command that shows pytest's report of it.
+        "assertion failed (the test gave no message)\n"
+        "      checked at tests/graders/test_ex9_1_double.py:",
+        "run it alone:\n      .venv/bin/python -m pytest "
+        "'tests/graders/test_ex9_1_double.py::test_double_on_device[cpu]' --impl exercises",
     ]:
         assert expected in run.stdout, f"missing {expected!r} in:\n{run.stdout}"
     assert "assert 3 == 4" not in run.stdout, (
@@ -286,6 +291,51 @@ def test_explain_orders_expected_got_hint_see():
     ]
     with pytest.raises(ValueError, match="chapters/<page>.md#<anchor>"):
         explain("4", "3", "hint", "the book")
+
+
+def test_a_check_without_a_message_names_its_line_and_how_to_see_more():
+    """A bare `assert` or an unmet `pytest.raises`, which the stage tests that grade build
+    tasks use, reach the report with no message: it names the test's line and the command
+    that runs that test alone (the worker has no assertion rewriting)."""
+    from tests.grading import worker
+
+    def check_without_message():
+        raise AssertionError()
+
+    with pytest.raises(AssertionError) as bare:
+        check_without_message()
+    with pytest.raises(pytest.fail.Exception) as unmet:
+        with pytest.raises(ValueError):
+            pass
+    rerun = ".venv/bin/python -m pytest 'tests/proxy/test_tape.py::test_x'"
+    for excinfo, head, line in [
+        (bare, "assertion failed (the test gave no message)", "raise AssertionError()"),
+        (unmet, "DID NOT RAISE", "with pytest.raises(ValueError):"),
+    ]:
+        outcome, message = worker._outcome(excinfo, "call", rerun)
+        assert outcome == "failed" and message.startswith(head), message
+        assert "checked at tests/test_grading.py:" in message and line in message, message
+        assert message.endswith(f"run it alone:\n  {rerun}"), message
+
+
+def test_tests_that_fail_with_the_same_message_share_one_block():
+    """One mistake met by every case (an exception in the replacement, say) is shown
+    once, with how many tests and which, not once per test; other messages keep theirs."""
+    from tests.grading.judge import Score, TestResult
+    from tests.grading.report import render
+
+    crash = "Expected: f(x) runs\nGot: AttributeError: no silu\nSee: chapters/07.md#a"
+    tests = [TestResult(f"g.py::test_count[{case}]", "failed", crash) for case in "abcdef"]
+    tests.insert(1, TestResult("g.py::test_trace", "failed", "Expected: one node\nGot: two"))
+    tests.append(TestResult("g.py::test_ok", "passed"))
+    text = render([Score(_exercise("7.1"), tests)], "exercises/", "exercise 7.1")
+    assert text.count("AttributeError: no silu") == 1, text
+    assert (
+        "7.1 FAILED 6 tests with the same message: test_count[a], test_count[b], "
+        "test_count[c], test_count[d] and 2 more\n    Expected: f(x) runs"
+    ) in text, text
+    assert "7.1 FAILED test_trace\n    Expected: one node" in text, text
+    assert "1/8" in text, "the table still counts every test"
 
 
 def test_only_plain_values_pass_for_plain():

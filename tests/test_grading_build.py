@@ -19,7 +19,7 @@ from tests import classroom, release
 from tests import tasks as build_tasks
 from tests.grading import build, judge, report
 from tests.grading.gradescope import build as build_autograder
-from tests.grading.manifest import ROOT
+from tests.grading.manifest import ROOT, Exercise
 
 pytestmark = [pytest.mark.meta, pytest.mark.needs_solutions]
 
@@ -48,6 +48,7 @@ def test_every_task_is_an_entry_with_its_files_and_tests(trusted):
     assert (tape.module, tape.grader) == ("minifx/proxy/tape.py", "tests/proxy/test_tape.py")
     assert build.expected_tests(tape, trusted) == {
         "test_tape_rejects_an_unknown_opcode",
+        "test_tape_names_records_uniquely_like_torch_fx",
         "test_tape_prints_tensor_arguments_compactly",
     }
     assert "minifx/passes/int8.py" not in build.task_files(trusted)  # it holds no task
@@ -164,6 +165,32 @@ def test_bad_input_costs_only_the_tasks_that_need_it(trusted):
     assert "raised at minifx/passes/shape_prop.py:" in test.message
     text = report.render([score], "minifx/", "task 5.1")
     assert "T5.1 FAILED test_extract_tensor_metadata_of_a_plain_tensor" in text
+
+
+def test_an_exercise_whose_tests_stop_in_a_carved_task_is_told_to_wait_for_it():
+    """In a release with chapter 1 carved, the exercises' tests stop in its tasks: the
+    report says those failures are the task's, as for a later task, instead of giving
+    each test the exercise's "the stub still raises" hint. Exercise 1.2 shares its id
+    with task 1.2 and is still an exercise waiting for it, not the task not started."""
+    carved = (
+        "NotImplementedError: Task 1.2 (create_proxy and create_arg) is yours to write: read "
+        "chapters/01-proxy.md#the-tracer-interface, then check with: make grade TASK=1.2"
+    )
+    scores = []
+    for id_, title in [("1.2", "No in-place"), ("2.1", "Leaf modules")]:
+        stub = f"NotImplementedError: Exercise {id_}: f is not written yet; see chapters/x.md#y"
+        exercise = Exercise(id_, title, int(id_[0]), "m", "tests/graders/test_m.py", 10)
+        tests = [
+            judge.TestResult("t.py::test_a", "failed", f"Expected: a trace\nGot: {carved}"),
+            judge.TestResult("t.py::test_b", "failed", f"Expected: a trace\nGot: {stub}"),
+        ]
+        scores.append(judge.Score(exercise, tests))
+    text = report.render(scores, "exercises/", "chapters 1 and 2")
+    for id_, title in [("1.2", "No in-place"), ("2.1", "Leaf modules")]:
+        assert re.search(rf"  {id_} .*0/10  \(waits for task 1\.2\)", text), text
+        assert f"{id_} {title}: 1 test(s) stop in task 1.2, which is not written yet" in text
+        assert f"{id_} {title}: not started; the stub still raises" in text
+    assert "FAILED" not in text and "carved body" not in text, text
 
 
 def test_task_code_may_not_reach_into_the_grading(trusted):

@@ -94,6 +94,21 @@ def test_the_release_collects_its_tests_without_errors(student):
     assert "deselected" in collect.stdout.splitlines()[-1], collect.stdout[-500:]
 
 
+def test_the_student_guide_s_direct_grader_command_runs_the_grader(student):
+    # "Run one grader directly" (chapters/student-guide.md): a grader named on the command
+    # line is run in a release too, on the untouched stub, and fails with its message.
+    direct = subprocess.run(
+        [sys.executable, "-m", "pytest", "tests/graders/test_ex1_1_proxy_failure.py"]
+        + ["--impl", "exercises", "-q", "-p", "no:cacheprovider"],
+        cwd=student,
+        capture_output=True,
+        text=True,
+    )
+    assert direct.returncode == 1, direct.stdout[-3000:] + direct.stderr[-3000:]
+    assert "NotImplementedError: Exercise 1.1" in direct.stdout, direct.stdout[-3000:]
+    assert re.search(r"\b6 failed\b", direct.stdout.splitlines()[-1]), direct.stdout[-500:]
+
+
 def test_a_release_with_chapter_1_s_tasks_carves_only_those(tmp_path):
     out = tmp_path / "minifx-student"
     carved = release.release(out, tasks="ch1")

@@ -71,7 +71,7 @@ class Tape:
         """Append a record and return it (the interface every tracer writes through).
 
         Raises:
-            ValueError: if `op` is not one of the six opcodes.
+            ValueError: `f"unknown opcode {op!r}: a record's op is one of {OPCODES}"`.
         """
         if op not in OPCODES:
             raise ValueError(f"unknown opcode {op!r}: a record's op is one of {OPCODES}")

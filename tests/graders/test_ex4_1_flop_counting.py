@@ -367,20 +367,30 @@ def _counts(counter) -> dict:
     got = getattr(counter, "flops_by_node", None)
     if type(got) is dict and all(type(k) is str and type(v) is int for k, v in got.items()):
         return got
+    floats = type(got) is dict and any(type(v) is float for v in got.values())
     pytest.fail(
         explain(
             "flops_by_node: a dict, node name (a str) -> FLOPs (an int)",
             f"a {type(got).__name__}" if type(got) is not dict else _not_plain(got),
-            "keep the given flops_by_node dict and set an entry per node, an int.",
+            "keep the given flops_by_node dict and set an entry per node, an int."
+            + (FLOAT_HINT if floats else ""),
             SEE,
         ),
         pytrace=False,
     )
 
 
+FLOAT_HINT = (
+    " A float comes from a float in the product (2.0 * ...) or a division with /:"
+    " multiply ints, 2 * output.numel() * K, and divide with // if you must."
+)
+
+
 def _not_plain(got: dict) -> str:
     key, value = next((k, v) for k, v in got.items() if type(k) is not str or type(v) is not int)
-    return f"the entry {key!r}: {type(value).__name__}"[:300]
+    # A float's repr is Python's own; any other value's repr could be graded code's.
+    shown = f"{value!r}, a float" if type(value) is float else type(value).__name__
+    return f"the entry {key!r}: {shown}"[:300]
 
 
 def _check_counts(

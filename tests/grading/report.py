@@ -21,7 +21,7 @@ def render(scores: list[Score], what: str, scope: str, verbose: bool = False) ->
     lines.append(row.format("id", "title", "tests", "points"))
     for s in scores:
         tests = f"{s.passed}/{len(s.ran)}" if not s.problem else "-"
-        waits = sorted(set(blockers(s)) - {s.exercise.id})
+        waits = sorted(set(blockers(s)) - {_own_task(s)})
         note = f"  (waits for task {', '.join(waits)})" if waits else ""
         lines.append(
             row.format(s.exercise.key, s.exercise.title, tests, points(s.earned, s.exercise.points))
@@ -36,13 +36,18 @@ def render(scores: list[Score], what: str, scope: str, verbose: bool = False) ->
 
 
 def blockers(score: Score) -> dict[str, list[TestResult]]:
-    """A build task's failing tests by the carved task they stopped in: `{task id: tests}`."""
+    """The failing tests by the carved task they stopped in: `{task id: tests}`. An
+    exercise's tests stop in one too when its release carved a part of minifx it uses."""
     found: dict[str, list[TestResult]] = {}
-    if score.exercise.kind == "task":
-        for test in score.tests:
-            if test.outcome == "failed" and (match := CARVED.search(test.message)):
-                found.setdefault(match[1], []).append(test)
+    for test in score.tests:
+        if test.outcome == "failed" and (match := CARVED.search(test.message)):
+            found.setdefault(match[1], []).append(test)
     return found
+
+
+def _own_task(score: Score) -> str:
+    """A build task's own id (its tests stopping in it mean: not started), or ''."""
+    return score.exercise.id if score.exercise.kind == "task" else ""
 
 
 def _unfinished_before(scores: list[Score], index: int) -> list[str]:
@@ -66,7 +71,7 @@ def _explain(score: Score, verbose: bool, unfinished: list[str] = ()) -> list[st
     lines = []
     for task, tests in sorted(blockers(score).items()):
         line = next(line for line in tests[0].message.splitlines() if CARVED.search(line))
-        if task == score.exercise.id:
+        if task == _own_task(score):
             lines += [
                 "",
                 f"{title}: not started; its carved body still raises ({len(tests)} test(s))",
@@ -105,11 +110,25 @@ def _explain_failures(
     messages = {t.message for t in failed}
     if len(failed) > 1 and len(messages) == 1:
         return ["", f"{title}: all {len(failed)} failing tests say", _indent(failed[0].message)]
+    # Tests that fail with the same message (one mistake, met by many cases) share one
+    # block, so the report does not repeat it once per test.
+    groups: dict[str, list[TestResult]] = {}
+    for test in failed:
+        groups.setdefault(test.message, []).append(test)
     lines = []
-    for index, test in enumerate(failed):
-        text = test.message if verbose or index == 0 else _first_paragraph(test.message)
-        lines += ["", f"{score.exercise.key} FAILED {_name(test)}", _indent(text)]
+    for index, (message, tests) in enumerate(groups.items()):
+        text = message if verbose or index == 0 else _first_paragraph(message)
+        lines += ["", f"{score.exercise.key} FAILED {_names(tests)}", _indent(text)]
     return lines
+
+
+def _names(tests: list[TestResult], shown: int = 4) -> str:
+    """One test's name, or how many tests share a message and the first few names."""
+    if len(tests) == 1:
+        return _name(tests[0])
+    names = ", ".join(_name(t) for t in tests[:shown])
+    more = f" and {len(tests) - shown} more" if len(tests) > shown else ""
+    return f"{len(tests)} tests with the same message: {names}{more}"
 
 
 def _name(test: TestResult) -> str:

@@ -53,6 +53,8 @@ MAX_MESSAGE = 20_000
 # Files graded code may write through pytest's capture and output: no more than this.
 MAX_FILE_BYTES = 256 * 1024**2
 GRADED_PACKAGE = "exercises"
+# A failed `assert` without a message: the stage tests that grade build tasks write those.
+NO_MESSAGE = "assertion failed (the test gave no message)"
 # The environment variable that names the judge's folder, the instructor's copy.
 SOURCE = "MINIFX_GRADING_SOURCE"
 # A build task's graded files: the submission's minifx files that hold tasks (see run()).
@@ -165,7 +167,10 @@ class GradingPlugin:
 
     def pytest_runtest_makereport(self, item, call) -> None:
         if call.excinfo is not None and item.nodeid not in self.failures:
-            self.failures[item.nodeid] = _outcome(call.excinfo, call.when)
+            rerun = f".venv/bin/python -m pytest '{item.nodeid}'" + (
+                "" if self.task else " --impl exercises"
+            )
+            self.failures[item.nodeid] = _outcome(call.excinfo, call.when, rerun)
 
     def pytest_runtest_logfinish(self, nodeid, location) -> None:
         if nodeid in self.failures:
@@ -237,8 +242,9 @@ def _compromised(violations: list[str], changes: list[str]) -> str:
     return ""
 
 
-def _outcome(excinfo, when: str) -> tuple[str, str]:
-    """`(outcome, message)` for a test phase that raised."""
+def _outcome(excinfo, when: str, rerun: str = "") -> tuple[str, str]:
+    """`(outcome, message)` for a test phase that raised (`rerun`: the command that runs
+    this test alone, for a check that gives no message of its own)."""
     import pytest
 
     exc = excinfo.value
@@ -255,7 +261,30 @@ def _outcome(excinfo, when: str) -> tuple[str, str]:
     where = _student_line(excinfo.tb)
     if where and not isinstance(exc, AssertionError):
         message = f"{message}\n  raised at {where}"
+    elif message == NO_MESSAGE or message.startswith("DID NOT RAISE"):
+        message = _where_the_test_checked(message, excinfo.tb, rerun)
     return "failed", message
+
+
+def _where_the_test_checked(message: str, tb, rerun: str) -> str:
+    """A bare `assert` or an unmet `pytest.raises` (a stage test's way, which build tasks
+    are graded by) says nothing of what it compared: name the test's line, and the command
+    that shows the values (pytest's assertion rewriting is off in the worker)."""
+    frames = [
+        f
+        for f in traceback.extract_tb(tb)
+        if Path(f.filename).resolve().is_relative_to(ROOT / "tests")
+        and not Path(f.filename).resolve().is_relative_to(HERE)
+    ]
+    if frames:
+        frame = frames[-1]
+        path = Path(frame.filename).resolve().relative_to(ROOT).as_posix()
+        message += f"\n  checked at {path}:{frame.lineno}: {(frame.line or '').strip()}"
+    if rerun:
+        message += (
+            f"\n  the test says no more; for pytest's full report of it, run it alone:\n  {rerun}"
+        )
+    return message
 
 
 def _text(value) -> str:
@@ -270,7 +299,7 @@ def _message(exc: BaseException) -> str:
     """The exception's message: a grader's `assert cond, msg` and `pytest.fail(msg)` give `msg`."""
     text = _text(exc)
     if type(exc).__name__ == "Failed" or isinstance(exc, AssertionError):
-        return text or "assertion failed (the grader gave no message)"
+        return text or NO_MESSAGE
     return f"{type(exc).__name__}: {text}"
 
 

@@ -79,6 +79,22 @@ def test_opcodes_are_torch_fx_opcodes():
 
 
 @pytest.mark.task("1.1")
+def test_tape_names_records_uniquely_like_torch_fx():
+    """Two adds, and a record asking for a name already taken: torch.fx's names."""
+    tape, graph = Tape(), torch.fx.Graph()
+    for recorder in (tape, graph):
+        x = recorder.create_node("placeholder", "x")
+        first = recorder.create_node("call_function", operator.add, (x, 1))
+        second = recorder.create_node("call_function", operator.add, (first, 1))
+        recorder.create_node("call_method", "relu", (second,), name="add")
+    names, expected = [r.name for r in tape], [n.name for n in graph.nodes]
+    assert names == expected == ["x", "add", "add_1", "add_2"], (
+        f"the tape named its records {names}, torch.fx names them {expected}: take each name "
+        "from the tape's Namespace (self._names.create_name), which makes it unique"
+    )
+
+
+@pytest.mark.task("1.1")
 def test_tape_prints_tensor_arguments_compactly():
     tape = Tape()
     x = tape.create_node("placeholder", "x")
