@@ -70,6 +70,18 @@ def with_task_boxes(markdown: str, root: Path) -> str:
     return task_boxes.task_boxes(markdown, boxes, collapse=True)
 
 
+# The API pages' "Source code in ..." listings (mkdocstrings) stay out of the search index:
+# indexed, they are the text a result shows, so a search for a method's name answered with
+# its whole source instead of its docstring.
+SOURCE_LISTING = '<details class="mkdocstrings-source">'
+
+
+def on_page_content(html: str, **_) -> str:
+    return html.replace(
+        SOURCE_LISTING, '<details class="mkdocstrings-source" data-search-exclude="source">'
+    )
+
+
 def on_config(config):
     config.markdown_extensions.append(TaskMarkers())
     return config

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -25,6 +26,18 @@ def test_book_builds_strict(book_build):
         if re.search(r"--8&lt;-- \[(task|end-task):", page.read_text(encoding="utf-8"))
     }
     assert {p for p in marked if not p.startswith("api")} == {"student-guide", "instructors"}
+
+
+@pytest.mark.meta
+def test_search_indexes_the_api_docstrings_not_their_source(book_build):
+    """A search result shows the text of its section: the API pages' "Source code in" listings
+    stay out of the index (tests/book_hooks.py), so a method's result shows its docstring."""
+    index = json.loads((book_build.site / "search" / "search_index.json").read_text("utf-8"))
+    texts = [doc["text"] for doc in index["docs"] if doc["location"].startswith("api/")]
+    assert any("Make every user of this node use" in text for text in texts)
+    # A line of replace_all_uses_with's body, and the listings' summary line.
+    assert not [text for text in texts if "changed = list(self.users)" in text]
+    assert not [text for text in texts if "Source code in" in text]
 
 
 @pytest.mark.meta
