@@ -141,7 +141,8 @@ class Graph(GraphConveniences, GraphCopying, CodeGenHooks):
             type_expr: an optional type annotation.
 
         Raises:
-            AssertionError: `args` is not a tuple or `kwargs` not a dict (as in torch.fx).
+            AssertionError: a `MisuseError`, `errors.not_a_tuple_or_dict(args, kwargs)`, if
+                `args` is no tuple or `kwargs` no dict: `f"create_node: {what} must be {kind}..."`.
         """
         if args and not isinstance(args, tuple) or kwargs and not isinstance(kwargs, dict):
             raise errors.not_a_tuple_or_dict(args, kwargs)
@@ -159,7 +160,8 @@ class Graph(GraphConveniences, GraphCopying, CodeGenHooks):
     # --8<-- [start:erase_node]
     # --8<-- [task:2.4]
     def erase_node(self, to_erase: Node) -> None:
-        """Remove a node that nothing uses any more (else `RuntimeError`). O(1) per input."""
+        """Remove a node nothing uses any more, else raise `errors.still_used` (a `RuntimeError`,
+        `f"tried to erase %{name} but it still had {n} users ..."`). O(1) per input."""
         if to_erase.users:
             raise errors.still_used(to_erase)
         if to_erase.graph is not self:

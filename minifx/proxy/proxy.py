@@ -97,8 +97,9 @@ class Proxy(CopyableProxy):
     def __torch_function__(
         cls, function: Callable, types: tuple, args: tuple = (), kwargs: dict | None = None
     ) -> Proxy:
-        """Record a `torch.*` call that received a Proxy (also inside a list, tuple or
-        keyword argument); `torch.Tensor.add(x, y)` is recorded as a method."""
+        """Record a `torch.*` call that received Proxies (also in a list, tuple, slice or kwarg)
+        of one tracer, else `_the_one_tracer` raises `TraceError`; `torch.Tensor.add(x, y)`
+        is recorded as a method, and a function's node is named after `function.__name__`."""
         kwargs = kwargs or {}
         tracer = _the_one_tracer(function, (args, kwargs))
         if is_tensor_method_or_property(function):
@@ -264,9 +265,9 @@ class TracerBase:
     # --8<-- [end:create_proxy]
 
     def create_arg(self, a: Any) -> Any:
-        """Convert an argument into a value a record can hold: Proxies become their
-        records, containers are converted item by item, plain values are kept;
-        `create_other_arg` (`arguments.py`) converts the rest, or raises `TraceError`."""
+        """Convert an argument into a value a record can hold: Proxies become their records,
+        plain values are kept, containers item by item (a dict key by `_dict_key`, which
+        refuses a Proxy); `create_other_arg` (`arguments.py`) converts the rest or raises."""
         if isinstance(a, Proxy):
             return a.node
         if type(a) in PLAIN_VALUE_TYPES:

@@ -106,7 +106,8 @@ class TapeRecorder(TracerBase):
         default value if any); return the tape, ending in an `output` record.
 
         Raises:
-            TraceError: if `fn` takes `*args` or `**kwargs`, or does what a Proxy cannot.
+            TraceError: `variadic_parameter(fn.__qualname__, parameter)` for `*args` or
+                `**kwargs` (`f"{name}() takes {parameter}, ..."`); or what a Proxy cannot do.
         """
         self.graph = Tape()
         positional, keywords = [], {}
