@@ -48,7 +48,8 @@ class Interpreter:
         """Run the graph on `args`, one value per placeholder, and return its output.
 
         `initial_env` (Node -> value): values to start from; their nodes are not run.
-        `enable_io_processing`: take `args` and return the output as `forward` does."""
+        `enable_io_processing`: take `args` and return the output as `forward` does.
+        Raises `check_argument_count`'s `TypeError` unless `args` fit the placeholders."""
         self.env = initial_env if initial_env is not None else {}
         # No arguments: the inputs are in `initial_env` (`boxed_run`), nothing to flatten.
         if enable_io_processing and args:
@@ -123,7 +124,8 @@ class Interpreter:
     # --8<-- [start:fetch]
     # --8<-- [task:4.1] "Fetching values" points=5 section=04-interpreter.md#the-interpreter
     def fetch_attr(self, target: str) -> Any:
-        """The attribute of `self.module` at the dotted path `target`."""
+        """The attribute of `self.module` at the dotted path `target`; where an atom is missing,
+        raises `missing_attribute(target, the path up to that atom)` (a `RuntimeError`)."""
         value = self.module
         atoms = target.split(".")
         for depth, atom in enumerate(atoms):
@@ -137,7 +139,8 @@ class Interpreter:
         return self.map_nodes_to_values(n.args, n), self.map_nodes_to_values(n.kwargs, n)
 
     def map_nodes_to_values(self, args: Any, n: Node) -> Any:
-        """`args` (of node `n`) with every Node replaced by its value, in plain lists and dicts."""
+        """`args` (of node `n`) with every Node replaced by its value, in plain lists and dicts;
+        a Node with no value in `env` raises `missing_value(n, node)` (a `RuntimeError`)."""
 
         def value_of(node: Node) -> Any:
             if node not in self.env:
