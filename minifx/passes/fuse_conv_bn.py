@@ -101,7 +101,15 @@ def why_left_alone(bn_node: Node, modules: dict[str, nn.Module]) -> str | None:
 
     Returns:
         None when `bn_node` calls a BatchNorm that can be fused with its input,
-        else a short reason (the same words as the chapter's list).
+        else the first reason that applies, in the chapter's order, word for word:
+        `"not a BatchNorm module call"`;
+        `"its input is not a call of an nn.Conv1d/2d/3d"` (also if the BatchNorm
+        takes anything but one positional argument);
+        `f"a {type(bn).__name__} cannot follow a {type(conv).__name__}"`;
+        `"training mode: the BatchNorm normalizes with the batch's statistics"`;
+        `"no running statistics (track_running_stats=False)"`;
+        `"the conv's output has other users, which need it unnormalized"`;
+        `"the conv module is used elsewhere, which needs its weights unchanged"`.
     """
     bn = modules.get(bn_node.target) if bn_node.op == "call_module" else None
     if not isinstance(bn, nn.modules.batchnorm._BatchNorm):
