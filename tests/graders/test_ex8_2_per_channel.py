@@ -212,7 +212,8 @@ def _scales_hint(case: str, weight: torch.Tensor, got) -> str:
     want = _scales(case)
     channels = weight.shape[0]
     if not isinstance(got, torch.Tensor):
-        return f"return a tensor of {channels} scales, not a {type(got).__name__}."
+        scales = "1 scale" if channels == 1 else f"{channels} scales"
+        return f"return a tensor of {scales}, not a {type(got).__name__}."
     if got.dim() == 0 or got.numel() == 1 and channels > 1:
         return (
             f"one scale per output channel: a tensor of {channels}, not one scale for the "
