@@ -141,8 +141,8 @@ class Graph(GraphConveniences, GraphCopying, CodeGenHooks):
             type_expr: an optional type annotation.
 
         Raises:
-            AssertionError: a `MisuseError`, `errors.not_a_tuple_or_dict(args, kwargs)`, if
-                `args` is no tuple or `kwargs` no dict: `f"create_node: {what} must be {kind}..."`.
+            AssertionError: `args` is not a tuple or `kwargs` not a dict (as in torch.fx): a
+                `MisuseError` saying `f"create_node: {what} must be {kind}..."`.
         """
         if args and not isinstance(args, tuple) or kwargs and not isinstance(kwargs, dict):
             raise errors.not_a_tuple_or_dict(args, kwargs)
