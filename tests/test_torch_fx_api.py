@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,8 +36,11 @@ MODULES = {
     "torch.fx.subgraph_rewriter": "minifx.subgraph_rewriter",
 }
 # Passes no chapter builds (chapters/differences.md, "Beyond the chapters").
-OUT_OF_SCOPE = ("torch.fx.passes.reinplace", "torch.fx.passes.runtime_assert")
-OUT_OF_SCOPE += ("torch.fx.passes.split_module",)
+OUT_OF_SCOPE = (
+    "torch.fx.passes.reinplace",
+    "torch.fx.passes.runtime_assert",
+    "torch.fx.passes.split_module",
+)
 # A module's objects join _BACK_COMPAT_OBJECTS when it is imported: import them all, so
 # that the set does not depend on what other tests imported.
 for module in (*MODULES, *OUT_OF_SCOPE):
@@ -89,12 +93,13 @@ def parameters(function: Any) -> list[tuple[str, str, str]]:
 
 
 def members(cls: type) -> list[str]:
-    """Public members as torch.fx's test lists them (`cls.__dict__`), read off minifx's
-    class or, for those it sets in `__init__` (`Graph.owning_module`), an instance."""
+    """torch.fx's class's public members, as its test lists them (`cls.__dict__`)."""
     return sorted(name for name in vars(cls) if not name.startswith("_"))
 
 
 def has(cls: type, name: str) -> bool:
+    """Whether minifx's class has the member, or its instances do: a `Graph` sets some in
+    `__init__` (`owning_module`), where torch.fx's class declares them."""
     return hasattr(cls, name) or (cls is minifx.Graph and hasattr(cls(), name))
 
 
@@ -124,8 +129,6 @@ def test_minifx_offers_it_with_torch_fx_s_signature_or_members(theirs):
 
 @pytest.mark.parametrize("name, chapter", {**MISSING, **OTHER_SIGNATURE}.items())
 def test_each_documented_difference_is_in_its_chapter_s_box(name, chapter):
-    from pathlib import Path
-
     text = (Path(__file__).parent.parent / "chapters" / chapter).read_text()
     box = text.split("[start:differences]")[1].split("[end:differences]")[0]
     short = name.rsplit(".", 1)[1]
