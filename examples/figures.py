@@ -91,7 +91,7 @@ def narrow(gm_or_graph: Any) -> str:
 
     For a graph whose branches stand side by side: drawn with `to_mermaid`'s default
     labels, three branches of `call_function operator.mul` boxes are about 1,150 px
-    wide, and a phone's 358-px column would shrink their text to 5 px.
+    wide, and a 360-px phone's 328-px column would shrink their text to 4.6 px.
     """
     return to_mermaid(gm_or_graph, node_label=lambda node: node.name, compact=True)
 

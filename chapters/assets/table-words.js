@@ -10,7 +10,12 @@
     const tables = document.querySelectorAll("article table:not([class])");
     for (const table of tables) table.dataset.words = "whole";
     for (const table of tables) {
-      const room = table.parentElement.clientWidth;
+      // The room is the wrapper's content box: clientWidth counts its padding too.
+      const wrapper = getComputedStyle(table.parentElement);
+      const room =
+        table.parentElement.clientWidth -
+        parseFloat(wrapper.paddingLeft) -
+        parseFloat(wrapper.paddingRight);
       if (table.getBoundingClientRect().width > room + 0.5) delete table.dataset.words;
     }
   }
