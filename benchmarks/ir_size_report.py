@@ -18,7 +18,7 @@ from benchmarks.ir_size import (
     TRACERS,
     Results,
 )
-from benchmarks.plots import png_figure
+from benchmarks.plots import legend_below, png_figure
 from benchmarks.torchscript_size import CAPTURES, KIND_GROUPS, PAPER_COUNTS
 
 # --- tables ----------------------------------------------------------------------
@@ -156,41 +156,43 @@ def markdown_report(results: Results, note: str = "") -> str:
 def save_plot(results: Results, path: Path) -> None:
     """Bars of nodes, one per library and tracer (stacked by opcode), then TorchScript's (PNG).
 
-    The paper's counts are marked on the bars they belong to: decomposed torch.fx
-    (445), `jit.trace` (860) and `jit.script` (2614).
+    The bars lie on their side, the captures named on the left, so that the names keep a
+    readable size on a phone. The paper's counts are marked on the bars they belong to:
+    decomposed torch.fx (445), `jit.trace` (860) and `jit.script` (2614).
     """
     bars = [(tracer, library) for tracer in TRACERS for library in LIBRARY_NAMES]
-    labels = [f"{tracer}\n{library}" for tracer, library in bars]
-    with png_figure(path, figsize=(8, 4.8)) as axes:
-        bottoms = [0] * len(bars)
+    labels = [f"{library}\n{tracer}" for tracer, library in bars]
+    labels += list(CAPTURES)
+    with png_figure(path, height_px=560) as axes:
+        lefts = [0] * len(bars)
         for op in OPCODES:
-            heights = [results.counts[bar][op] for bar in bars]
-            if any(heights):
-                axes.bar(labels, heights, bottom=bottoms, label=op)
-                bottoms = [b + h for b, h in zip(bottoms, heights)]
-        script_labels = [f"torch.{capture}\nTorchScript" for capture in CAPTURES]
+            widths = [results.counts[bar][op] for bar in bars]
+            if any(widths):
+                axes.barh(labels[: len(bars)], widths, left=lefts, label=op)
+                lefts = [left + width for left, width in zip(lefts, widths)]
         script_totals = [results.torchscript[capture][0] for capture in CAPTURES]
-        axes.bar(script_labels, script_totals, color="grey", label="TorchScript (any kind)")
-        totals = bottoms + script_totals
-        for x, total in enumerate(totals):
-            axes.annotate(str(total), (x, total), ha="center", va="bottom")
+        axes.barh(labels[len(bars) :], script_totals, color="grey", label="TorchScript")
+        totals = lefts + script_totals
+        for y, total in enumerate(totals):
+            axes.annotate(f" {total}", (total, y), ha="left", va="center")
         paper_at = {2: PAPER_COUNTS["torch.fx"], 3: PAPER_COUNTS["torch.fx"]}
         paper_at.update({len(bars) + i: PAPER_COUNTS[c] for i, c in enumerate(CAPTURES)})
         axes.scatter(
-            list(paper_at), list(paper_at.values()), marker="_", s=900, color="black", zorder=3
+            list(paper_at.values()), list(paper_at), marker="|", s=600, color="black", zorder=3
         )
-        for x, count in paper_at.items():
-            if abs(count - totals[x]) > 0.05 * count:  # far from ours: say the number
+        for y, count in paper_at.items():
+            if abs(count - totals[y]) > 0.05 * count:  # far from ours: say the number
                 axes.annotate(
-                    f"paper: {count}",
-                    (x, count),
-                    xytext=(0, 4),
+                    f"paper:\n{count}",
+                    (count, y),
+                    xytext=(6, 0),
                     textcoords="offset points",
-                    ha="center",
-                    va="bottom",
+                    ha="left",
+                    va="center",
                 )
-        axes.scatter([], [], marker="_", color="black", label="the paper's count")
-        axes.set_ylim(0, max(totals + list(paper_at.values())) * 1.12)
-        axes.set_ylabel("nodes")
-        axes.set_title(f"IR size of {results.name}: nodes per capture")
-        axes.legend(loc="upper left", fontsize="small")
+        axes.scatter([], [], marker="|", s=200, color="black", label="the paper's count")
+        axes.set_xlim(0, max(totals + list(paper_at.values())) * 1.3)
+        axes.invert_yaxis()  # the first capture on top
+        axes.set_xlabel("nodes")
+        axes.set_title(f"IR size of {results.name}")
+        legend_below(axes, columns=2)

@@ -14,11 +14,16 @@
 // - every Mermaid diagram: the size each piece of text is drawn at (its font size times
 //   the scale the SVG is drawn at), labels whose boxes overlap each other or a box they do
 //   not belong to, and a diagram taller than the window with no button (.diagram-fit) that
-//   fits it to the window.
+//   fits it to the window;
+// - every image (the benchmarks' charts): the book gives each the `width` it is drawn for,
+//   at which its smallest text is `chartTextPx` high (benchmarks/plots.py); drawn
+//   narrower, that text shrinks with it, and must stay at least `minFontPx`.
 (options) => {
-  const {minFontPx, slackPx} = options;
+  const {minFontPx, slackPx, chartTextPx} = options;
   const problems = [];
-  const counts = {code: 0, tables: 0, diagrams: 0, labels: 0, panned: 0, smallestFontPx: null};
+  const counts = {
+    code: 0, tables: 0, diagrams: 0, labels: 0, panned: 0, images: 0, smallestFontPx: null,
+  };
   const article = document.querySelector("article") || document.body;
   const headings = [...article.querySelectorAll("h1, h2, h3, h4, h5, h6")];
 
@@ -91,7 +96,28 @@
     if (tall) problems.push(`${name}: ${tall}`);
   });
   for (const jag of jagged()) problems.push(jag);
+  for (const small of smallImages()) problems.push(small);
   return {problems, counts};
+
+  // An image's text is `chartTextPx` high at the width the book gives it.
+  function smallImages() {
+    const found = [];
+    [...article.querySelectorAll("img")].forEach((img, i) => {
+      counts.images += 1;
+      const name = `image ${i + 1} under ${under(img)} ('${img.getAttribute("src")}')`;
+      const width = parseFloat(img.getAttribute("width"));
+      if (!(width > 0)) {
+        found.push(`${name}: no width attribute, so the size of its text is unknown`);
+        return;
+      }
+      const textPx = (chartTextPx * img.getBoundingClientRect().width) / width;
+      if (textPx < minFontPx) {
+        found.push(`${name}: drawn ${Math.round(img.getBoundingClientRect().width)} px ` +
+          `wide of ${width}, its text ${round(textPx)} px high`);
+      }
+    });
+    return found;
+  }
 
   // A diagram taller than the window needs a button that fits it to the window, and back.
   function tooTall(host) {
