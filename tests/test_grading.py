@@ -363,6 +363,44 @@ def test_only_plain_values_pass_for_plain():
     assert type(text(type("P", (), {"__str__": lambda self: always("x")})())) is str
 
 
+def test_tensor_comparisons_refuse_subclasses_other_shapes_and_a_swapped_torch(monkeypatch):
+    import torch
+
+    from tests.graders.support import tensors_close, tensors_equal
+
+    assert tensors_equal(torch.ones(2), torch.ones(2))
+    assert not tensors_equal(torch.ones(2), torch.ones(3))
+    assert not tensors_close(torch.ones(2), torch.ones(1))  # torch.allclose would broadcast
+    assert tensors_close(torch.ones(2), torch.ones(2) + 1e-9)
+    sub = torch.ones(2).as_subclass(type("Sub", (torch.Tensor,), {}))
+    assert not tensors_equal(sub, torch.ones(2)) and not tensors_close(torch.ones(2), sub)
+    # A name of torch swapped for a while (a grader works out what it expects with it).
+    monkeypatch.setattr(torch, "round", lambda *args, **kwargs: None)
+    with pytest.raises(pytest.fail.Exception, match="replaced torch.round while this test ran"):
+        tensors_equal(torch.ones(2), torch.ones(2))
+    monkeypatch.undo()
+    # A method added to torch.Tensor that hides the one torch._C.TensorBase defines.
+    monkeypatch.setattr(torch.Tensor, "abs", lambda self: self, raising=False)
+    with pytest.raises(pytest.fail.Exception, match="replaced torch.Tensor.abs while"):
+        tensors_close(torch.ones(2), torch.ones(2))
+
+
+def test_graders_compare_tensors_through_the_support_module():
+    """torch.equal and torch.allclose are looked up when called: graded code could have
+    swapped them for the length of a test (support.py, "comparisons graded code cannot
+    swap"). Graders call support.tensors_equal and tensors_close instead."""
+    found = []
+    for grader in sorted((ROOT / "tests" / "graders").glob("test_ex*.py")):
+        for node in ast.walk(ast.parse(grader.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr in ("equal", "allclose", "isclose", "assert_close")
+                and isinstance(node.value, (ast.Name, ast.Attribute))
+            ):
+                found.append(f"{grader.name}:{node.lineno}: {ast.unparse(node)}")
+    assert not found, "use tensors_equal / tensors_close from support:\n" + "\n".join(found)
+
+
 # --- bad submissions and hangs, through the judge -------------------------------------
 
 

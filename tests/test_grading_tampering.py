@@ -458,6 +458,52 @@ def test_tampering_earns_nothing_and_says_what_was_refused(round_):
     assert not problems, "\n\n".join(problems)
 
 
+# A patch put back before the test ends, where the guard, which compares after each test,
+# cannot see it: a generator's `finally` runs when the grader drops the tensor that holds
+# the generator. Before the graders decided through support.tensors_equal and
+# tensors_close, which check torch at that moment, this earned exercise 8.2 a test.
+PATCH_FOR_A_WHILE = """
+_torch = _sys.modules["torch"]
+_real = {_n: _get(_torch, _n) for _n in ("equal", "allclose")}
+
+
+def _while_held():
+    for _n in _real:
+        _b.setattr(_torch, _n, lambda *args, **kwargs: True)
+    try:
+        yield
+    finally:
+        for _n, _f in _real.items():
+            _b.setattr(_torch, _n, _f)
+
+
+def _held(value):
+    window = _while_held()
+    next(window)
+    value._window = window
+    return value
+
+
+def per_channel_scales(weight):
+    return _held(weight.abs().amax(dim=1) / 127)
+
+
+def quantize_per_channel(weight):
+    return _held(weight.to(_torch.int8)), per_channel_scales(weight)
+"""
+
+
+def test_a_patch_put_back_before_the_test_ends_earns_nothing():
+    assert not findings(PRELUDE + PATCH_FOR_A_WHILE)
+    (exercise,) = [e for e in EXERCISES if e.id == "8.2"]
+    stub = (ROOT / "exercises" / f"{exercise.module}.py").read_text(encoding="utf-8")
+    attacked = (stub + "\n" + PRELUDE + PATCH_FOR_A_WHILE).encode()
+    (score,) = grade([exercise], {exercise.module: attacked}, Limits(timeout=60))
+    messages = "\n".join([score.problem, *(t.message for t in score.tests)])
+    assert not score.earned, f"earned {score.earned:g} points"
+    assert "replaced torch.allclose, torch.equal" in messages, messages[:1500]
+
+
 # --- the build track ----------------------------------------------------------------
 # A build task's graded code is the submission's minifx task files, imported while pytest
 # collects the tests (before the sandbox is armed), and trusted outside the task regions.

@@ -11,6 +11,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+import torch
 
 
 def explain(expected: str, got: str, hint: str, see: str) -> str:
@@ -366,13 +367,84 @@ def graph_module(gm: object, what: str, see: str):
     return gm
 
 
+# --- comparisons graded code cannot swap ---------------------------------------------
+# The guard compares torch with its snapshot after each test, so graded code could swap
+# `torch.equal` (or `torch.round`, with which a grader works out what it expects) for a
+# part of one test and put it back before the test ends: from a generator's `finally`,
+# run when the grader drops the tensor that held it. A grader decides through
+# `tensors_equal` and `tensors_close` below. They use torch's functions as bound here,
+# when the graders load (before graded code runs), and first check that, at that moment,
+# every name of torch, torch.nn.functional and the tensor classes is the object it was.
+_EQUAL, _ALLCLOSE = torch.equal, torch.allclose
+TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter)
+_WATCHED = {
+    "torch": torch,
+    "torch.nn.functional": torch.nn.functional,
+    "torch.Tensor": torch.Tensor,
+    "torch._C.TensorBase": torch._C.TensorBase,  # where `abs`, `round`, `shape` live
+}
+_BOUND = {where: dict(vars(owner)) for where, owner in _WATCHED.items()}
+_BOUND["torch"].pop("manual_seed")  # torch._dynamo wraps it as it loads (exercise 9.1)
+_GONE = object()
+
+
+def torch_swaps() -> list[str]:
+    """The names of torch, torch.nn.functional and the tensor classes that are no longer
+    the objects they were when the graders loaded, and the names added to torch.Tensor
+    that hide torch._C.TensorBase's (`Tensor.round = ...`). Other names that torch adds
+    later (a submodule loaded on first use) do not count."""
+    swapped = [
+        f"{where}.{name}"
+        for where, bound in _BOUND.items()
+        for name, value in bound.items()
+        if vars(_WATCHED[where]).get(name, _GONE) is not value
+    ]
+    added = vars(torch.Tensor).keys() - _BOUND["torch.Tensor"].keys()
+    hiding = [name for name in added if name in _BOUND["torch._C.TensorBase"]]
+    return swapped + [f"torch.Tensor.{name}" for name in sorted(hiding)]
+
+
+def _refuse_swaps() -> None:
+    swapped = torch_swaps()
+    if swapped:
+        shown = ", ".join(swapped[:5]) + (f" and {len(swapped) - 5} more" if swapped[5:] else "")
+        pytest.fail(
+            f"graded code replaced {shown} while this test ran, which the grading relies on; "
+            "graded code may not patch torch, so this test earns nothing",
+            pytrace=False,
+        )
+
+
+def tensors_equal(got: object, want: object) -> bool:
+    """Whether `got` and `want` are exactly tensors (a subclass could answer through
+    `__torch_function__`) of one shape holding the same values, as `torch.equal` says.
+
+    Fails the test if graded code swapped a name of torch's at this moment (see above).
+    """
+    _refuse_swaps()
+    return type(got) in TENSOR_TYPES and type(want) in TENSOR_TYPES and _EQUAL(got, want)
+
+
+def tensors_close(got: object, want: object, *, rtol: float = 1e-5, atol: float = 1e-8) -> bool:
+    """Whether `got` and `want` are exactly tensors of one shape (`torch.allclose` alone
+    would broadcast one to the other) whose values are close, as `torch.allclose` says.
+
+    Fails the test if graded code swapped a name of torch's at this moment (see above).
+    """
+    _refuse_swaps()
+    return (
+        type(got) in TENSOR_TYPES
+        and type(want) in TENSOR_TYPES
+        and got.shape == want.shape
+        and _ALLCLOSE(got, want, rtol=rtol, atol=atol)
+    )
+
+
 def plain_tensors(value, what: str, see: str):
     """`value`, once every tensor in it (itself, or an item of a tuple or list) is exactly a
     `torch.Tensor` (or `nn.Parameter`); else the test fails with `explain(...)`. A subclass
     of graded code's could answer `torch.equal`, `allclose` and `.shape` through
     `__torch_function__`."""
-    import torch  # here: graders that compare no tensors need not load it
-
     items = value if type(value) in (tuple, list) else (value,)
     odd = next(
         (

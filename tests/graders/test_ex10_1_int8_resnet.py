@@ -40,6 +40,8 @@ from tests.graders.support import (
     plain,
     safe_repr,
     stub_hint,
+    tensors_close,
+    tensors_equal,
 )
 from tests.models import ResNet18
 
@@ -157,7 +159,7 @@ def _same_model(model: nn.Module, before: dict, training: bool) -> str:
     if model.training != training:
         return f"model.training is {model.training}, was {training}"
     after = model.state_dict()
-    changed = [k for k in before if not torch.equal(before[k], after.get(k, torch.empty(0)))]
+    changed = [k for k in before if not tensors_equal(before[k], after.get(k, torch.empty(0)))]
     missing = [k for k in before if k not in after]
     if changed or missing:
         return f"model's state changed: {(changed + missing)[:3]}"
@@ -266,9 +268,7 @@ def test_fold_computes_what_the_model_computes(folding):
     x = calibration()[0]
     want = copy.deepcopy(model).eval()(x)
     got, error = call_graded(folded, x)
-    if error is not None or not (
-        type(got) is torch.Tensor and torch.allclose(got, want, atol=1e-5)
-    ):
+    if error is not None or not tensors_close(got, want, atol=1e-5):
         _fail(
             "folded(x) equals the eval-mode model's output, up to float rounding",
             describe_error(error) if error else f"differs by {(got - want).abs().max():.3g}",

@@ -15,7 +15,7 @@ from torch import nn
 
 from minifx.codegen import GraphModule
 from minifx.graph import Tracer
-from tests.graders.support import describe_error, explain, not_plain, plain
+from tests.graders.support import describe_error, explain, not_plain, plain, tensors_equal
 
 pytestmark = [pytest.mark.ch4, pytest.mark.filterwarnings("ignore:std_mean")]
 
@@ -397,8 +397,7 @@ def _same(got, want) -> bool:
     if isinstance(want, tuple):
         return type(got) is type(want) and len(got) == len(want) and all(map(_same, got, want))
     if isinstance(want, torch.Tensor):
-        # Exactly a Tensor: a subclass could answer torch.equal through __torch_function__.
-        return type(got) is torch.Tensor and got.shape == want.shape and torch.equal(got, want)
+        return tensors_equal(got, want)
     return type(got) is type(want) and got == want
 
 

@@ -27,6 +27,8 @@ from tests.graders.support import (
     refusing,
     replace_for_student,
     stub_hint,
+    tensors_close,
+    tensors_equal,
 )
 
 pytestmark = pytest.mark.ch8
@@ -204,7 +206,7 @@ def _call(ex, function: str, weight: torch.Tensor):
 
 def _close(a: torch.Tensor, b) -> bool:
     b = torch.as_tensor(b, dtype=torch.float64)
-    return a.shape == b.shape and torch.allclose(a.double(), b, rtol=1e-5, atol=0)
+    return tensors_close(a.double(), b, rtol=1e-5, atol=0)
 
 
 def _scales_hint(case: str, weight: torch.Tensor, got) -> str:
@@ -268,7 +270,7 @@ def test_scales_equal_pytorchs_per_channel_observer(ex, case):
     weight = _weights()[case]
     got = _call(ex, "per_channel_scales", weight)
     want = _scales(case)
-    assert torch.equal(weight, _weights()[case]), explain(
+    assert tensors_equal(weight, _weights()[case]), explain(
         "the weight unchanged by per_channel_scales",
         "the weight changed",
         "compute on new tensors: abs_(), clamp_() and the like change the weight in place.",
@@ -277,8 +279,7 @@ def test_scales_equal_pytorchs_per_channel_observer(ex, case):
     same = (
         isinstance(got, torch.Tensor)
         and got.dtype == torch.float32
-        and got.shape == want.shape
-        and torch.equal(got.detach().cpu(), want)
+        and tensors_equal(got.detach().cpu(), want)
     )
     assert same, explain(
         f"the {case} weight's scales, float32: {want.tolist()}",
@@ -320,7 +321,7 @@ def _quantized_problem(case: str, weight: torch.Tensor, got) -> str | None:
         )
     if not isinstance(scales, torch.Tensor) or (scales.numel() == 1 and weight.shape[0] > 1):
         return "one scale per output channel, not per tensor: return per_channel_scales(weight)."
-    if not (scales.dtype == torch.float32 and torch.equal(scales.detach().cpu(), _scales(case))):
+    if not (scales.dtype == torch.float32 and tensors_equal(scales.detach().cpu(), _scales(case))):
         return "the scales are per_channel_scales(weight): " + _scales_hint(case, weight, scales)
     return None
 
@@ -328,22 +329,22 @@ def _quantized_problem(case: str, weight: torch.Tensor, got) -> str | None:
 def _int8_hint(weight: torch.Tensor, scales: torch.Tensor, q: torch.Tensor) -> str:
     """The hint for int8 values `q` that are not PyTorch's rounding with `scales`."""
     exact = weight * _per_channel(1 / scales, weight)
-    if torch.equal(q, _int8_values(weight, scales, divide=True)):
+    if tensors_equal(q, _int8_values(weight, scales, divide=True)):
         return (
             "multiply by the reciprocal, weight[c] * (1 / scales[c]), in float32 as PyTorch "
             "does: dividing rounds some values that lie near a half step to the other side."
         )
-    if torch.equal(q, torch.round(exact).to(torch.int8)):
+    if tensors_equal(q, torch.round(exact).to(torch.int8)):
         return (
             "clamp to QMIN..QMAX before converting: each channel's largest |w| lands on "
             "127.5, which rounds to 128, and 128 does not fit in int8."
         )
-    if torch.equal(q, exact.clamp(-128, 127).to(torch.int8)):
+    if tensors_equal(q, exact.clamp(-128, 127).to(torch.int8)):
         return (
             "round to the nearest step (torch.round) before converting; .to(torch.int8) truncates."
         )
     overall = scales.max()
-    if torch.equal(q, torch.round(weight * (1 / overall)).clamp(-128, 127).to(torch.int8)):
+    if tensors_equal(q, torch.round(weight * (1 / overall)).clamp(-128, 127).to(torch.int8)):
         return "not per tensor: round each channel with its own scale, not the largest one."
     return (
         "q[c] = round(weight[c] * (1 / scales[c])) for each output channel c (dim 0), "
@@ -375,7 +376,7 @@ def test_int8_values_are_pytorchs_rounding_per_channel(ex, case):
     scales = _scales(case)
     want = _int8_values(weight, scales)
     q, _ = _quantize(ex, case, weight)
-    assert torch.equal(q.cpu(), want), explain(
+    assert tensors_equal(q.cpu(), want), explain(
         f"int8 values {want.tolist()}",
         repr(q.tolist()),
         _int8_hint(weight, scales, q.cpu()),
