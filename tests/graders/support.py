@@ -168,12 +168,15 @@ def call_graded(fn, *args, **kwargs) -> tuple[object, Exception | None]:
 
     Graded code may raise anything; a grader calls it through `call_graded` and fails the test
     outside the `except`, so that the failure shows the grader's message, not the error's
-    traceback.
+    traceback. Fails the test if graded code left a name of torch's swapped
+    (`refuse_torch_swaps`).
     """
     try:
-        return fn(*args, **kwargs), None
-    except Exception as error:  # graded code: any error becomes a message
-        return None, error
+        result, error = fn(*args, **kwargs), None
+    except Exception as raised:  # graded code: any error becomes a message
+        result, error = None, raised
+    refuse_torch_swaps()  # a patch graded code put back later would still be in place now
+    return result, error
 
 
 def graded_frames(frames: Iterable[traceback.FrameSummary]) -> list[traceback.FrameSummary]:
@@ -404,7 +407,10 @@ def torch_swaps() -> list[str]:
     return swapped + [f"torch.Tensor.{name}" for name in sorted(hiding)]
 
 
-def _refuse_swaps() -> None:
+def refuse_torch_swaps() -> None:
+    """Fail the test if graded code swapped a name of torch's (`torch_swaps`): called as a
+    graded call returns (`call_graded`), while a patch it made is still in place, and by
+    `tensors_equal` and `tensors_close` as a grader decides."""
     swapped = torch_swaps()
     if swapped:
         shown = ", ".join(swapped[:5]) + (f" and {len(swapped) - 5} more" if swapped[5:] else "")
@@ -421,7 +427,7 @@ def tensors_equal(got: object, want: object) -> bool:
 
     Fails the test if graded code swapped a name of torch's at this moment (see above).
     """
-    _refuse_swaps()
+    refuse_torch_swaps()
     return type(got) in TENSOR_TYPES and type(want) in TENSOR_TYPES and _EQUAL(got, want)
 
 
@@ -431,7 +437,7 @@ def tensors_close(got: object, want: object, *, rtol: float = 1e-5, atol: float 
 
     Fails the test if graded code swapped a name of torch's at this moment (see above).
     """
-    _refuse_swaps()
+    refuse_torch_swaps()
     return (
         type(got) in TENSOR_TYPES
         and type(want) in TENSOR_TYPES

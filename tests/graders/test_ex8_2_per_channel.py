@@ -24,6 +24,7 @@ from tests.graders.support import (
     explain,
     oracle_lines,
     plain_tensors,
+    refuse_torch_swaps,
     refusing,
     replace_for_student,
     stub_hint,
@@ -198,6 +199,7 @@ def _call(ex, function: str, weight: torch.Tensor):
                 ),
                 pytrace=False,
             )
+    refuse_torch_swaps()  # a patch graded code put back later would still be in place now
     return plain_tensors(got, f"{function}(weight)", SEE)
 
 
