@@ -460,21 +460,21 @@ def test_tampering_earns_nothing_and_says_what_was_refused(round_):
 
 # A patch put back before the test ends, where the guard, which compares after each test,
 # cannot see it: a generator's `finally` runs when the grader drops the tensor that holds
-# the generator. Before the graders decided through support.tensors_equal and
-# tensors_close, which check torch at that moment, this earned exercise 8.2 a test.
+# the generator. Before the graders checked torch's names as graded code returns and as
+# they decide (support.refuse_torch_swaps), the first earned exercise 8.2 a test.
 PATCH_FOR_A_WHILE = """
-_torch = _sys.modules["torch"]
-_real = {_n: _get(_torch, _n) for _n in ("equal", "allclose")}
+_owner = {owner}
+_real = {{_n: _get(_owner, _n) for _n in {names}}}
 
 
 def _while_held():
     for _n in _real:
-        _b.setattr(_torch, _n, lambda *args, **kwargs: True)
+        _b.setattr(_owner, _n, {stand_in})
     try:
         yield
     finally:
         for _n, _f in _real.items():
-            _b.setattr(_torch, _n, _f)
+            _b.setattr(_owner, _n, _f)
 
 
 def _held(value):
@@ -489,19 +489,43 @@ def per_channel_scales(weight):
 
 
 def quantize_per_channel(weight):
-    return _held(weight.to(_torch.int8)), per_channel_scales(weight)
+    return _held(weight.to(_sys.modules["torch"].int8)), per_channel_scales(weight)
 """
+# name -> (what is patched, and with what; what the report must name)
+PATCHED_FOR_A_WHILE = {
+    "torch's comparisons": (
+        dict(
+            owner='_sys.modules["torch"]',
+            names='("equal", "allclose")',
+            stand_in="lambda *args, **kwargs: True",
+        ),
+        "replaced torch.allclose, torch.equal",
+    ),
+    # Exercise 8.2 decides one test with `(error <= scales / 2).all()`. (This one earned
+    # nothing before the checks either: the guard saw it after the first test.)
+    "a tensor method that hides torch's": (
+        dict(
+            owner='_sys.modules["torch"].Tensor',
+            names='("all",)',
+            stand_in='lambda self, *args: _sys.modules["torch"].tensor(True)',
+        ),
+        "torch.Tensor.all",
+    ),
+}
 
 
-def test_a_patch_put_back_before_the_test_ends_earns_nothing():
-    assert not findings(PRELUDE + PATCH_FOR_A_WHILE)
+@pytest.mark.parametrize("name", PATCHED_FOR_A_WHILE)
+def test_a_patch_put_back_before_the_test_ends_earns_nothing(name):
+    fields, words = PATCHED_FOR_A_WHILE[name]
+    code = PATCH_FOR_A_WHILE.format(**fields)
+    assert not findings(PRELUDE + code)
     (exercise,) = [e for e in EXERCISES if e.id == "8.2"]
     stub = (ROOT / "exercises" / f"{exercise.module}.py").read_text(encoding="utf-8")
-    attacked = (stub + "\n" + PRELUDE + PATCH_FOR_A_WHILE).encode()
+    attacked = (stub + "\n" + PRELUDE + code).encode()
     (score,) = grade([exercise], {exercise.module: attacked}, Limits(timeout=60))
     messages = "\n".join([score.problem, *(t.message for t in score.tests)])
     assert not score.earned, f"earned {score.earned:g} points"
-    assert "replaced torch.allclose, torch.equal" in messages, messages[:1500]
+    assert words in messages, messages[:1500]
 
 
 # --- the build track ----------------------------------------------------------------
