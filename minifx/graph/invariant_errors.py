@@ -103,13 +103,25 @@ def not_created(node: Node) -> RuntimeError:
     )
 
 
-def too_many_nodes(node: Node, created: int) -> RuntimeError:
-    """2. The walk has met more nodes than the graph created: the list has a cycle."""
+def first_node_link(node: Node) -> RuntimeError:
+    """2. The list starts at `node`, but `node.prev` is another node."""
     return broken(
         2,
         "a well-linked list",
         node,
-        f"the list has more nodes than the {created} the graph created (a cycle?).",
+        f"it is the first node, yet node.prev is %{node._prev.name}, not the start of the "
+        "list, so walking forwards and backwards disagree.",
+        _LINK_FIX,
+    )
+
+
+def walked_in_a_cycle(node: Node, previous: Node) -> RuntimeError:
+    """2. Walking forwards from `previous` came back to `node`: the list has a cycle."""
+    return broken(
+        2,
+        "a well-linked list",
+        node,
+        f"walking forwards came back to it after %{previous.name}: the list has a cycle.",
         _LINK_FIX,
     )
 
@@ -235,9 +247,11 @@ def _names(nodes: Any) -> str:
 # --- Which case broke, once a check of `check_all` has failed ----------------------------
 
 
-def link_error(graph: Graph, node: Node, created: set[Node]) -> RuntimeError:
-    """2. Why `node` breaks the list: a broken link, a node of another graph, an erased
-    one, one the graph did not make (not in `created`), or one more than it made."""
+def link_error(graph: Graph, node: Node, previous: Node, created: set[Node]) -> RuntimeError:
+    """2. Why `node`, reached from `previous`, breaks the list: a broken link at `node`, a
+    node of another graph, an erased one, one the graph did not make (not in `created`),
+    one the walk met before (a cycle), or else a broken link at `previous` or, for the
+    first node, at the start (`node.prev` is another node)."""
     if node._next._prev is not node or node._prev._next is not node:
         return broken_link(node)
     if node.graph is not graph:
@@ -246,7 +260,20 @@ def link_error(graph: Graph, node: Node, created: set[Node]) -> RuntimeError:
         return erased_but_linked(node)
     if node not in created:
         return not_created(node)
-    return too_many_nodes(node, graph._len)
+    if node in walked_before(graph, previous):
+        return walked_in_a_cycle(node, previous)
+    if previous is graph._root:
+        return first_node_link(node)
+    return broken_link(previous)
+
+
+def walked_before(graph: Graph, last: Node) -> set[Node]:
+    """The nodes from the first one to `last`, which the walk met without a problem."""
+    walked, node = set(), graph._root
+    while node is not last:
+        node = node._next
+        walked.add(node)
+    return walked
 
 
 def input_error(graph: Graph, node: Node, defined: set[Node]) -> RuntimeError:

@@ -69,19 +69,23 @@ def check_all(graph: Graph) -> None:
 
 
 def walk_list(graph: Graph) -> Iterator[Node]:
-    """2. Yield the nodes in order, checking that each is well linked, made by this graph
-    (`created`) and not erased, and that there are no more than it made."""
+    """2. Yield the nodes in order, checking at each step the link back to the node before,
+    and that the node was made by this graph (`created`) and not erased.
+
+    With every link back right, the walk cannot meet a node twice, so it ends.
+    """
     created = graph._node_index.all_nodes()
-    root, size, count = graph._root, graph._len, 0
+    root = previous = graph._root
     node = root._next
     while node is not root:
-        count += 1
-        if node._next._prev is not node or node._prev._next is not node or count > size:
-            raise invariant_errors.link_error(graph, node, created)
-        if node.graph is not graph or node._erased or node not in created:
-            raise invariant_errors.link_error(graph, node, created)
+        if node._prev is not previous or node.graph is not graph or node._erased:
+            raise invariant_errors.link_error(graph, node, previous, created)
+        if node not in created:
+            raise invariant_errors.link_error(graph, node, previous, created)
         yield node
-        node = node._next
+        previous, node = node, node._next
+    if root._prev is not previous:  # the last link back, from the sentinel
+        raise invariant_errors.broken_link(previous)
 
 
 def check_target_exists(graph: Graph, node: Node) -> None:

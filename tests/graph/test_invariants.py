@@ -38,10 +38,21 @@ def test_a_user_in_another_graph_that_uses_the_node_is_accepted():
     graph.lint()
 
 
-def test_a_node_the_graph_did_not_create_is_found_before_the_count_runs_out():
+def test_a_node_the_graph_did_not_create_is_found_where_it_stands():
     graph, x, add, sin = the_graph()
     sin.prepend(Node(graph, "stray", "call_function", torch.cos, (add,), {}))
     with pytest.raises(
         RuntimeError, match=r"invariant 2 .* at %stray: the graph did not create it"
+    ):
+        graph.lint()
+
+
+def test_a_walk_that_skips_a_node_breaks_invariant_2_not_4():
+    # Each step checks the link back to the node it came from, so a list that skips
+    # %x forwards, though every node's own links look right, is a list problem.
+    graph, x, add, sin = the_graph()
+    graph._root._next = add
+    with pytest.raises(
+        RuntimeError, match=r"invariant 2 .* at %add: it is the first node, yet node.prev is %x"
     ):
         graph.lint()

@@ -135,18 +135,39 @@ def test_invariant_2_erased_but_linked():
     )
 
 
-def test_invariant_2_cycle():
+def test_invariant_2_first_node_linked_to_the_last():
     graph, x, _, _, output = small_graph()
     output._next, x._prev = x, output  # consistent links, but the root is never reached
     assert lint_message(graph) == (
-        "Graph.lint: invariant 2 (a well-linked list) is broken at %x: the list has more nodes "
-        "than the 4 the graph created (a cycle?).\n" + LINK_FIX
+        "Graph.lint: invariant 2 (a well-linked list) is broken at %x: it is the first node, "
+        "yet node.prev is %output, not the start of the list, so walking forwards and "
+        "backwards disagree.\n" + LINK_FIX
+    )
+
+
+def test_invariant_2_cycle():
+    graph, x, _, _, output = small_graph()
+    output._next = x  # forwards, the list loops back to %x instead of ending
+    assert lint_message(graph) == (
+        "Graph.lint: invariant 2 (a well-linked list) is broken at %x: walking forwards came "
+        "back to it after %output: the list has a cycle.\n" + LINK_FIX
+    )
+
+
+def test_invariant_2_a_node_skipped_forwards():
+    # %x's next skips %add, whose own links still look right from %add's side.
+    graph, x, add, sin, output = small_graph()
+    x._next = sin
+    assert lint_message(graph) == (
+        "Graph.lint: invariant 2 (a well-linked list) is broken at %x: node.next.prev or "
+        "node.prev.next is not the node itself, so walking forwards and backwards "
+        "disagree.\n" + LINK_FIX
     )
 
 
 def test_invariant_2_a_node_the_graph_did_not_create_is_named():
     # A Node made directly and spliced in: the message should blame that node,
-    # not whichever node happens to be the one past the count.
+    # not a later node whose checks it upsets.
     graph, x, _, _, output = small_graph()
     stray = Node(graph, "stray", "call_function", torch.relu, (x,), {})
     output.prepend(stray)
