@@ -56,3 +56,13 @@ def test_a_walk_that_skips_a_node_breaks_invariant_2_not_4():
         RuntimeError, match=r"invariant 2 .* at %add: it is the first node, yet node.prev is %x"
     ):
         graph.lint()
+
+
+def test_the_last_link_back_from_the_sentinel_is_checked():
+    # Forwards the list is whole, but walking backwards would start at %sin, not the output.
+    graph, x, add, sin = the_graph()
+    graph._root._prev = sin
+    with pytest.raises(
+        RuntimeError, match=r"invariant 2 .* at %output: node.next.prev or node.prev.next"
+    ):
+        graph.lint()
