@@ -61,23 +61,28 @@ def opcode_error(node: Node, problem: str) -> RuntimeError:
     )
 
 
+def _list_broken(node: Node, problem: str, fix: str = _LINK_FIX) -> RuntimeError:
+    """Invariant 2's error; most fixes are the same."""
+    return broken(2, "a well-linked list", node, problem, fix)
+
+
+def _use_def_broken(node: Node, problem: str) -> RuntimeError:
+    """Invariant 5's error, whose fix is always the same."""
+    return broken(5, "use-def lists agree", node, problem, _USE_DEF_FIX)
+
+
 def broken_link(node: Node) -> RuntimeError:
     """2. `node.next.prev` or `node.prev.next` is not the node itself."""
-    return broken(
-        2,
-        "a well-linked list",
+    return _list_broken(
         node,
         "node.next.prev or node.prev.next is not "
         "the node itself, so walking forwards and backwards disagree.",
-        _LINK_FIX,
     )
 
 
 def foreign_node(node: Node) -> RuntimeError:
     """2. The list holds a node of another graph."""
-    return broken(
-        2,
-        "a well-linked list",
+    return _list_broken(
         node,
         "it belongs to another graph.",
         "copy nodes between graphs with graph.node_copy(node, arg_transform).",
@@ -86,14 +91,12 @@ def foreign_node(node: Node) -> RuntimeError:
 
 def erased_but_linked(node: Node) -> RuntimeError:
     """2. The list holds an erased node."""
-    return broken(2, "a well-linked list", node, "it was erased but is still linked.", _LINK_FIX)
+    return _list_broken(node, "it was erased but is still linked.")
 
 
 def not_created(node: Node) -> RuntimeError:
     """2. The list holds a node the graph did not create (one made by `Node(...)`)."""
-    return broken(
-        2,
-        "a well-linked list",
+    return _list_broken(
         node,
         "the graph did not create it (it is "
         "missing from the graph's index), so its name may clash and "
@@ -105,24 +108,18 @@ def not_created(node: Node) -> RuntimeError:
 
 def first_node_link(node: Node) -> RuntimeError:
     """2. The list starts at `node`, but `node.prev` is another node."""
-    return broken(
-        2,
-        "a well-linked list",
+    return _list_broken(
         node,
         f"it is the first node, yet node.prev is %{node._prev.name}, not the start of the "
         "list, so walking forwards and backwards disagree.",
-        _LINK_FIX,
     )
 
 
 def walked_in_a_cycle(node: Node, previous: Node) -> RuntimeError:
     """2. Walking forwards from `previous` came back to `node`: the list has a cycle."""
-    return broken(
-        2,
-        "a well-linked list",
+    return _list_broken(
         node,
         f"walking forwards came back to it after %{previous.name}: the list has a cycle.",
-        _LINK_FIX,
     )
 
 
@@ -175,34 +172,25 @@ def input_order_error(graph: Graph, node: Node, defined: set[Node]) -> RuntimeEr
 
 def inputs_disagree(node: Node, used: dict[Node, None]) -> RuntimeError:
     """5. `all_input_nodes` is not the nodes that the arguments use."""
-    return broken(
-        5,
-        "use-def lists agree",
+    return _use_def_broken(
         node,
         f"its arguments use {_names(used)} but all_input_nodes is {_names(node.all_input_nodes)}.",
-        _USE_DEF_FIX,
     )
 
 
 def missing_user(node: Node, input_node: Node) -> RuntimeError:
     """5. `node` uses `input_node` but is not among its `users`."""
-    return broken(
-        5,
-        "use-def lists agree",
+    return _use_def_broken(
         node,
         f"it uses %{input_node.name}, but is missing from %{input_node.name}.users.",
-        _USE_DEF_FIX,
     )
 
 
 def false_user(node: Node, user: Node) -> RuntimeError:
     """5. `user` is among the `users` of `node` but does not use it."""
-    return broken(
-        5,
-        "use-def lists agree",
+    return _use_def_broken(
         node,
         f"%{user.name} is listed among its users but does not use it.",
-        _USE_DEF_FIX,
     )
 
 
