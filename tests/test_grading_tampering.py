@@ -528,6 +528,95 @@ def test_a_patch_put_back_before_the_test_ends_earns_nothing(name):
     assert words in messages, messages[:1500]
 
 
+# Three more ways to make torch's comparisons answer True, each held as the patches
+# above are, from a generator that the returned tensor keeps. Each `_while_held` body:
+HELD_FOR_A_WHILE = """
+_torch = _sys.modules["torch"]
+_C = _get(_torch, "_C")
+{setup}
+
+def _while_held():
+{hold}
+
+
+def _held(value):
+    window = _while_held()
+    next(window)
+    value._window = window
+    return value
+
+
+def per_channel_scales(weight):
+    return _held(weight.abs().amax(dim=1) / 127)
+
+
+def quantize_per_channel(weight):
+    return _held(weight.to(_torch.int8)), per_channel_scales(weight)
+"""
+# name -> (module-level setup, the body of `_while_held`, words the report must show,
+# points exercise 8.2's stub earned before the check that stops it)
+HELD = {
+    # Made with `type`, so that no `__torch_function__` appears for the judge's scan.
+    "a TorchFunctionMode (3.3 points)": (
+        """
+def _answer(self, func, types, args=(), kwargs=None):
+    name = _get(func, "__name__", "")
+    if name in ("equal", "allclose"):
+        return True
+    return _torch.tensor(True) if name == "all" else func(*args, **(kwargs or {}))
+
+
+_Yes = _b.type("_Yes", (_torch.overrides.TorchFunctionMode,), {"__torch_" + "function__": _answer})
+""",
+        """    mode = _Yes()
+    _get(mode, "__enter__")()
+    try:
+        yield
+    finally:
+        _get(mode, "__exit__")(None, None, None)""",
+        "torch's function mode stack (a mode left active)",
+    ),
+    # torch.library's own Library reads the caller's frame, which the sandbox refuses.
+    "kernels of its own for aten::equal and aten::allclose (7.1 points)": (
+        "",
+        """    library = _get(_C, "_dispatch_library")("IMPL", "aten", "", "x.py", 1)
+    _get(library, "impl")("equal", "CPU", lambda *args: True, False)
+    _get(library, "impl")("allclose", "CPU", lambda *args, **kwargs: True, False)
+    try:
+        yield
+    finally:
+        _get(library, "reset")()""",
+        "graded code may not register kernels with torch's dispatcher",
+    ),
+    "Python kernels, through the Python dispatcher (0.7 points)": (
+        "",
+        """    for name in ("equal", "allclose"):
+        operator = _get(_torch.ops.aten, name).default
+        _get(operator, "py_impl")(_C.DispatchKey.CPU)(lambda *args, **kwargs: True)
+    python_dispatcher = _get(_C, "_EnablePythonDispatcher")()
+    try:
+        yield
+    finally:
+        del python_dispatcher""",
+        "the dispatch keys this thread includes",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", HELD)
+def test_torch_made_to_answer_for_a_while_earns_nothing(name):
+    setup, hold, words = HELD[name]
+    code = HELD_FOR_A_WHILE.format(setup=setup, hold=hold)
+    assert not findings(PRELUDE + code)
+    (exercise,) = [e for e in EXERCISES if e.id == "8.2"]
+    stub = (ROOT / "exercises" / f"{exercise.module}.py").read_text(encoding="utf-8")
+    attacked = (stub + "\n" + PRELUDE + code).encode()
+    (score,) = grade([exercise], {exercise.module: attacked}, Limits(timeout=60))
+    messages = "\n".join([score.problem, *(t.message for t in score.tests)])
+    assert not score.earned, f"earned {score.earned:g} points"
+    assert words in messages, messages[:1500]
+
+
 # --- the build track ----------------------------------------------------------------
 # A build task's graded code is the submission's minifx task files, imported while pytest
 # collects the tests (before the sandbox is armed), and trusted outside the task regions.

@@ -389,13 +389,25 @@ _WATCHED = {
 _BOUND = {where: dict(vars(owner)) for where, owner in _WATCHED.items()}
 _BOUND["torch"].pop("manual_seed")  # torch._dynamo wraps it as it loads (exercise 9.1)
 _GONE = object()
+# A mode on torch's function or dispatch stack answers every torch call made while it is
+# active, `_EQUAL` above included; a dispatch key included for the thread (the Python
+# dispatcher's) sends calls to kernels that graded code may have given torch's operators.
+# Graded code may leave none of this changed.
+_THREAD_STATE = {
+    "torch's function mode stack (a mode left active)": torch._C._len_torch_function_stack,
+    "torch's dispatch mode stack (a mode left active)": torch._C._len_torch_dispatch_stack,
+    "the dispatch keys this thread includes": torch._C._dispatch_tls_local_include_set,
+    "the dispatch keys this thread excludes": torch._C._dispatch_tls_local_exclude_set,
+}
+_THREAD_STATE_AT_LOAD = {what: read() for what, read in _THREAD_STATE.items()}
 
 
 def torch_swaps() -> list[str]:
     """The names of torch, torch.nn.functional and the tensor classes that are no longer
-    the objects they were when the graders loaded, and the names added to torch.Tensor
-    that hide torch._C.TensorBase's (`Tensor.round = ...`). Other names that torch adds
-    later (a submodule loaded on first use) do not count."""
+    the objects they were when the graders loaded, the names added to torch.Tensor
+    that hide torch._C.TensorBase's (`Tensor.round = ...`), and the thread's modes and
+    dispatch keys if they differ from then. Other names that torch adds later (a
+    submodule loaded on first use) do not count."""
     swapped = [
         f"{where}.{name}"
         for where, bound in _BOUND.items()
@@ -404,7 +416,8 @@ def torch_swaps() -> list[str]:
     ]
     added = vars(torch.Tensor).keys() - _BOUND["torch.Tensor"].keys()
     hiding = [name for name in added if name in _BOUND["torch._C.TensorBase"]]
-    return swapped + [f"torch.Tensor.{name}" for name in sorted(hiding)]
+    state = [what for what, read in _THREAD_STATE.items() if read() != _THREAD_STATE_AT_LOAD[what]]
+    return swapped + [f"torch.Tensor.{name}" for name in sorted(hiding)] + state
 
 
 def refuse_torch_swaps() -> None:

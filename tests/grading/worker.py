@@ -24,6 +24,8 @@ graded code's reach:
   that pytest was made to skip, stop or leave out fails. Its outcome otherwise comes
   from the exception pytest caught, never from the report objects graded code could
   change.
+- **A closed dispatcher.** Once the tests are collected, `torch._C._dispatch_library` is
+  taken away, so graded code cannot give torch's operators kernels of its own.
 - **A guard.** After each test, `guard.py` checks that every module, class and import
   hook is as it was before graded code ran; if not, that test and every later one fail.
 
@@ -150,6 +152,7 @@ class GradingPlugin:
             # What the stage tests' models and oracles load on first use, and which patches
             # torch's own classes when it loads: loaded now, before the guard looks.
             import torch.distributed.tensor
+        _close_the_dispatcher(torch)
         # hypothesis (some stage tests use it) sets its own flags while the first test runs.
         self.guard = self._guard_class(
             skip=self.graded_modules + (("hypothesis",) if self.task else ())
@@ -206,6 +209,28 @@ def _run_to_the_end(test, nodeid: str, completed: set[str]):
         completed.add(nodeid)
 
     return run_to_the_end
+
+
+# What stands in for `torch._C._dispatch_library` once the tests are collected.
+_REFUSED_DISPATCH_LIBRARY = """
+def _dispatch_library(*args, **kwargs):
+    raise PermissionError(
+        "graded code may not register kernels with torch's dispatcher (torch.library, "
+        "torch._C._dispatch_library): a kernel of its own for aten::equal would answer "
+        "the graders' comparisons"
+    )
+"""
+
+
+def _close_the_dispatcher(torch) -> None:
+    """Take away `torch._C._dispatch_library`, through which Python code gives torch's
+    operators kernels of its own (`torch.library` calls it): the guard would not see one
+    that graded code registered and removed within a test. minifx and the graders
+    register none once loaded. The stand-in is compiled apart, so that its globals lead
+    nowhere, and nothing here keeps the original for graded code to find."""
+    namespace = {"__builtins__": {"PermissionError": PermissionError}}
+    exec(_REFUSED_DISPATCH_LIBRARY, namespace)
+    torch._C._dispatch_library = namespace["_dispatch_library"]
 
 
 def _import_all(package: str, tolerant: bool = False) -> None:
