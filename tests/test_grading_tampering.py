@@ -476,7 +476,10 @@ def _while_held():
         for _n, _f in _real.items():
             _b.setattr(_owner, _n, _f)
 
-
+"""
+# Exercise 8.2's two functions, each returning a tensor that keeps `_while_held` open
+# until the grader drops it.
+HOLD_WITH_THE_RESULT = """
 def _held(value):
     window = _while_held()
     next(window)
@@ -517,15 +520,8 @@ PATCHED_FOR_A_WHILE = {
 @pytest.mark.parametrize("name", PATCHED_FOR_A_WHILE)
 def test_a_patch_put_back_before_the_test_ends_earns_nothing(name):
     fields, words = PATCHED_FOR_A_WHILE[name]
-    code = PATCH_FOR_A_WHILE.format(**fields)
-    assert not findings(PRELUDE + code)
-    (exercise,) = [e for e in EXERCISES if e.id == "8.2"]
-    stub = (ROOT / "exercises" / f"{exercise.module}.py").read_text(encoding="utf-8")
-    attacked = (stub + "\n" + PRELUDE + code).encode()
-    (score,) = grade([exercise], {exercise.module: attacked}, Limits(timeout=60))
-    messages = "\n".join([score.problem, *(t.message for t in score.tests)])
-    assert not score.earned, f"earned {score.earned:g} points"
-    assert words in messages, messages[:1500]
+    code = PATCH_FOR_A_WHILE.format(**fields) + HOLD_WITH_THE_RESULT
+    assert_stub_earns_nothing_with(code, words)
 
 
 # Three more ways to make torch's comparisons answer True, each held as the patches
@@ -538,23 +534,9 @@ _C = _get(_torch, "_C")
 def _while_held():
 {hold}
 
-
-def _held(value):
-    window = _while_held()
-    next(window)
-    value._window = window
-    return value
-
-
-def per_channel_scales(weight):
-    return _held(weight.abs().amax(dim=1) / 127)
-
-
-def quantize_per_channel(weight):
-    return _held(weight.to(_torch.int8)), per_channel_scales(weight)
 """
-# name -> (module-level setup, the body of `_while_held`, words the report must show,
-# points exercise 8.2's stub earned before the check that stops it)
+# name (with what exercise 8.2's stub earned through it before the check that stops it)
+# -> (module-level setup, the body of `_while_held`, words the report must show)
 HELD = {
     # Made with `type`, so that no `__torch_function__` appears for the judge's scan.
     "a TorchFunctionMode (3.3 points)": (
@@ -606,7 +588,13 @@ _Yes = _b.type("_Yes", (_torch.overrides.TorchFunctionMode,), {"__torch_" + "fun
 @pytest.mark.parametrize("name", HELD)
 def test_torch_made_to_answer_for_a_while_earns_nothing(name):
     setup, hold, words = HELD[name]
-    code = HELD_FOR_A_WHILE.format(setup=setup, hold=hold)
+    code = HELD_FOR_A_WHILE.format(setup=setup, hold=hold) + HOLD_WITH_THE_RESULT
+    assert_stub_earns_nothing_with(code, words)
+
+
+def assert_stub_earns_nothing_with(code: str, words: str) -> None:
+    """Exercise 8.2's stub, with `code` after it, passes the judge's scan, earns nothing,
+    and its report says `words`."""
     assert not findings(PRELUDE + code)
     (exercise,) = [e for e in EXERCISES if e.id == "8.2"]
     stub = (ROOT / "exercises" / f"{exercise.module}.py").read_text(encoding="utf-8")
