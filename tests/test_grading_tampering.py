@@ -525,7 +525,8 @@ def test_a_patch_put_back_before_the_test_ends_earns_nothing(name):
 
 
 # Three more ways to make torch's comparisons answer True, each held as the patches
-# above are, from a generator that the returned tensor keeps. Each `_while_held` body:
+# above are, from a generator that the returned tensor keeps. Each case fills this
+# template with its module-level setup and the body of its `_while_held`.
 HELD_FOR_A_WHILE = """
 _torch = _sys.modules["torch"]
 _C = _get(_torch, "_C")

@@ -78,9 +78,8 @@ def walk_list(graph: Graph) -> Iterator[Node]:
     root = previous = graph._root
     node = root._next
     while node is not root:
-        if node._prev is not previous or node.graph is not graph or node._erased:
-            raise invariant_errors.link_error(graph, node, previous, created)
-        if node not in created:
+        linked = node._prev is previous and node.graph is graph and not node._erased
+        if not linked or node not in created:
             raise invariant_errors.link_error(graph, node, previous, created)
         yield node
         previous, node = node, node._next
