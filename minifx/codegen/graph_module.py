@@ -17,7 +17,14 @@ from .copying import CopyingMixin, StateOf, reduce_graph_module, tracer_of  # no
 from .python_code import python_code
 from .readable import ReadableMixin
 from .source import compile_forward, explain_error
-from .submodules import SubmodulesMixin, child_at, install, install_from_dict, state_targets
+from .submodules import (
+    SubmodulesMixin,
+    child_at,
+    find_attribute,
+    install,
+    install_from_dict,
+    state_targets,
+)
 from .to_folder import ToFolderMixin
 
 
@@ -30,7 +37,7 @@ def _copy_attr(root: nn.Module, gm: nn.Module, target: str, node: Node | None = 
     source, destination = root, gm
     for part in parents:
         source = child_at(source, part, target, node)
-        existing = getattr(destination, part, None)
+        existing = find_attribute(destination, part, None)
         if existing is source:  # the whole parent is installed already
             return
         if existing is None:

@@ -90,9 +90,21 @@ def state_targets(graph: Graph) -> list[tuple[str, Node]]:
 _MISSING = object()  # child_at's "no such attribute" (None is a value an attribute may hold)
 
 
+def find_attribute(module: Any, name: str, default: Any) -> Any:
+    """`getattr(module, name, default)`, but a submodule is read from `_modules` directly.
+
+    `getattr` finds a submodule only through nn.Module's `__getattr__`, slow Python
+    that each step of each path would pay; `named_modules` reads `_modules` too.
+    """
+    submodules = getattr(module, "_modules", None)
+    if type(submodules) is dict and name in submodules:
+        return submodules[name]
+    return getattr(module, name, default)
+
+
 def child_at(module: Any, part: str, target: str, node: Node | None) -> Any:
     """`module.<part>`, a step of `target`'s path, with an error naming `node` if it is missing."""
-    child = getattr(module, part, _MISSING)  # one lookup: nn.Module's __getattr__ is slow Python
+    child = find_attribute(module, part, _MISSING)
     if child is _MISSING:
         where = f"node %{node.name} ({node.op})" if node is not None else "the graph"
         raise AttributeError(

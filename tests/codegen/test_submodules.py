@@ -11,7 +11,13 @@ import torch
 
 import minifx.codegen
 import minifx.graph
-from minifx.codegen.submodules import SubmodulesMixin, install, install_from_dict, state_targets
+from minifx.codegen.submodules import (
+    SubmodulesMixin,
+    find_attribute,
+    install,
+    install_from_dict,
+    state_targets,
+)
 
 pytestmark = pytest.mark.ch3
 
@@ -92,3 +98,25 @@ def test_install_from_dict_names_the_missing_key() -> None:
         install_from_dict(
             torch.nn.Module(), {"block.0": getattr(gm.block, "0")}, state_targets(gm.graph)
         )
+
+
+def test_find_attribute_answers_as_getattr_does() -> None:
+    model = Model()
+    model.register_buffer("running", torch.zeros(2))
+    model.note = None
+    missing = object()
+    for name in ("block", "scale", "running", "note", "_version", "training", "nothing"):
+        assert find_attribute(model, name, missing) is getattr(model, name, missing), name
+    # Objects that are not modules (a path may pass through one) take plain getattr.
+    assert find_attribute(torch.ones(2), "shape", None) == torch.Size([2])
+
+
+def test_a_graph_module_shares_a_parent_that_a_target_installed_whole() -> None:
+    root = Model()
+    graph = minifx.graph.Graph()
+    x = graph.placeholder("x")
+    block = graph.call_module("block", (x,))
+    graph.output(graph.call_module("block.0", (block,)))
+    gm = minifx.codegen.GraphModule(root, graph)
+    assert gm.block is root.block
+    torch.testing.assert_close(gm(torch.ones(1, 2)), root.block(root.block(torch.ones(1, 2))))
