@@ -536,7 +536,7 @@ def _while_held():
 {hold}
 
 """
-# name (with what exercise 8.2's stub earned through it before the check that stops it)
+# name (with what a stub earned through it before the check that stops it)
 # -> (module-level setup, the body of `_while_held`, words the report must show)
 HELD = {
     # Made with `type`, so that no `__torch_function__` appears for the judge's scan.
@@ -583,21 +583,74 @@ _Yes = _b.type("_Yes", (_torch.overrides.TorchFunctionMode,), {"__torch_" + "fun
         del python_dispatcher""",
         "the dispatch keys this thread includes",
     ),
+    # What a grader decides with besides torch: graded code rebinds a name in the grader's
+    # own module, whose dict Python does not audit; the guard counts the writes to it.
+    "the grader's own helpers and a builtin (3.3 points)": (
+        "",
+        """    (grader,) = [
+        _b.vars(module)
+        for name, module in _b.list(_sys.modules.items())
+        if name.endswith("test_ex8_2_" + "per_channel")
+    ]
+    fakes = {
+        "tensors_equal": lambda *args, **kwargs: True,
+        "tensors_close": lambda *args, **kwargs: True,
+        "bool": lambda value=False: True,
+    }
+    real = {name: grader.get(name) for name in fakes}
+    grader.update(fakes)
+    try:
+        yield
+    finally:
+        for name, value in real.items():
+            if value is None:
+                grader.pop(name, None)
+            else:
+                grader[name] = value""",
+        "a name of tests.graders.test_ex8_2_per_channel (perhaps put back since)",
+    ),
 }
 
 
 @pytest.mark.parametrize("name", HELD)
-def test_torch_made_to_answer_for_a_while_earns_nothing(name):
+def test_what_graders_decide_with_made_to_answer_for_a_while_earns_nothing(name):
     setup, hold, words = HELD[name]
     code = HELD_FOR_A_WHILE.format(setup=setup, hold=hold) + HOLD_WITH_THE_RESULT
     assert_stub_earns_nothing_with(code, words)
 
 
-def assert_stub_earns_nothing_with(code: str, words: str) -> None:
-    """Exercise 8.2's stub, with `code` after it, passes the judge's scan, earns nothing,
+# `pytest.fail`, through which most graders fail a test, made to return the next time a
+# grader calls it, and put back by that call: exercise 0.1's grader calls it after each
+# call of graded code, so nothing is left changed when a test ends. Before the guard
+# counted the writes to pytest's dict, this earned all 10 points.
+FAIL_ONCE = """
+_names = _b.vars(_sys.modules["pytest"])
+_real_fail = _names["fail"]
+
+
+def _fail_once(*args, **kwargs):
+    _names["fail"] = _real_fail
+
+
+def check_capture(program, inputs, concrete_args=None):
+    _names["fail"] = _fail_once
+
+
+def opcode_counts(gm):
+    _names["fail"] = _fail_once
+"""
+
+
+def test_pytest_fail_made_to_return_once_earns_nothing():
+    words = "a name of pytest (perhaps put back since)"
+    assert_stub_earns_nothing_with(FAIL_ONCE, words, exercise_id="0.1")
+
+
+def assert_stub_earns_nothing_with(code: str, words: str, exercise_id: str = "8.2") -> None:
+    """The exercise's stub, with `code` after it, passes the judge's scan, earns nothing,
     and its report says `words`."""
     assert not findings(PRELUDE + code)
-    (exercise,) = [e for e in EXERCISES if e.id == "8.2"]
+    (exercise,) = [e for e in EXERCISES if e.id == exercise_id]
     stub = (ROOT / "exercises" / f"{exercise.module}.py").read_text(encoding="utf-8")
     attacked = (stub + "\n" + PRELUDE + code).encode()
     (score,) = grade([exercise], {exercise.module: attacked}, Limits(timeout=60))

@@ -15,6 +15,16 @@ import torch
 import torch._dynamo
 from torch import nn
 
+from tests.graders.ex9_1_programs import (
+    branch,
+    explicit,
+    loop,
+    mlp,
+    nothing,
+    shift,
+    straight,
+    two_breaks,
+)
 from tests.graders.support import (
     describe_error,
     explain,
@@ -51,55 +61,7 @@ def ex(impl):
     return impl.load("ch9_graph_breaks")
 
 
-# --- the programs ---------------------------------------------------------------------
-
-
-def straight(x):
-    return torch.relu(x) * 2 + x.sum()
-
-
-def branch(x):
-    y = torch.relu(x) * 2
-    if y.sum() > 0:  # a branch on a tensor's value: a graph break
-        return y + 1
-    return y - 1
-
-
-def explicit(x):
-    y = x.sin()
-    torch._dynamo.graph_break()
-    return y.cos() + 1
-
-
-def two_breaks(x):
-    x = x + 1
-    torch._dynamo.graph_break()
-    x = x * 2
-    torch._dynamo.graph_break()
-    return x - 3
-
-
-def loop(x):
-    for _ in range(3):  # a Python loop: unrolled, no break
-        x = x * 2
-    return x
-
-
-def shift(x, flag):
-    if flag:  # a Python value: a guard, not a break
-        return x + 1
-    return x - 1
-
-
-def nothing(x):
-    torch._dynamo.graph_break()
-    return x  # no operation on either side: no graph at all
-
-
-def mlp():
-    torch.manual_seed(0)
-    return nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
-
+# --- the programs (in ex9_1_programs.py), their arguments and golden summaries ------
 
 ONES = torch.ones(3)
 # name -> (the program, its arguments, the golden summaries: (inputs, ops) per graph)

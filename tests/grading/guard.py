@@ -28,6 +28,7 @@ This file runs in the worker's private namespace, like `sandbox.py`.
 from __future__ import annotations
 
 import builtins
+import ctypes
 import sys
 from itertools import repeat
 from operator import is_
@@ -69,6 +70,15 @@ VOLATILE_CLASS_NAMES = {"__slotnames__", "__annotations__", "__abstractmethods__
 BUILTIN_NAMES = frozenset(vars(builtins))
 # Modules whose data the graders compare against, checked item by item.
 DATA_MODULES = ("tests.graders", "tests.conftest")
+# Modules the graders decide with: their own, pytest's failing and comparing, the builtins.
+# Graded code that changes a name there and puts it back within one test (from a
+# generator's `finally`, run when the grader drops what it returned) leaves every value as
+# it was, so the names' check cannot see it; the count of writes to the module's dict can.
+DECIDING = ("builtins", "pytest", "_pytest.outcomes", "_pytest.python_api", "_pytest.raises")
+DECIDING_PREFIXES = ("tests.", "torch.testing")
+# Except where TorchDynamo writes the code it compiles: into the globals of each function it
+# compiles (see VOLATILE_PREFIXES). Exercise 9.1's grader keeps those functions here.
+COMPILED_BY_DYNAMO = ("tests.graders.ex9_1_programs",)
 MISSING = object()
 # Module-level values that are code, not data: checked by identity like every other name.
 CODE_KINDS = (type, FunctionType, BuiltinFunctionType, ModuleType)
@@ -108,6 +118,8 @@ class Guard:
             sys.meta_path,
             sys.path_hooks,
         )
+        # (module name, its dict, its write count, the count at the snapshot)
+        self._writes: list[tuple[str, dict, WriteCount, int]] = []
         self._threads = self._thread_count()
         torch = sys.modules["torch"]._C
         self._mode_counts = (torch._len_torch_function_stack, torch._len_torch_dispatch_stack)
@@ -145,6 +157,10 @@ class Guard:
                     self._remember(vars(value), where, items, value)
             if name.startswith(DATA_MODULES):
                 self._data[name] = self._fingerprint(namespace)
+            deciding = name in DECIDING or name.startswith(DECIDING_PREFIXES)
+            if deciding and name not in COMPILED_BY_DYNAMO:
+                count = WriteCount(namespace)
+                self._writes.append((name, namespace, count, count.read()))
 
     def _remember(
         self, namespace, where: str, items: list[tuple[str, object]], owner: type | None
@@ -194,6 +210,11 @@ class Guard:
         for name, fingerprint in self._data.items():
             if self._fingerprint(self._modules[name].__dict__) != fingerprint:
                 changed.append(f"the data of {name}")
+        changed += [
+            f"a name of {name} (perhaps put back since)"
+            for name, _, count, at_snapshot in self._writes
+            if count.read() != at_snapshot
+        ]
         if self._modes() != self._baseline_modes:
             changed.append("torch's function and dispatch modes (a mode left active)")
         if self._thread_count() > self._threads:
@@ -276,6 +297,43 @@ class Guard:
     @staticmethod
     def _thread_count() -> int:
         return len(sys._current_frames())
+
+
+class WriteCount:
+    """How many times a dict has been written to, as CPython counts: each write gives the
+    dict a new version tag (PEP 509), which only C reads. The reading is set up here, before
+    graded code runs: the sandbox refuses ctypes to graded code.
+
+    Args:
+        namespace: The dict, kept alive here so that the address stays its.
+    """
+
+    # The tag's place in a dict object: after the reference count, the type and the length.
+    OFFSET = 3 * ctypes.sizeof(ctypes.c_ssize_t)
+
+    def __init__(self, namespace: dict) -> None:
+        self._namespace = namespace
+        self._tag = ctypes.c_uint64.from_address(id(namespace) + self.OFFSET)
+
+    def read(self) -> int:
+        return self._tag.value
+
+
+def _check_write_count() -> None:
+    """Make sure that `WriteCount` reads the tag on this Python (a build may lay dicts out
+    otherwise): a guard that saw no write would pass every test."""
+    probe: dict = {}
+    count = WriteCount(probe)
+    before = count.read()
+    probe["written"] = True
+    if count.read() == before:
+        raise RuntimeError(
+            f"guard.WriteCount cannot see writes to a dict on Python {sys.version}: the "
+            "grading cannot run here. Use the Python that pyproject.toml names."
+        )
+
+
+_check_write_count()
 
 
 def _volatile(where: str, name: str) -> bool:
