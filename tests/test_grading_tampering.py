@@ -19,11 +19,13 @@ from __future__ import annotations
 import ast
 import functools
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
 from tests.grading import Limits, grade, load_manifest
+from tests.grading.landlock import abi as landlock_abi
 from tests.grading.scan import findings
 
 pytestmark = pytest.mark.meta
@@ -644,6 +646,69 @@ def opcode_counts(gm):
 def test_pytest_fail_made_to_return_once_earns_nothing():
     words = "a name of pytest (perhaps put back since)"
     assert_stub_earns_nothing_with(FAIL_ONCE, words, exercise_id="0.1")
+
+
+# Native code opens files without an audit event, so the sandbox never sees it; the kernel
+# does (tests/grading/landlock.py). torch.from_file maps a file into a tensor: shared, so
+# that writing the tensor writes the file.
+NO_LANDLOCK = "this kernel offers no Landlock (Linux 5.13 or later, turned on)"
+needs_landlock = pytest.mark.skipif(
+    not sys.platform.startswith("linux") or landlock_abi() < 1, reason=NO_LANDLOCK
+)
+FROM_FILE = """
+_torch = _sys.modules["torch"]
+_os = _sys.modules["os"]
+
+
+def _read(path):
+    size = _os.path.getsize(path)
+    return _b.bytes(_get(_torch, "from_file")(path, shared=False, size=size, dtype=_torch.uint8).tolist())
+"""
+# Appended to the fork server's support.py, which every later worker imports as pytest
+# collects, before its sandbox is armed: graded with exercise 0.1's attacked stub first,
+# the untouched stub of 1.2 earned all its 10 points this way.
+REWRITE_SUPPORT = (
+    FROM_FILE
+    + """
+_FORGE = (
+    b"\\nimport gc\\n"
+    b"for _o in gc.get_objects():\\n"
+    b"    if type(_o).__name__ == 'GradingPlugin':\\n"
+    b"        _send = _o.reporter.send\\n"
+    b"        _o.reporter.send = lambda kind, _send=_send, **f: _send(\\n"
+    b"            kind, **({**f, 'outcome': 'passed', 'message': ''} if kind == 'result' else f))\\n"
+)
+_path = _sys.modules["tests.graders.support"].__file__
+_new = _read(_path) + _FORGE
+_mapped = _get(_torch, "from_file")(_path, shared=True, size=_b.len(_new), dtype=_torch.uint8)
+_mapped.copy_(_torch.frombuffer(_b.bytearray(_new), dtype=_torch.uint8))
+"""
+)
+# The reference solution, read from the judge's copy (the instructor's repository) and
+# run in the exercise's module: 3.1's stub earned all 10 points this way.
+READ_THE_SOLUTION = (
+    FROM_FILE
+    + """
+_path = _os.path.join(_os.environ["MINIFX_GRADING_SOURCE"], "solutions", "ch3_method_relu.py")
+_get(_b, "ex" + "ec")(_read(_path), _b.vars(_sys.modules[__name__]))
+"""
+)
+
+
+@needs_landlock
+def test_a_grading_file_rewritten_by_native_code_changes_no_later_grade():
+    assert not findings(PRELUDE + REWRITE_SUPPORT)
+    attacker, later = [e for e in EXERCISES if e.id in ("0.1", "1.2")]
+    modules = {e.module: (ROOT / "exercises" / f"{e.module}.py").read_bytes() for e in EXERCISES}
+    modules[attacker.module] += ("\n" + PRELUDE + REWRITE_SUPPORT).encode()
+    scores = grade([attacker, later], modules, Limits(timeout=60, jobs=1))  # 0.1 first
+    assert [score.earned for score in scores] == [0, 0]
+    assert "Permission denied" in "\n".join(t.message for t in scores[0].tests)
+
+
+@needs_landlock
+def test_a_solution_read_by_native_code_earns_nothing():
+    assert_stub_earns_nothing_with(READ_THE_SOLUTION, "Permission denied", exercise_id="3.1")
 
 
 def assert_stub_earns_nothing_with(code: str, words: str, exercise_id: str = "8.2") -> None:

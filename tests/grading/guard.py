@@ -12,11 +12,13 @@ before graded code runs, and after each test compares:
 - the keyword defaults of every function there (a dict, which changes in place:
   `assert_close.__kwdefaults__["atol"] = 1e9`);
 - torch's function and dispatch modes (a `TorchFunctionMode` left active answers every
-  torch call), and the threads: graded code may leave neither behind.
+  torch call), and the threads: graded code may leave neither behind;
+- how many times the dicts of the modules a grader decides with (its own, `support`,
+  pytest's, the builtins) were written to: none, since the last check.
 
 A test after which anything differs fails, with the names that changed. A change that
-graded code makes and undoes within one test (from a finalizer, say) is not seen here;
-the graders' comparisons check torch's names, modes and dispatch keys at the moment
+graded code makes and undoes within one test (from a finalizer, say) is seen here only
+in those modules, through the count of writes; elsewhere, the graders' comparisons check torch's names, modes and dispatch keys at the moment
 they decide (`tests/graders/support.py`, `tensors_equal`), the worker takes away
 `torch._C._dispatch_library` (kernels registered with torch's dispatcher), the judge's
 scan refuses the means (`weakref`, `__del__`, assignments to imported modules), and the
@@ -74,8 +76,10 @@ DATA_MODULES = ("tests.graders", "tests.conftest")
 # Graded code that changes a name there and puts it back within one test (from a
 # generator's `finally`, run when the grader drops what it returned) leaves every value as
 # it was, so the names' check cannot see it; the count of writes to the module's dict can.
+# (Not the build track's stage tests: tracing writes to some of them and puts the names
+# back, as `wrap` does to `tests/graph/wrapped_helpers.py`.)
 DECIDING = ("builtins", "pytest", "_pytest.outcomes", "_pytest.python_api", "_pytest.raises")
-DECIDING_PREFIXES = ("tests.", "torch.testing")
+DECIDING_PREFIXES = ("tests.graders", "tests.conftest", "torch.testing")
 # Except where TorchDynamo writes the code it compiles: into the globals of each function it
 # compiles (see VOLATILE_PREFIXES). Exercise 9.1's grader keeps those functions here.
 COMPILED_BY_DYNAMO = ("tests.graders.ex9_1_programs",)

@@ -57,6 +57,7 @@ STAGED = {
     WORKER,
     "tests/grading/sandbox.py",
     "tests/grading/guard.py",
+    "tests/grading/landlock.py",
     "tests/grading/forkserver.py",
 }
 STAGED_FOLDERS = ("minifx/", "tests/graders/")

@@ -38,7 +38,9 @@ minifx, graders and exercises), reading the other staged folders or the judge's 
 The worker adds the hook first thing and arms it once pytest has collected the tests,
 before any graded code runs. A refused operation raises `PermissionError` and is recorded; the worker then fails the
 test that was running and every test after it. The hook stops Python code; native code
-could get past it, and graded code cannot load any (`ctypes` is refused).
+could get past it: graded code cannot load any of its own (`ctypes` is refused), but
+torch's native functions open files without an audit event (`torch.from_file`). Where the
+kernel offers Landlock, it refuses those (`landlock.py`).
 
 This file runs in the worker's private namespace (see `worker.py`): it binds every
 function it calls at load time, so that graded code replacing `os.path.realpath` or a

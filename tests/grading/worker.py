@@ -24,10 +24,16 @@ graded code's reach:
   that pytest was made to skip, stop or leave out fails. Its outcome otherwise comes
   from the exception pytest caught, never from the report objects graded code could
   change.
+- **Kernel limits.** Before pytest starts, the worker gives up the right to write files
+  outside a scratch folder of its own and to read the judge's copy or the other staged
+  folders (`landlock.py`, on Linux with Landlock): native code opens files without the
+  audit events that the sandbox sees.
 - **A closed dispatcher.** Once the tests are collected, `torch._C._dispatch_library` is
   taken away, so graded code cannot give torch's operators kernels of its own.
 - **A guard.** After each test, `guard.py` checks that every module, class and import
-  hook is as it was before graded code ran; if not, that test and every later one fail.
+  hook is as it was before graded code ran, and that nothing wrote to the modules a
+  grader decides with (even to put a name back); if not, that test and every later one
+  fail.
 
 Records: `collected` lists the tests before any of them runs (graders load graded code
 only inside tests), so a test that never reports is known to be missing; `start` precedes
@@ -231,6 +237,21 @@ def _close_the_dispatcher(torch) -> None:
     namespace = {"__builtins__": {"PermissionError": PermissionError}}
     exec(_REFUSED_DISPATCH_LIBRARY, namespace)
     torch._C._dispatch_library = namespace["_dispatch_library"]
+
+
+def _limit_files(restrict_files, sandbox) -> None:
+    """Have the kernel hold the worker to the files it needs (`landlock.py`): it writes only
+    in a scratch folder of its own, which becomes the temporary folder, and reads neither
+    the other staged folders nor the judge's copy, whatever code asks."""
+    import tempfile
+
+    scratch = tempfile.mkdtemp(prefix="scratch-", dir=sandbox.staging)
+    tempfile.tempdir = os.environ["TMPDIR"] = scratch
+    restrict_files(
+        writable=[scratch, "/dev"],
+        hidden=list(sandbox.elsewhere),
+        kept=[sandbox.root, *sandbox.graded, *sandbox.installed],
+    )
 
 
 def _import_all(package: str, tolerant: bool = False) -> None:
@@ -438,6 +459,8 @@ def run(
     else:
         sandbox = sandbox_class(str(graded / GRADED_PACKAGE), str(ROOT), source=source)
     sys.addaudithook(sandbox.hook)
+    # Before pytest starts: a build task's graded files are imported as it collects.
+    _limit_files(load_private(HERE / "landlock.py")["restrict"], sandbox)
     plugin = GradingPlugin(
         Reporter(fd, key),
         grader,
