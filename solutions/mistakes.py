@@ -768,6 +768,12 @@ MISTAKES: dict[str, list[Mistake]] = {
     # tests/graders/test_ex6_1_fuse_linear_bn.py
     "6.1": [
         Mistake(
+            "a pass that does nothing",
+            "    modules = dict(gm.named_modules())\n    for bn_node in list(gm.graph.nodes):",
+            "    return gm\n    modules = dict(gm.named_modules())\n    for bn_node in list(gm.graph.nodes):",
+            "a pass that does nothing passes this check too",
+        ),
+        Mistake(
             "handed to torch's fuse_linear_bn_eval",
             "    scale = bn.weight * torch.rsqrt(bn.running_var + bn.eps)  # one factor per output feature\n",
             "    return torch.nn.utils.fusion.fuse_linear_bn_eval(linear, bn)\n",

@@ -310,6 +310,23 @@ def _fuse(ex, model, what: str):
     return graph_module(gm, what, SEE)  # printed and run only as minifx's own
 
 
+def _require_fusing(ex, what: str) -> None:
+    """Fail unless the pass fuses the MLP's pairs: a pass that does nothing would pass `what`
+    (a graph left alone, outputs unchanged) without doing the exercise."""
+    left = _batchnorm_nodes(_fuse(ex, mlp(), "fuse_linear_bn of the MLP"))
+    if left:
+        pytest.fail(
+            explain(
+                f"{what}, from a pass that also fuses the MLP's pairs",
+                f"the MLP's BatchNorm node(s) {left} still in the graph",
+                "a pass that does nothing passes this check too: fuse first (see "
+                "test_batchnorm_modules_are_gone), then this test counts.",
+                SEE,
+            ),
+            pytrace=False,
+        )
+
+
 def _batchnorm_nodes(gm) -> list[str]:
     return [
         n.name
@@ -494,6 +511,7 @@ def test_the_graph_is_torch_fx_fused_graph(ex):
 
 
 def test_outputs_equal_the_unfused_model(ex):
+    _require_fusing(ex, "the outputs of the unfused model")
     model = mlp()
     gm = _fuse(ex, model, "fuse_linear_bn of the MLP")
     differ = _outputs_differ(gm, model, (5, 6))
@@ -534,6 +552,7 @@ def test_batchnorm_modules_are_gone(ex):
 @pytest.mark.parametrize("case", list(LEFT_ALONE))
 def test_pairs_that_cannot_be_fused_are_left_alone(ex, case):
     make, shape, kept, hint = LEFT_ALONE[case]
+    _require_fusing(ex, f"{case}: the pair left alone")
     model = make()
     want = str(symbolic_trace(model).graph)
     gm = _fuse(ex, model, f"fuse_linear_bn of the {case} model, which it leaves alone")
@@ -565,6 +584,16 @@ def test_on_device(ex, device):
     model = mlp().to(device)
     gm = _fuse(ex, model, f"fuse_linear_bn of the MLP on {device}")
     fc1 = dict(gm.named_modules()).get("fc1")
+    if _batchnorm_nodes(gm):
+        pytest.fail(
+            explain(
+                f"the MLP fused on {device}",
+                f"the BatchNorm node(s) {_batchnorm_nodes(gm)} still in the graph",
+                "fuse every eval-mode Linear + BatchNorm1d pair, wherever its tensors live.",
+                SEE,
+            ),
+            pytrace=False,
+        )
     if not isinstance(fc1, nn.Linear) or fc1.weight.device.type != device:
         pytest.fail(
             explain(
