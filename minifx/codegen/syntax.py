@@ -215,24 +215,20 @@ def stack_summary(stack_trace: str | None) -> str | None:
 
 
 # A parameter in `def forward(...)`: a name, maybe after `*` or `**`.
-_PARAMETER = re.compile(r"^\*{0,2}[A-Za-z_][A-Za-z0-9_]*$")
-
-
 def parameter_name(node: Node) -> str:
-    """The placeholder's parameter name without `*`; it must be a valid parameter."""
+    """The placeholder's parameter name without `*`; it must be a valid parameter (any
+    Python identifier, `é` too, as `def` takes it)."""
     target = node.target
-    if (
-        not isinstance(target, str)
-        or not _PARAMETER.match(target)
-        or keyword.iskeyword(plain(target).lstrip("*"))
-    ):
+    text = plain(target) if isinstance(target, str) else ""
+    name = text.lstrip("*")
+    if len(text) - len(name) > 2 or not name.isidentifier() or keyword.iskeyword(name):
         raise ValueError(
             f"python_code: placeholder %{node.name} has target {target!r}, which is not a valid "
             "Python parameter name, so it cannot appear in `def forward(...)`. "
             "How to fix: give the placeholder an identifier as its target (optionally "
             "with a leading * or **), for example graph.placeholder('x')."
         )
-    return plain(target).lstrip("*")
+    return name
 
 
 def check_node(node: Any) -> None:

@@ -24,6 +24,7 @@ import pytest
 import torch
 import torch.fx
 
+import minifx.codegen
 from minifx.codegen import GraphModule, python_code
 from minifx.graph import Graph
 from minifx.graph.tracer import PytreeInfo
@@ -44,7 +45,7 @@ pytestmark = pytest.mark.ch3
 
 
 @pytest.mark.parametrize(
-    "target", ["a; import os", "class", "1x", "x y", "", "a=1", "x:int", "*", "***x", "λ", "None"]
+    "target", ["a; import os", "class", "1x", "x y", "", "a=1", "x:int", "*", "***x", "€", "None"]
 )
 def test_a_placeholder_target_that_is_no_parameter_name_is_a_value_error(target):
     graph = Graph()
@@ -59,6 +60,16 @@ def test_a_placeholder_target_that_is_no_parameter_name_is_a_value_error(target)
     assert "How to fix: give the placeholder an identifier as its target" in message
     # torch.fx pastes the target into `def forward(...)` and fails to compile (or
     # compiles something else); minifx refuses it before writing any code.
+
+
+def test_a_parameter_named_with_any_identifier_is_written_as_torch_fx_writes_it():
+    def f(é, λ, *ärgs, **kwärgs):
+        return é + λ
+
+    want = torch.fx.symbolic_trace(f)
+    got = minifx.codegen.symbolic_trace(f)
+    assert got.code == want.code
+    assert got(torch.tensor(1), torch.tensor(2)) == 3
 
 
 def test_a_placeholder_value_error_names_the_placeholder_exactly():
