@@ -184,7 +184,8 @@ class Node(NodeConveniences):
             elif isinstance(arg, _AGGREGATES):
                 arg = map_arg(arg, partial(self._use, replacing))
             args.append(arg)
-        self._args = tuple(args)
+        # A list stays a list (immutable, as torch.fx keeps it): `node.args = [a, 3]` prints [..].
+        self._args = immutable_list(args) if isinstance(new_args, list) else tuple(args)
         self._kwargs = _NO_KWARGS
         if new_kwargs:
             self._kwargs = map_arg(dict(new_kwargs), partial(self._use, replacing))

@@ -193,6 +193,19 @@ def test_assigning_args_and_kwargs_updates_both_sides():
     assert after_kwargs == ([], ["add"], ["y"])
 
 
+def test_args_assigned_as_a_list_stay_a_list_through_later_edits():
+    def build(lib):
+        graph, x, add, relu = chain(lib)
+        relu.args = [add, x]  # printed `[%add, %x]`, as torch.fx prints it
+        kinds = [type(relu.args).__name__]
+        add.replace_all_uses_with(x)
+        kinds.append(type(relu.args).__name__)
+        return graph, kinds
+
+    _, kinds = differential(build)
+    assert kinds == ["immutable_list", "immutable_list"]
+
+
 @pytest.mark.task("2.4")
 def test_replace_input_with_swaps_every_occurrence():
     def build(lib):
