@@ -10,6 +10,7 @@ from typing import Any
 
 from torch import nn
 
+from ..graph.errors import NotAGraph, NotAModuleOrDict
 from ..graph.graph import Graph
 from ..graph.node import Node
 from .codegen import PythonCode
@@ -88,7 +89,7 @@ class GraphModule(CopyingMixin, SubmodulesMixin, ReadableMixin, ToFolderMixin, n
         elif isinstance(root, dict):
             install_from_dict(self, root, state_targets(graph))
         else:
-            raise TypeError(
+            raise NotAModuleOrDict(
                 f"GraphModule(root, graph): root must be an nn.Module or a dict from target "
                 f"to object, not {type(root).__name__}."
             )
@@ -107,7 +108,7 @@ class GraphModule(CopyingMixin, SubmodulesMixin, ReadableMixin, ToFolderMixin, n
     @graph.setter
     def graph(self, graph: Graph) -> None:
         if not isinstance(graph, Graph):
-            raise TypeError(
+            raise NotAGraph(
                 f"GraphModule.graph must be a minifx Graph, not {type(graph).__name__}."
             )
         self._graph = graph

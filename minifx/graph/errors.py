@@ -32,6 +32,19 @@ class SelfInStarArgs(TypeError, RuntimeError):
     """A module's `self` hidden in `*args`; also the `RuntimeError` torch.fx raises."""
 
 
+class NotAGlobalFunction(TypeError, RuntimeError):
+    """`wrap` given neither a function nor a name; also the `RuntimeError` torch.fx raises."""
+
+
+class NotAModuleOrDict(TypeError, RuntimeError):
+    """`GraphModule(root, graph)` with a `root` that is neither a module nor a dict; also
+    the `RuntimeError` torch.fx raises."""
+
+
+class NotAGraph(TypeError, AssertionError):
+    """A `GraphModule.graph` that is no minifx `Graph`; also torch.fx's `AssertionError`."""
+
+
 # The graph's errors, worded here so that the editing code stays short.
 
 
@@ -70,12 +83,13 @@ def not_in_this_graph(node: Node) -> RuntimeError:
     )
 
 
-def new_node_error(name: str, op: str, target: Any, problem: str) -> ValueError:
+def new_node_error(name: str, op: str, target: Any, problem: str) -> MisuseError:
     """`Node(...)` (and so `Graph.create_node`) was asked for a node that breaks invariant 1.
 
-    `problem` is what `node.target_problem` found. The types are torch.fx's, whose
-    `Node` constructor makes the same check: an unknown opcode is a `MisuseError`, also
-    the `AssertionError` torch.fx raises; a wrong target is a `ValueError`.
+    `problem` is what `node.target_problem` found. Each is a `MisuseError`: torch.fx's
+    `Node` constructor raises a `ValueError` for a wrong target, and `Graph.create_node`
+    an `AssertionError` (for an unknown opcode, and for a wrong target when it makes the
+    node's name from it).
     """
     if problem == "an opcode":
         return MisuseError(
@@ -83,12 +97,12 @@ def new_node_error(name: str, op: str, target: Any, problem: str) -> ValueError:
             f"one of {', '.join(OPCODES)}."
         )
     if problem == "a callable":
-        return ValueError(
+        return MisuseError(
             f"cannot create node %{name}: a call_function target must be callable, got "
             f"{target!r} of type {type(target).__name__}. Pass the function itself "
             "(torch.relu), not its name; names are for call_method and call_module."
         )
-    return ValueError(
+    return MisuseError(
         f"cannot create node %{name}: a {op} target must be a str, got {target!r} of type "
         f"{type(target).__name__}. For a function, use op='call_function'."
     )

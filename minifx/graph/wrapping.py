@@ -21,6 +21,7 @@ from types import BuiltinFunctionType, FunctionType, ModuleType
 from typing import Any, Callable
 
 from ..proxy.proxy import _proxies_in
+from .errors import NotAGlobalFunction
 
 # (id of a module's globals, function name) -> those globals; filled by `wrap`.
 _wrapped_functions: dict[tuple[int, str], dict[str, Any]] = {}
@@ -41,21 +42,22 @@ def wrap(fn_or_name: str | Callable) -> str | Callable:
         minifx.wrap("clamp_len")
 
     Raises:
-        TypeError: if given neither a function nor a name.
-        RuntimeError: if called anywhere but at a module's top level.
+        NotAGlobalFunction: a `TypeError` (and torch.fx's `RuntimeError`), if given
+            neither a function nor a name.
+        NotImplementedError: if called anywhere but at a module's top level (torch.fx's).
     """
     if isinstance(fn_or_name, str):
         name = fn_or_name
     elif callable(fn_or_name):
         name = fn_or_name.__name__
     else:
-        raise TypeError(
+        raise NotAGlobalFunction(
             f"wrap() takes a function or the name of a global function, got "
             f"{type(fn_or_name).__name__}: {fn_or_name!r}."
         )
     caller = inspect.currentframe().f_back
     if caller.f_code.co_name != "<module>":
-        raise RuntimeError(
+        raise NotImplementedError(
             f"wrap({name!r}) was called inside {caller.f_code.co_name}(), but it must be called "
             "at the top level of a module: it replaces the name in that module's globals "
             "while tracing. Move the call next to the function's definition."

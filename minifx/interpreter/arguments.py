@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 import torch
 
 from ..graph import Graph, Node
+from .errors import NoGraphToRun
 
 if TYPE_CHECKING:
     from .interpreter import Interpreter
@@ -85,7 +86,7 @@ def graph_of(module: torch.nn.Module) -> Graph:
         if graph is None
         else f"has a `graph` of type {type(graph).__module__}.{type(graph).__qualname__}"
     )
-    raise TypeError(
+    raise NoGraphToRun(
         f"Interpreter needs a minifx Graph to run, but the {type(module).__name__} it got "
         f"{found}. Pass a minifx GraphModule (minifx.symbolic_trace(module)), or the graph "
         "itself: Interpreter(module, graph=graph)."

@@ -16,6 +16,11 @@ if TYPE_CHECKING:
     from .interpreter import Interpreter
 
 
+class NoGraphToRun(TypeError, AttributeError):
+    """The module given to an Interpreter has no minifx graph; also the `AttributeError`
+    torch.fx raises (it reads `module.graph`)."""
+
+
 def running_note(interpreter: Interpreter, node: Node) -> str:
     """The note added to an error raised while `node` runs: the node, its line, its origin."""
     note = (

@@ -449,6 +449,17 @@ def test_assigning_something_else_than_a_graph_is_a_type_error():
         gm.graph = torch.fx.Graph()
 
 
+def test_misuses_of_graph_module_raise_torch_fx_s_types_too():
+    """GraphModule(3, graph) is torch.fx's RuntimeError, `gm.graph = 3` its AssertionError;
+    minifx's errors are TypeErrors as well."""
+    for library in (torch.fx, minifx.codegen):
+        gm = library.symbolic_trace(ReluNet())
+        with pytest.raises(RuntimeError):
+            library.GraphModule(3, gm.graph)
+        with pytest.raises(AssertionError):
+            gm.graph = 3
+
+
 @pytest.mark.task("3.4")
 def test_code_is_python_code_of_the_graph_and_torch_fx_code():
     root = Net()

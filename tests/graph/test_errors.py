@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch.fx
 
+import minifx.graph
 from minifx.graph.errors import (
     InsertArgIndexError,
     MisuseError,
@@ -41,11 +43,28 @@ def test_the_node_module_still_exports_misuse_error():
     "problem, op, target, kind",
     [
         ("an opcode", "call_fn", "x", MisuseError),
-        ("a callable", "call_function", "relu", ValueError),
-        ("a str", "call_method", torch.relu, ValueError),
+        ("a callable", "call_function", "relu", MisuseError),
+        ("a str", "call_method", torch.relu, MisuseError),
     ],
 )
 def test_new_node_error_is_torch_fx_s_type(problem, op, target, kind):
     error = new_node_error("n", op, target, problem)
     assert type(error) is kind
     assert str(error).startswith("cannot create node %n: ")
+
+
+# torch.fx's Node raises a ValueError for a wrong target, Graph.create_node an
+# AssertionError (it makes a name from the target first); minifx's error is both.
+@pytest.mark.parametrize(
+    "op, target", [("call_function", "relu"), ("call_method", 3), ("get_attr", 3)]
+)
+def test_a_wrong_target_is_the_error_torch_fx_raises_on_each_path(op, target):
+    for create in (
+        lambda g: g.create_node(op, target),
+        lambda g: g.create_node(op, target, name="n"),
+    ):
+        with pytest.raises(Exception) as theirs:
+            create(torch.fx.Graph())
+        with pytest.raises(MisuseError) as ours:
+            create(minifx.graph.Graph())
+        assert isinstance(ours.value, type(theirs.value))

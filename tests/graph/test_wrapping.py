@@ -15,6 +15,7 @@ import torch.fx
 
 import minifx
 import minifx.graph
+from minifx.graph.errors import NotAGlobalFunction
 from tests.graph import wrapped_helpers as wh
 from tests.graph.corpus import CASES_BY_NAME
 from tests.graph.support import diff, error_of
@@ -101,7 +102,7 @@ def register_inside_a_function():
 
 
 def test_wrap_inside_a_function():
-    message = error_of(RuntimeError, register_inside_a_function)
+    message = error_of(NotImplementedError, register_inside_a_function)  # torch.fx's type
     assert message == (
         "wrap('torch_sum_helper') was called inside register_inside_a_function(), but it must "
         "be called at the top level of a module: it replaces the name in that module's globals "
@@ -115,7 +116,7 @@ def test_wrap_as_a_decorator_inside_a_function():
         def helper(x):
             return x
 
-    message = error_of(RuntimeError, decorate_inside)
+    message = error_of(NotImplementedError, decorate_inside)
     assert message == (
         "wrap('helper') was called inside decorate_inside(), but it must be called at the top "
         "level of a module: it replaces the name in that module's globals while tracing. Move "
@@ -127,7 +128,10 @@ def test_wrap_as_a_decorator_inside_a_function():
     "value, shown", [(3, "int: 3"), (None, "NoneType: None"), (["f"], "list: ['f']")]
 )
 def test_wrap_of_something_neither_callable_nor_a_name(value, shown):
-    message = error_of(TypeError, lambda: minifx.wrap(value))
+    message = error_of(NotAGlobalFunction, lambda: minifx.wrap(value))
+    assert issubclass(NotAGlobalFunction, TypeError)
+    with pytest.raises(RuntimeError):  # torch.fx's type, which minifx's is as well
+        torch.fx.wrap(value)
     assert message == f"wrap() takes a function or the name of a global function, got {shown}."
 
 

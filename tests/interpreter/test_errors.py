@@ -273,8 +273,11 @@ def test_get_attr_node_of_a_missing_parameter():
 
 
 def test_module_without_a_graph():
+    with pytest.raises(AttributeError):  # torch.fx reads module.graph; minifx's error is one too
+        torch.fx.Interpreter(nn.Linear(2, 2))
     with pytest.raises(TypeError) as error:
         Interpreter(nn.Linear(2, 2))
+    assert isinstance(error.value, AttributeError)
     assert str(error.value) == (
         "Interpreter needs a minifx Graph to run, but the Linear it got has no `graph` attribute. "
         "Pass a minifx GraphModule (minifx.symbolic_trace(module)), or the graph itself: "
