@@ -9,6 +9,7 @@ generated code calls the function by it. `type_repr` prints a type annotation
 from __future__ import annotations
 
 import builtins
+import inspect
 import types
 from typing import Any
 
@@ -21,9 +22,12 @@ def qualified_name(value: Any) -> str:
 
     Builtins are bare (generated code calls them by name); a tensor method is
     `torch.Tensor.<name>`, also when it is written in Python; an object with no
-    `__name__` (a callable instance) is named after its class.
+    `__name__` (a callable instance) is named after its class; a lambda, after the
+    name it is assigned to (`lambda_name`).
     """
     name = getattr(value, "__name__", type(value).__name__)
+    if name == "<lambda>":
+        name = lambda_name(value)
     if getattr(builtins, name, None) is value:
         return name
     if getattr(torch.Tensor, name, None) is value and isinstance(
@@ -34,6 +38,16 @@ def qualified_name(value: Any) -> str:
     module = module.replace("torch._ops", "torch.ops")  # operators live at torch.ops.*
     name = TORCH_SPELLINGS.get((module, name), name)
     return f"{module}.{name}" if module else name
+
+
+def lambda_name(function: types.FunctionType) -> str:
+    """A lambda's name as torch.fx makes one: the text of its source before the first `=`
+    (`my_lam` in `my_lam = lambda a: a + 1`). A lambda with no source to read (made by
+    `exec`) keeps `<lambda>`, where torch.fx raises "Unable to represent lambda"."""
+    try:
+        return inspect.getsource(function).split("=")[0].strip()
+    except (OSError, TypeError):
+        return "<lambda>"
 
 
 # torch.fx spells these torch objects by another name of theirs than `__name__`

@@ -126,3 +126,16 @@ def test_in_place_operators_are_written_as_torch_fx_writes_them(function, operan
     assert ours.code == theirs.code
     a, b = torch.arange(1.0, 7.0).reshape(2, 3), torch.tensor(3.0)
     torch.testing.assert_close(ours(a.clone(), b), theirs(a.clone(), b))
+
+
+add_one = lambda a: a + 1  # noqa: E731 (a lambda with a name: what is tested)
+
+
+def test_a_lambda_target_is_called_by_the_name_it_was_assigned_to():
+    def build(library):
+        graph = library.Graph()
+        graph.output(graph.call_function(add_one, (graph.placeholder("x"),)))
+        return str(graph), library.GraphModule(torch.nn.Module(), graph).code
+
+    assert build(minifx) == build(torch.fx)
+    assert "tests_codegen_test_python_code_add_one(x)" in build(minifx)[1]
