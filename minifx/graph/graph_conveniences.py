@@ -2,14 +2,16 @@
 
 `Graph` inherits them from `GraphConveniences`: `find_nodes`, which answers
 from the index in `node_index.py` (kept current by `create_node`, `erase_node`
-and `Node`'s `op` and `target` setters), `output_node`, `print_tabular`, and the cleaning of
-subgraphs that `eliminate_dead_code` does after its own graph, as torch.fx's does.
+and `Node`'s `op` and `target` setters), `output_node`, `print_tabular`, the cleaning of
+subgraphs that `eliminate_dead_code` does after its own graph, as torch.fx's does, and
+`_target_to_str`, torch.fx's private helper that some passes call.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..proxy.names import target_to_name
 from .errors import no_output_node
 
 if TYPE_CHECKING:
@@ -55,6 +57,13 @@ class GraphConveniences:
         widths = [max([len(h) + 2] + [len(row[i]) for row in rows]) for i, h in enumerate(header)]
         for row in [header, ["-" * w for w in widths], *rows]:
             print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+
+    def _target_to_str(self: Graph, target: Any) -> str:
+        """The name a node of `target` starts from (`relu`, `batch_norm`), before it is made
+        unique: torch.fx's private helper, which passes written for it call."""
+        if not callable(target) and not isinstance(target, str):
+            raise AssertionError(f"Expected target to be str, got {type(target)}")
+        return target_to_name(target)
 
     def _eliminate_dead_code_in_subgraphs(self: Graph) -> bool:
         """As torch.fx does: clean and recompile the GraphModules that `get_attr` nodes read."""

@@ -4,7 +4,8 @@
 assigning a whole new `args` tuple (`update_arg`, `update_kwarg`,
 `insert_arg`), and `stack_trace`, which reads and writes `meta`. Each goes
 through `Node`'s own use-def bookkeeping. `_format_arg` is torch.fx's helper
-(`torch.fx.node._format_arg`) that prints one argument as `str(graph)` does.
+(`torch.fx.node._format_arg`) that prints one argument as `str(graph)` does, and
+`_rename` its private way to rename a node, which some passes call.
 """
 
 from __future__ import annotations
@@ -20,6 +21,12 @@ if TYPE_CHECKING:
 
 class NodeConveniences:
     """Mixed into `Node`: argument edits and `stack_trace`."""
+
+    def _rename(self: Node, candidate: str) -> None:
+        """Rename this node after `candidate`, made unique in its graph (torch.fx's private
+        helper; the old name stays taken, as there)."""
+        if candidate != self.name:
+            self.name = self.graph._graph_namespace.create_name(candidate)
 
     def update_arg(self: Node, idx: int, arg: Any) -> None:
         """Replace `args[idx]` with `arg`, updating the use-def lists."""

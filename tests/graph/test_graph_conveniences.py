@@ -107,3 +107,16 @@ def test_output_node_of_a_graph_that_ends_elsewhere():
     with pytest.raises(AssertionError, match=r"ends with %x, a placeholder node") as error:
         graph.output_node()
     assert isinstance(error.value, ValueError) and "graph.output(value)" in str(error.value)
+
+
+@pytest.mark.parametrize(
+    "target", [torch.relu, operator.add, "CamelCase", "__add__", "layer1.conv", "batchNorm2d"]
+)
+def test_target_to_str_is_torch_fx_s(target):
+    assert Graph()._target_to_str(target) == torch.fx.Graph()._target_to_str(target)
+
+
+def test_target_to_str_of_neither_a_callable_nor_a_str_is_torch_fx_s_assertion_error():
+    for graph in (Graph(), torch.fx.Graph()):
+        with pytest.raises(AssertionError, match="Expected target to be str, got <class 'int'>"):
+            graph._target_to_str(3)

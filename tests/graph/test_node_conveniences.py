@@ -178,3 +178,15 @@ def test_a_value_s_custom_fx_repr_fn_prints_it_in_the_graph():
         printed[lib.name] = str(graph)
     assert printed["torch.fx"] == printed["minifx"]
     assert "Shown(1, 2)" in printed["minifx"]
+
+
+def test_rename_gives_a_unique_name_and_keeps_the_old_one_taken_as_torch_fx_does():
+    def build(lib):
+        graph, x, add, relu = chain(lib)
+        relu._rename("add")  # taken: made unique
+        add._rename("add")  # its own name: nothing changes
+        x._rename("renamed")
+        graph.call_function(torch.neg, (relu,))._rename("x")  # x's old name stays taken
+        return graph
+
+    differential(build)
