@@ -10,6 +10,8 @@ it, by a path that is checked to lead to the very object, or as a global:
   rebuilt through their class;
 - `slice(a, b, c)`, dtypes (`torch.float32`), devices (`device(type='cpu')`),
   complex numbers, enum members (`Color.RED`);
+- sets, frozensets, ranges and bytearrays, as their `repr` writes them (`{1, 2}`,
+  `range(0, 3)`), with the builtins' names checked;
 - anything else: bound as a global under a name made from its class.
 """
 
@@ -47,6 +49,32 @@ def constant_expression(writer: _SourceWriter, arg: Any) -> str:
     return _special_constant(writer, arg)
 
 
+def _builtin_container(writer: _SourceWriter, arg: set | frozenset | range | bytearray) -> str:
+    """`{1, 2}`, `frozenset({1})`, `range(0, 3)`, `bytearray(b'x')`: the `repr`, as torch.fx
+    pastes it, with items written as every argument is."""
+    name = writer.global_name(type(arg), type(arg).__name__)  # the builtin, unless shadowed
+    if type(arg) is range:
+        step = f", {arg.step}" if arg.step != 1 else ""
+        return f"{name}({arg.start}, {arg.stop}{step})"
+    if type(arg) is bytearray:
+        return f"{name}({bytes(arg)!r})"
+    items = ", ".join(writer.expression(item) for item in arg)
+    if not arg:
+        return f"{name}()"
+    return f"{{{items}}}" if type(arg) is set else f"{name}({{{items}}})"
+
+
+def _unbound_floats_free(writer: _SourceWriter, value: complex) -> bool:
+    """Whether `repr(value)` evaluates: a real part `inf` or `nan` needs those globals
+    under their own names (a parameter may have taken one)."""
+    if math.isfinite(value.real):
+        return True
+    return (
+        writer.global_name(math.inf, "inf") == "inf"
+        and writer.global_name(math.nan, "nan") == "nan"
+    )
+
+
 def _of_type(writer: _SourceWriter, container: list | dict, literal: str) -> str:
     """`OrderedDict({...})`: a container subclass, rebuilt from its literal."""
     return f"{writer.global_name(type(container), global_hint(type(container)))}({literal})"
@@ -62,7 +90,9 @@ def _float(writer: _SourceWriter, value: float) -> str:
 
 def _special_constant(writer: _SourceWriter, arg: Any) -> str:
     """dtypes, devices, enums and other objects: by a checked path, or as a global."""
-    if isinstance(arg, (torch.dtype, torch.layout, torch.memory_format)):
+    if type(arg) in (set, frozenset, range, bytearray):
+        return _builtin_container(writer, arg)
+    if isinstance(arg, (torch.dtype, torch.layout, torch.memory_format, torch.qscheme)):
         torch_name = writer.global_name(torch, "torch")
         attribute = str(arg).removeprefix("torch.")
         if getattr(torch, attribute, None) is arg:
@@ -70,8 +100,8 @@ def _special_constant(writer: _SourceWriter, arg: Any) -> str:
     if type(arg) is torch.device:
         index = "" if arg.index is None else f", index={arg.index}"
         return f"{writer.global_name(torch.device, 'device')}(type={arg.type!r}{index})"
-    if type(arg) is complex and math.isfinite(abs(arg)):
-        return repr(arg)
+    if type(arg) is complex and math.isfinite(arg.imag) and _unbound_floats_free(writer, arg):
+        return repr(arg)  # `(1+2j)`, `(inf+1j)`; `(1+infj)` would not evaluate
     if isinstance(arg, enum.Enum) and is_name(arg.name):
         return f"{writer.global_name(type(arg), type(arg).__name__)}.{plain(arg.name)}"
     return writer.global_name(arg, global_hint(arg))

@@ -41,7 +41,17 @@ CONSTANTS = {
     "dtype": torch.float16,
     "device": torch.device("cpu"),
     "complex": 1 + 2j,
+    "complex_inf": complex(math.inf, 1),
     "enum": Color.RED,
+    # Written as their repr, as torch.fx pastes it:
+    "set": {1, "a", (2, 3)},
+    "empty_set": set(),
+    "frozenset": frozenset({1.5}),
+    "empty_frozenset": frozenset(),
+    "range": range(3),
+    "range_step": range(1, 9, 2),
+    "bytearray": bytearray(b"x\x00"),
+    "qscheme": torch.per_channel_affine,
 }
 
 
