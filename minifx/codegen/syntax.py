@@ -58,6 +58,22 @@ DTYPE_ABBREVIATIONS = {
     torch.bool: "b8",
     torch.complex64: "c64",
     torch.complex128: "c128",
+    # Rarer dtypes, spelled as torch.fx spells them.
+    torch.complex32: "c32",
+    torch.uint16: "u16",
+    torch.uint32: "u32",
+    torch.uint64: "u64",
+    torch.float8_e5m2: "f8e5m2",
+    torch.float8_e4m3fn: "f8e4m3fn",
+    torch.float8_e5m2fnuz: "f8e5m2fnuz",
+    torch.float8_e4m3fnuz: "f8e4m3fnuz",
+    torch.float8_e8m0fnu: "f8e8m0fnu",
+    torch.float4_e2m1fn_x2: "f4e2m1fnx2",
+    torch.bits1x8: "b1x8",
+    torch.bits2x4: "b2x4",
+    torch.bits4x2: "b4x2",
+    torch.bits8: "b8x1",
+    torch.bits16: "b16x1",
 }
 
 
@@ -192,12 +208,20 @@ def resolve_torch_path(path: str) -> Any:
 
 
 def shape_annotation(node: Node) -> str | None:
-    """`f32[2, 3]` from a tensor (or tensor metadata) in `node.meta`, as print_readable shows."""
-    value = node.meta.get("val", node.meta.get("tensor_meta"))
+    """`f32[2, 3]` from a tensor (or tensor metadata) in `node.meta`, as print_readable shows:
+    a tensor subclass as `Parameter(f32[2])`, a sparse CSR or CSC tensor not at all."""
+    meta = node.meta
+    value = meta.get("val", meta.get("tensor_meta", meta.get("example_value")))
     dtype, shape = getattr(value, "dtype", None), getattr(value, "shape", None)
     if dtype not in DTYPE_ABBREVIATIONS or shape is None:
         return None
-    return f"{DTYPE_ABBREVIATIONS[dtype]}[{', '.join(str(s) for s in shape)}]"
+    core = f"{DTYPE_ABBREVIATIONS[dtype]}[{', '.join(str(s) for s in shape)}]"
+    if not isinstance(value, torch.Tensor):
+        return core  # tensor metadata (ShapeProp's)
+    if value.layout in (torch.sparse_csr, torch.sparse_csc):
+        return None
+    fake = isinstance(value, torch._subclasses.fake_tensor.FakeTensor)
+    return core if type(value) is torch.Tensor or fake else f"{type(value).__name__}({core})"
 
 
 def stack_summary(stack_trace: str | None) -> str | None:

@@ -10,6 +10,7 @@ import pytest
 import torch
 import torch.fx
 
+import minifx
 import minifx.codegen
 from minifx.codegen.readable import readable_text
 
@@ -61,3 +62,35 @@ def test_a_comment_starts_each_group_of_nodes_from_one_place() -> None:
         "# No stacktrace found for following nodes",
         "# File: model.py:7 in forward, code: return torch.relu(x) + 1",
     ]
+
+
+def test_every_dtype_is_abbreviated_as_torch_fx_abbreviates_it() -> None:
+    from torch.utils._dtype_abbrs import dtype_abbrs
+
+    from minifx.codegen.syntax import DTYPE_ABBREVIATIONS
+
+    assert DTYPE_ABBREVIATIONS == dtype_abbrs
+
+
+# What print_readable reads a placeholder's annotation from: (meta key, value).
+ANNOTATED = {
+    "a float8 value": ("val", torch.zeros(2, dtype=torch.float8_e5m2)),
+    "an example value": ("example_value", torch.zeros(2)),
+    "a Parameter": ("val", torch.nn.Parameter(torch.zeros(2))),
+    "a sparse CSR tensor (not annotated)": ("val", torch.eye(2).to_sparse_csr()),
+}
+
+
+@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
+@pytest.mark.parametrize("case", ANNOTATED)
+def test_an_annotation_from_node_meta_is_torch_fx_s(case) -> None:
+    key, value = ANNOTATED[case]
+
+    def readable(library) -> str:
+        graph = library.Graph()
+        x = graph.placeholder("x")
+        x.meta[key] = value
+        graph.output(x)
+        return library.GraphModule(torch.nn.Module(), graph).print_readable(print_output=False)
+
+    assert readable(minifx) == readable(torch.fx)
