@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ..graph.errors import NoReceiver
 from ..graph.node import target_problem
 from ..proxy.ir import qualified_name
 
@@ -257,18 +258,18 @@ def parameter_name(node: Node) -> str:
 
 def check_node(node: Any) -> None:
     """Refuse, with a clear message, a node whose opcode's line cannot be written."""
-    problem, op = None, node.op  # read once: this runs for every node of every recompile
+    problem, kind, op = None, ValueError, node.op  # op read once: this runs for every node
     rule = target_problem(op, node.target)  # invariant 1's rule, from stage 2
     if rule == "a str" and op in ("get_attr", "call_module", "call_method"):
         problem = "its target must be a str (an attribute path or a method name)"
     elif op == "call_method" and not node.args:
-        problem = "a call_method node needs its receiver as args[0]"
+        problem, kind = "a call_method node needs its receiver as args[0]", NoReceiver
     elif rule == "a callable":
         problem = "its target must be callable"
     elif op == "output" and len(node.args) != 1:
         problem = "an output node has exactly one argument, the returned value"
     if problem:
-        raise ValueError(
+        raise kind(
             f"python_code: cannot write %{node.name} ({node.op}, target "
             f"{node.target!r}): {problem}. How to fix: correct the node, then run "
             "graph.lint() to check the rest of the graph."

@@ -41,6 +41,10 @@ class NotAModuleOrDict(TypeError, RuntimeError):
     the `RuntimeError` torch.fx raises."""
 
 
+class NoReceiver(ValueError, IndexError):
+    """A `call_method` node with no receiver in `args[0]`; also torch.fx's `IndexError`."""
+
+
 class NotAGraph(TypeError, AssertionError):
     """A `GraphModule.graph` that is no minifx `Graph`; also torch.fx's `AssertionError`."""
 

@@ -24,6 +24,7 @@ import pytest
 import torch
 import torch.fx
 
+import minifx
 import minifx.codegen
 from minifx.codegen import GraphModule, python_code
 from minifx.graph import Graph
@@ -540,3 +541,14 @@ def test_a_device_constant_runs_on_the_device(device):
         lambda g: g.output(g.call_function(torch.ones, (2,), {"device": torch.device(device)}))
     )
     assert gm().device.type == device
+
+
+def test_a_call_method_node_without_its_receiver_is_torch_fx_s_index_error_too():
+    for library in (torch.fx, minifx):
+        graph = library.Graph()
+        graph.placeholder("x")
+        graph.output(graph.call_method("size", ()))
+        with pytest.raises(IndexError):
+            library.GraphModule(torch.nn.Module(), graph)
+    with pytest.raises(ValueError, match="a call_method node needs its receiver as args"):
+        GraphModule(torch.nn.Module(), graph)
