@@ -36,6 +36,7 @@ import importlib
 import inspect
 import io
 import math
+import operator
 import pickle
 import sys
 import traceback
@@ -193,6 +194,22 @@ def test_an_annotation_that_holds_a_list_binds_it_as_a_global():
     assert "x : collections_abc_Callable[_class_int_,int]" in ours.code
     assert ours.forward.__globals__["_class_int_"] == [int]
     assert ours(len) is len
+
+
+def test_an_operator_node_with_arguments_its_operator_does_not_take_is_written_as_a_call():
+    """An operator node with arguments its operator does not take [...] is written as a call,
+    `_operator_add(x, y, 3)`, which raises as Python would; torch.fx writes `x + y` and
+    silently drops the rest."""
+
+    def build(graph):
+        x, y = graph.placeholder("x"), graph.placeholder("y")
+        graph.output(graph.call_function(operator.add, (x, y, 3)))
+
+    theirs, ours = module_of(torch.fx, build), module_of(minifx, build)
+    assert "add = x + y" in theirs.code and theirs(1, 2) == 3  # the 3 is gone
+    assert "add = _operator_add(x, y, 3)" in ours.code
+    with pytest.raises(TypeError, match="expected 2 arguments, got 3"):
+        ours(1, 2)
 
 
 def test_globals_never_take_the_name_of_a_parameter():

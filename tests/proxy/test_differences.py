@@ -230,6 +230,21 @@ def asserting(x):
     return x
 
 
+def test_a_lambda_without_source_is_named_lambda_where_torch_fx_raises():
+    """A lambda is named, as in torch.fx, by the text of its source before the first `=`
+    [...]; one with no source to read [...] is named `<lambda>`, where torch.fx raises
+    "Unable to represent lambda" as it prints the graph."""
+    from minifx.proxy.qualnames import qualified_name
+
+    named = lambda a: a  # noqa: E731 (what is tested: a lambda's name)
+    assert qualified_name(named) == torch.fx.node._get_qualified_name(named)
+    assert qualified_name(named).endswith(".named")
+    made = eval("lambda a: a")
+    assert qualified_name(made) == f"{__name__}.<lambda>"
+    with pytest.raises(RuntimeError, match="Unable to represent lambda"):
+        torch.fx.node._get_qualified_name(made)
+
+
 def test_trace_asserts_is_not_covered():
     """Not covered: `trace_asserts`."""
     # torch.fx's switch, read by its Proxy's __bool__ (which then looks for the bytecode
