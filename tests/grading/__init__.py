@@ -15,8 +15,9 @@ The modules: `manifest` reads `tests/graders/points.toml`; `scan` reads each sub
 module for what graded code may not do; `judge` stages and runs one worker process per
 exercise and decides the points from what the worker reports; `worker` runs inside that
 process, next to the student's code, with `sandbox` (an audit hook that refuses what
-would reach into the grading) and `guard` (the check, after each test, that nothing the
-grading relies on was changed); `report` prints the table and writes `results.json`;
+would reach into the grading), `landlock` (the kernel's limits on the files the worker
+may write and read) and `guard` (the check, after each test, that nothing the grading
+relies on was changed); `report` prints the table and writes `results.json`;
 `gradescope` builds Gradescope's autograder; `build` makes the build tasks (marked in
 minifx, see tests/tasks.py) gradable like exercises, each in its own worker.
 

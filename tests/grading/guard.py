@@ -18,8 +18,9 @@ before graded code runs, and after each test compares:
 
 A test after which anything differs fails, with the names that changed. A change that
 graded code makes and undoes within one test (from a finalizer, say) is seen here only
-in those modules, through the count of writes; elsewhere, the graders' comparisons check torch's names, modes and dispatch keys at the moment
-they decide (`tests/graders/support.py`, `tensors_equal`), the worker takes away
+in those modules, through the count of writes; elsewhere, the graders' comparisons
+check torch's names, modes and dispatch keys at the moment they decide
+(`tests/graders/support.py`, `tensors_equal`), the worker takes away
 `torch._C._dispatch_library` (kernels registered with torch's dispatcher), the judge's
 scan refuses the means (`weakref`, `__del__`, assignments to imported modules), and the
 student guide says so.

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 from os.path import isdir, join, realpath
 
 # System call numbers: the same on every architecture since Linux 5.13.
@@ -54,12 +55,16 @@ class PathBeneathAttr(ctypes.Structure):
     _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
 
 
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.syscall.restype = ctypes.c_long
+# The C library, on Linux only: elsewhere these system call numbers mean other things.
+_libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+if _libc is not None:
+    _libc.syscall.restype = ctypes.c_long
 
 
 def abi() -> int:
     """The kernel's Landlock ABI version, or 0 where it has none (or it is turned off)."""
+    if _libc is None:
+        return 0
     version = _libc.syscall(CREATE_RULESET, None, ctypes.c_size_t(0), CREATE_RULESET_VERSION)
     return max(version, 0)
 
