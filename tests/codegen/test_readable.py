@@ -72,19 +72,20 @@ def test_every_dtype_is_abbreviated_as_torch_fx_abbreviates_it() -> None:
     assert DTYPE_ABBREVIATIONS == dtype_abbrs
 
 
-# What print_readable reads a placeholder's annotation from: (meta key, value).
+# What print_readable reads a placeholder's annotation from: (meta key, the value's maker).
 ANNOTATED = {
-    "a float8 value": ("val", torch.zeros(2, dtype=torch.float8_e5m2)),
-    "an example value": ("example_value", torch.zeros(2)),
-    "a Parameter": ("val", torch.nn.Parameter(torch.zeros(2))),
-    "a sparse CSR tensor (not annotated)": ("val", torch.eye(2).to_sparse_csr()),
+    "a float8 value": ("val", lambda: torch.zeros(2, dtype=torch.float8_e5m2)),
+    "an example value": ("example_value", lambda: torch.zeros(2)),
+    "a Parameter": ("val", lambda: torch.nn.Parameter(torch.zeros(2))),
+    "a sparse CSR tensor (not annotated)": ("val", lambda: torch.eye(2).to_sparse_csr()),
 }
 
 
 @pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
 @pytest.mark.parametrize("case", ANNOTATED)
 def test_an_annotation_from_node_meta_is_torch_fx_s(case) -> None:
-    key, value = ANNOTATED[case]
+    key, make = ANNOTATED[case]
+    value = make()
 
     def readable(library) -> str:
         graph = library.Graph()
