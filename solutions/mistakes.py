@@ -1155,6 +1155,14 @@ MISTAKES: dict[str, list[Mistake]] = {
             "float32",
         ),
         Mistake(
+            "truncated, and the dequantized values written back into the weight",
+            "    q = torch.round(weight.detach() * inverse).clamp(QMIN, QMAX)\n",
+            "    q = (weight.detach() * inverse).clamp(QMIN, QMAX).to(torch.int8)\n"
+            "    with torch.no_grad():\n"
+            "        weight.copy_(q * scales.reshape(-1, *[1] * (weight.dim() - 1)))\n",
+            ".to(torch.int8) truncates",
+        ),
+        Mistake(
             "the weight changed in place",
             "largest = weight.detach().abs().flatten(1).amax(dim=1)",
             "largest = weight.detach().abs_().flatten(1).amax(dim=1)",

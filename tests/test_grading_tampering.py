@@ -711,6 +711,65 @@ def test_a_solution_read_by_native_code_earns_nothing():
     assert_stub_earns_nothing_with(READ_THE_SOLUTION, "Permission denied", exercise_id="3.1")
 
 
+# Round four: registries that change what every module call or deepcopy does, filled in place
+# (the names' check sees the same dict), and a GraphModule that runs code other than its
+# graph's. Each is appended to exercise 6.1's solution; without its check, each earned 10.
+WITH_THE_SOLUTION = {
+    "a global forward hook that zeroes every output": (
+        """
+_hooks = _get(_sys.modules["torch.nn.modules.module"], "_global_forward_hooks")
+_hooks.update({-1: lambda module, args, output: output * 0})
+""",
+        "an entry of torch.nn.modules.module._global_forward_hooks (perhaps put back since)",
+    ),
+    "a deepcopy that shares tensors": (
+        """
+_table = _get(_sys.modules["copy"], "_deepcopy_dispatch")
+_table.update({_sys.modules["torch"].Tensor: lambda value, memo: value})
+""",
+        "an entry of copy._deepcopy_dispatch (perhaps put back since)",
+    ),
+    "a forward of its own": (
+        """
+_fuse = fuse_linear_bn
+
+
+def fuse_linear_bn(gm):
+    gm = _fuse(gm)
+    gm.forward = gm.forward
+    return gm
+""",
+        "a GraphModule that runs the code generated from its graph",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", WITH_THE_SOLUTION)
+def test_the_solution_with_a_registry_filled_or_its_forward_replaced_earns_nothing(name):
+    code, words = WITH_THE_SOLUTION[name]
+    assert not findings(PRELUDE + code)
+    (exercise,) = [e for e in EXERCISES if e.id == "6.1"]
+    solution = (ROOT / "solutions" / f"{exercise.module}.py").read_text(encoding="utf-8")
+    attacked = (solution + "\n" + PRELUDE + code).encode()
+    (score,) = grade([exercise], {exercise.module: attacked}, Limits(timeout=60))
+    messages = "\n".join([score.problem, *(t.message for t in score.tests)])
+    passed = [t.nodeid for t in score.tests if t.outcome == "passed"]
+    # fused_linear's own tests need no GraphModule: a pass's forward leaves them be.
+    allowed = "::test_fused_linear[" if name == "a forward of its own" else "nothing"
+    assert all(allowed in nodeid for nodeid in passed), passed
+    assert words in messages, messages[:1500]
+
+
+def test_the_original_behind_a_grader_s_recording_wrapper_is_out_of_reach():
+    """Exercise 6.1's grader records calls of torch's fusion helpers through wrappers; the
+    original kept at `__wrapped__` (functools.wraps) did the work unrecorded: 10 points."""
+    (finding,) = findings(
+        "import torch\ntool = torch.nn.utils.fusion.fuse_linear_bn_weights\n"
+        "work = tool.__wrapped__\n"
+    )
+    assert finding.startswith("line 3: `.__wrapped__`: it reaches into the running interpreter")
+
+
 def assert_stub_earns_nothing_with(code: str, words: str, exercise_id: str = "8.2") -> None:
     """The exercise's stub, with `code` after it, passes the judge's scan, earns nothing,
     and its report says `words`."""

@@ -356,8 +356,9 @@ def exactly(value: object, kind: type, what: str, see: str):
 
 def graph_module(gm: object, what: str, see: str):
     """`gm` once it is a minifx `GraphModule` (minifx makes a subclass per instance, as
-    torch.fx does) whose graph is exactly minifx's `Graph`; else the test fails with
-    `explain(...)`: an object of graded code's could print or answer anything."""
+    torch.fx does) whose graph is exactly minifx's `Graph`, and which runs the code generated
+    from it (no `forward` of its own, no hooks); else the test fails with `explain(...)`:
+    an object of graded code's could print or answer anything."""
     from minifx.codegen import GraphModule  # here: graders of stages 1 and 2 need no codegen
     from minifx.graph import Graph
 
@@ -367,6 +368,21 @@ def graph_module(gm: object, what: str, see: str):
             pytrace=False,
         )
     exactly(gm.graph, Graph, f"{what}: gm.graph", see)
+    hooked = [
+        name or "gm"
+        for name, module in gm.named_modules()
+        if vars(module).get("_forward_hooks") or vars(module).get("_forward_pre_hooks")
+    ]
+    if "forward" in vars(gm) or hooked:
+        pytest.fail(
+            explain(
+                f"{what}: a GraphModule that runs the code generated from its graph",
+                f"forward hooks on {hooked}" if hooked else "a forward of its own, set on gm",
+                "change gm.graph and call gm.recompile(); do not replace forward or add hooks.",
+                see,
+            ),
+            pytrace=False,
+        )
     return gm
 
 

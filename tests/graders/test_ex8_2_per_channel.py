@@ -355,8 +355,11 @@ def _int8_hint(weight: torch.Tensor, scales: torch.Tensor, q: torch.Tensor) -> s
 
 
 def _quantize(ex, case: str, weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The student's `(q, scales)`; a test fails with a hint if it is not of that form."""
-    got = _call(ex, "quantize_per_channel", weight)
+    """The student's `(q, scales)`; a test fails with a hint if it is not of that form.
+
+    The student's function gets a copy: the tests measure against `weight`, which an
+    in-place edit (`weight.copy_(dequantized)`) would otherwise move to the answer."""
+    got = _call(ex, "quantize_per_channel", weight.clone())
     problem = _quantized_problem(case, weight, got)
     if problem:
         pytest.fail(

@@ -81,6 +81,15 @@ DATA_MODULES = ("tests.graders", "tests.conftest")
 # back, as `wrap` does to `tests/graph/wrapped_helpers.py`.)
 DECIDING = ("builtins", "pytest", "_pytest.outcomes", "_pytest.python_api", "_pytest.raises")
 DECIDING_PREFIXES = ("tests.graders", "tests.conftest", "torch.testing")
+# And the registries that change what every module call or copy does: torch's global
+# module hooks (a forward hook that returns zeros makes every output agree) and `copy`'s
+# dispatch tables (a deepcopy that shares tensors makes a grader's "before" move with
+# the graded code's edits). Written in place, they look the same to the names' check.
+# (Not `copyreg.dispatch_table`: modules that torch imports on first use register there.)
+REGISTRIES = {
+    "torch.nn.modules.module": lambda name: name.startswith("_global_"),
+    "copy": lambda name: name in ("_deepcopy_dispatch", "_copy_dispatch"),
+}
 # Except where TorchDynamo writes the code it compiles: into the globals of each function it
 # compiles (see VOLATILE_PREFIXES). Exercise 9.1's grader keeps those functions here.
 COMPILED_BY_DYNAMO = ("tests.graders.ex9_1_programs",)
@@ -123,7 +132,7 @@ class Guard:
             sys.meta_path,
             sys.path_hooks,
         )
-        # (module name, its dict, its write count, the count at the snapshot)
+        # (what is watched, its dict, its write count, the count at the snapshot)
         self._writes: list[tuple[str, dict, WriteCount, int]] = []
         self._threads = self._thread_count()
         torch = sys.modules["torch"]._C
@@ -164,8 +173,14 @@ class Guard:
                 self._data[name] = self._fingerprint(namespace)
             deciding = name in DECIDING or name.startswith(DECIDING_PREFIXES)
             if deciding and name not in COMPILED_BY_DYNAMO:
-                count = WriteCount(namespace)
-                self._writes.append((name, namespace, count, count.read()))
+                self._count_writes(f"a name of {name}", namespace)
+            for key, value in list(namespace.items()) if name in REGISTRIES else ():
+                if REGISTRIES[name](key) and isinstance(value, dict):
+                    self._count_writes(f"an entry of {name}.{key}", value)
+
+    def _count_writes(self, what: str, namespace: dict) -> None:
+        count = WriteCount(namespace)
+        self._writes.append((what, namespace, count, count.read()))
 
     def _remember(
         self, namespace, where: str, items: list[tuple[str, object]], owner: type | None
@@ -216,8 +231,8 @@ class Guard:
             if self._fingerprint(self._modules[name].__dict__) != fingerprint:
                 changed.append(f"the data of {name}")
         changed += [
-            f"a name of {name} (perhaps put back since)"
-            for name, _, count, at_snapshot in self._writes
+            f"{what} (perhaps put back since)"
+            for what, _, count, at_snapshot in self._writes
             if count.read() != at_snapshot
         ]
         if self._modes() != self._baseline_modes:

@@ -11,7 +11,7 @@ then refuses what the process gave up, whatever code asks.
 The worker keeps:
 
 - **writes** only beneath its own scratch folder (temporary files, pytest's `tmp_path`)
-  and `/dev` (`/dev/null`);
+  and to `/dev/null` (not `/dev/shm`, whose files are memory that no process owns);
 - **reads** of files everywhere but the folders it must not read (the run's other staged
   folders, the judge's copy), and there only of what it needs (its own staged folders and
   the installed packages, which a virtual environment may keep in the judge's copy);

@@ -58,6 +58,7 @@ ATTRIBUTES = {
     "__defaults__",
     "__kwdefaults__",
     "__del__",
+    "__wrapped__",  # what functools.wraps keeps: the function a grader's wrapper records
     "tb_frame",
     "f_back",
     "f_locals",

@@ -25,7 +25,7 @@ graded code's reach:
   from the exception pytest caught, never from the report objects graded code could
   change.
 - **Kernel limits.** Before pytest starts, the worker gives up the right to write files
-  outside a scratch folder of its own and to read the judge's copy or the other staged
+  outside a scratch folder of its own (and `/dev/null`) and to read the judge's copy or the other staged
   folders (`landlock.py`, on Linux with Landlock): native code opens files without the
   audit events that the sandbox sees.
 - **A closed dispatcher.** Once the tests are collected, `torch._C._dispatch_library` is
@@ -248,7 +248,7 @@ def _limit_files(restrict_files, sandbox) -> None:
     scratch = tempfile.mkdtemp(prefix="scratch-", dir=sandbox.staging)
     tempfile.tempdir = os.environ["TMPDIR"] = scratch
     restrict_files(
-        writable=[scratch, "/dev"],
+        writable=[scratch, "/dev/null"],  # not /dev/shm: memory no limit of the judge's counts
         hidden=list(sandbox.elsewhere),
         kept=[sandbox.root, *sandbox.graded, *sandbox.installed],
     )
