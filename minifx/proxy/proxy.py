@@ -282,10 +282,12 @@ class TracerBase:
     # --8<-- [end-task:1.2]
 
     def _dict_key(self, key: Any) -> Any:
+        if isinstance(key, str):  # as torch.fx: a str key (a keyword's name) is kept as it is
+            return key
         proxy = next(_proxies_in(key), None)
         if proxy is not None:
             raise errors.proxy_as_dict_key(proxy.node.name)
-        # Keys are converted like values, as in torch.fx: a bad one is refused alike.
+        # Other keys are converted like values, as in torch.fx: a bad one is refused alike.
         return self.create_arg(key)
 
     # --8<-- [start:to_bool]

@@ -176,3 +176,23 @@ def test_stack_trace_lives_in_meta_as_in_torch_fx():
         assert node.stack_trace is None
         node.stack_trace = 'File "model.py", line 3'
         assert node.meta["stack_trace"] == 'File "model.py", line 3'
+
+
+def test_create_arg_override_never_sees_a_keyword_s_name_or_another_str_dict_key():
+    def program(x):
+        return torch.nn.functional.relu(x, inplace=False), {"k": x, 1: x}
+
+    seen = {}
+    for library, base in BASES.items():
+
+        class Shouting(base):
+            def create_arg(self, a):
+                if isinstance(a, str):  # a tracer that rewrites string constants
+                    seen.setdefault(library, []).append(a)
+                    return a.upper()
+                return super().create_arg(a)
+
+        graph = Shouting().trace(program)
+        seen[library] = (seen.get(library, []), str(graph))
+    assert seen["minifx"] == seen["torch.fx"]
+    assert seen["minifx"][0] == []  # str keys are kept as they are, as in torch.fx
