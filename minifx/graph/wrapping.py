@@ -5,7 +5,8 @@ While tracing, the Tracer temporarily replaces some names with stand-ins:
 - `nn.Module.__call__` and `nn.Module.__getattr__` (see `Tracer.trace`);
 - functions registered with `wrap` (or with `torch.fx.wrap`), in the
   globals of the module that registered them;
-- autowrapped functions such as `math.sqrt`, wherever they are found.
+- autowrapped functions such as `math.sqrt`, wherever they are found;
+- torch.fx's "is tracing" flag, which model code written for torch.fx asks.
 
 A stand-in records one node when an argument is a Proxy and calls the real
 function otherwise. `Patcher` remembers every replacement and undoes all of
@@ -138,6 +139,14 @@ class Patcher:
     def __exit__(self, *exc_info: Any) -> None:
         while self._undo:
             self._undo.pop()()
+
+
+def patch_torch_fx_tracing_flag(patcher: Patcher) -> None:
+    """Set torch.fx's "is tracing" flag until the trace ends: model code written for torch.fx
+    asks `torch.fx._symbolic_trace.is_fx_tracing()` so as to take its traceable branch."""
+    import torch.fx._symbolic_trace as torch_fx_trace
+
+    patcher.patch(vars(torch_fx_trace), "_is_fx_tracing_flag", True)
 
 
 def _torch_fx_wrap_registrations() -> dict[tuple[int, str], dict[str, Any]]:

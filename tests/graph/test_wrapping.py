@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.fx
+import torch.fx._symbolic_trace
 
 import minifx
 import minifx.graph
@@ -137,3 +138,27 @@ def test_wrap_of_something_neither_callable_nor_a_name(value, shown):
 
 def test_minifx_wrap_is_the_graph_stage_wrap():
     assert minifx.wrap is minifx.graph.wrap
+
+
+class AsksWhetherTraced(torch.nn.Module):
+    def forward(self, x):
+        if torch.fx._symbolic_trace.is_fx_tracing():  # as torch.nested's code asks
+            return x + 1
+        return x - 1
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_torch_fx_s_tracing_flag_is_up_while_minifx_traces_and_down_after():
+    theirs = torch.fx.symbolic_trace(AsksWhetherTraced()).graph
+    ours = minifx.graph.Tracer().trace(AsksWhetherTraced())
+    assert str(ours) == str(theirs)
+    assert [n.name for n in ours.nodes] == ["x", "add", "output"]
+    assert not torch.fx._symbolic_trace.is_fx_tracing()
+
+    def fails(x):
+        assert torch.fx._symbolic_trace.is_fx_tracing()
+        raise ValueError("stop")
+
+    with pytest.raises(ValueError, match="stop"):
+        minifx.graph.Tracer().trace(fails)
+    assert not torch.fx._symbolic_trace.is_fx_tracing()
