@@ -9,6 +9,7 @@ minifx's GraphModule.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -53,7 +54,7 @@ def write_folder(gm: GraphModule, folder: str | Path, module_name: str = "FxModu
     folder.mkdir(parents=True, exist_ok=True)
     code = python_code(gm.graph, root_module="self")
     (folder / "module.py").write_text(module_source(gm, code, folder, module_name))
-    (folder / "__init__.py").write_text(f"from .module import {module_name}\n")
+    (folder / "__init__.py").write_text("from .module import *")  # torch.fx's, byte for byte
     torch.save(gm.state_dict(), folder / "state_dict.pt")
 
 
@@ -82,14 +83,22 @@ def module_source(gm: GraphModule, code: PythonCode, folder: Path, class_name: s
 
 def _state_lines(gm: GraphModule, folder: Path) -> list[str]:
     """`__init__`'s lines that rebuild `gm`'s state, saving what has no exact repr."""
-    lines = []
+    lines, pickled = [], []
     for name, child in gm.named_children():
         if type(child) in _MODULES_WITH_EXACT_REPR:
-            built = f"torch.nn.{child!r}"
-        else:
-            torch.save(child, folder / f"{name}.pt")
-            built = f"torch.load(os.path.join(_HERE, {name + '.pt'!r}), weights_only=False)"
-        lines.append(f"        setattr(self, {name!r}, {built})")
+            lines.append(f"        setattr(self, {name!r}, torch.nn.{child!r})")
+            continue
+        torch.save(child, folder / f"{name}.pt")
+        pickled.append(name)
+        loaded = f"torch.load(os.path.join(_HERE, {name + '.pt'!r}), weights_only=False)"
+        shown = repr(child).replace("\r", " ").replace("\n", " ")  # a comment, as torch.fx's
+        lines.append(f"        setattr(self, {name!r}, {loaded}) # {shown}")
+    if pickled:
+        warnings.warn(
+            "Was not able to save the following children modules as reprs -"
+            f"saved as pickled files instead: {pickled}",
+            stacklevel=4,
+        )
     for name, buffer in gm.named_buffers(recurse=False):
         lines.append(
             f"        self.register_buffer({name!r}, "

@@ -817,6 +817,7 @@ def fresh_name() -> str:
     return f"folded_{uuid.uuid4().hex}"
 
 
+@pytest.mark.filterwarnings("ignore:Was not able to save")  # `scale` is pickled
 def test_to_folder_writes_a_package_that_imports_and_runs(tmp_path):
     torch.manual_seed(0)
     model = Folded()
@@ -842,6 +843,7 @@ def test_to_folder_writes_a_package_that_imports_and_runs(tmp_path):
     torch.testing.assert_close(saved(x), gm(x))
 
 
+@pytest.mark.filterwarnings("ignore:Was not able to save")  # `scale` is pickled
 def test_to_folder_output_can_be_moved(tmp_path):
     torch.manual_seed(0)
     model = Folded()
@@ -854,6 +856,7 @@ def test_to_folder_output_can_be_moved(tmp_path):
     torch.testing.assert_close(import_folder(moved)()(x), model(x))
 
 
+@pytest.mark.filterwarnings("ignore:Was not able to save")  # `scale` is pickled
 def test_to_folder_runs_in_a_fresh_interpreter(tmp_path):
     torch.manual_seed(0)
     model = Folded()

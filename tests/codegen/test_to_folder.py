@@ -52,3 +52,25 @@ def test_the_module_source_rebuilds_a_linear_from_its_repr(tmp_path) -> None:
     )
     assert "self.register_buffer('offset', torch.empty([2], dtype=torch.float32))" in source
     assert "    def forward(self, x):" in source
+
+
+class WithEmbedding(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = torch.nn.Embedding(5, 3)
+
+    def forward(self, x):
+        return self.emb(x)
+
+
+def test_a_pickled_submodule_is_commented_and_warned_about_as_torch_fx_does(tmp_path) -> None:
+    written = {}
+    for library in (torch.fx, minifx.codegen):
+        folder = tmp_path / library.__name__.replace(".", "_")
+        with pytest.warns(UserWarning, match=r"saved as pickled files instead: \['emb'\]"):
+            library.symbolic_trace(WithEmbedding()).to_folder(folder, "Saved")
+        line = next(s for s in (folder / "module.py").read_text().split("\n") if "'emb'" in s)
+        written[library] = ((folder / "__init__.py").read_text(), line.rpartition(" # ")[2])
+    assert (
+        written[minifx.codegen] == written[torch.fx] == ("from .module import *", "Embedding(5, 3)")
+    )
