@@ -17,6 +17,7 @@ import unicodedata
 from typing import TYPE_CHECKING, Any
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensor
 
 from ..graph.errors import NoReceiver
 from ..graph.node import target_problem
@@ -221,8 +222,8 @@ def shape_annotation(node: Node) -> str | None:
         return core  # tensor metadata (ShapeProp's)
     if value.layout in (torch.sparse_csr, torch.sparse_csc):
         return None
-    fake = isinstance(value, torch._subclasses.fake_tensor.FakeTensor)
-    return core if type(value) is torch.Tensor or fake else f"{type(value).__name__}({core})"
+    is_plain = type(value) is torch.Tensor or isinstance(value, FakeTensor)  # as torch.fx says
+    return core if is_plain else f"{type(value).__name__}({core})"
 
 
 def stack_summary(stack_trace: str | None) -> str | None:
