@@ -1,4 +1,5 @@
-"""The exceptions stage 2 raises for a misuse of the graph API, and the tracer's errors.
+"""The exceptions stage 2 raises for a misuse of the graph API, and the tracer's errors
+(and two that GraphModule, in stage 3, raises: `NotAModuleOrDict` and `NotAGraph`).
 
 Each is also the exception type torch.fx raises for the same mistake, so code
 written for torch.fx catches it; minifx's message adds what to do instead.
