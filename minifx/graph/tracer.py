@@ -35,13 +35,7 @@ from .structured_inputs import (
 )
 from .tracer_constants import ConstantsOnRoot
 from .tracer_options import deepcopy_tracer, get_attr_options, module_scope, record_origin
-from .wrapping import (
-    Patcher,
-    autowrapped_ids,
-    patch_autowrapped,
-    patch_torch_fx_tracing_flag,
-    patch_wrapped,
-)
+from .wrapping import Patcher, autowrapped_ids, patch_autowrapped, patch_wrapped
 
 _ORIGINAL_MODULE_GETATTR = torch.nn.Module.__getattr__
 _ORIGINAL_MODULE_CALL = torch.nn.Module.__call__
@@ -153,9 +147,7 @@ class Tracer(ConcreteArgs, ConstantsOnRoot, TracerBase):
     # --8<-- [end:patch_modules]
 
     def _patch_wrapped_functions(self, patcher: Patcher, fn_globals: dict[str, Any]) -> None:
-        """Install stand-ins for `wrap`ped functions (minifx's and torch.fx's) and autowraps,
-        and raise torch.fx's "is tracing" flag."""
-        patch_torch_fx_tracing_flag(patcher)
+        """Install stand-ins for `wrap`ped functions (minifx's and torch.fx's) and autowraps."""
         patch_wrapped(patcher)
         for namespace in [fn_globals, *map(vars, self._autowrap_search)]:
             patch_autowrapped(patcher, namespace, self._autowrap_ids)

@@ -194,6 +194,8 @@ def patch_autowrapped(patcher: Patcher, namespace: dict[str, Any], ids: set[int]
 
 
 def patch_wrapped(patcher: Patcher) -> None:
-    """Put a stand-in over every `wrap`ped function (minifx's and torch.fx's registrations)."""
+    """Put a stand-in over every `wrap`ped function (minifx's and torch.fx's registrations),
+    and raise torch.fx's "is tracing" flag, as torch.fx's tracer does."""
+    patch_torch_fx_tracing_flag(patcher)
     for (_, name), (namespace, original) in registered_functions().items():
         patcher.patch(namespace, name, stand_in_for(original))
