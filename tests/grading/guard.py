@@ -73,14 +73,15 @@ VOLATILE_CLASS_NAMES = {"__slotnames__", "__annotations__", "__abstractmethods__
 BUILTIN_NAMES = frozenset(vars(builtins))
 # Modules whose data the graders compare against, checked item by item.
 DATA_MODULES = ("tests.graders", "tests.conftest")
-# Modules the graders decide with: their own, pytest's failing and comparing, the builtins.
+# Modules the graders decide with: their own (and the models they build from tests.models),
+# pytest's failing and comparing, the builtins.
 # Graded code that changes a name there and puts it back within one test (from a
 # generator's `finally`, run when the grader drops what it returned) leaves every value as
 # it was, so the names' check cannot see it; the count of writes to the module's dict can.
 # (Not the build track's stage tests: tracing writes to some of them and puts the names
 # back, as `wrap` does to `tests/graph/wrapped_helpers.py`.)
 DECIDING = ("builtins", "pytest", "_pytest.outcomes", "_pytest.python_api", "_pytest.raises")
-DECIDING_PREFIXES = ("tests.graders", "tests.conftest", "torch.testing")
+DECIDING_PREFIXES = ("tests.graders", "tests.conftest", "tests.models", "torch.testing")
 # And the registries that change what every module call or copy does: torch's global
 # module hooks (a forward hook that returns zeros makes every output agree) and `copy`'s
 # dispatch tables (a deepcopy that shares tensors makes a grader's "before" move with
