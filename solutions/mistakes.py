@@ -767,6 +767,7 @@ MISTAKES: dict[str, list[Mistake]] = {
     ],
     # tests/graders/test_ex6_1_fuse_linear_bn.py
     "6.1": [
+        Mistake("no recompile", "    gm.recompile()\n", "", "was gm.recompile() called?"),
         Mistake(
             "a pass that does nothing",
             "    modules = dict(gm.named_modules())\n    for bn_node in list(gm.graph.nodes):",

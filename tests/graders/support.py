@@ -368,22 +368,44 @@ def graph_module(gm: object, what: str, see: str):
             pytrace=False,
         )
     exactly(gm.graph, Graph, f"{what}: gm.graph", see)
-    hooked = [
-        name or "gm"
-        for name, module in gm.named_modules()
-        if vars(module).get("_forward_hooks") or vars(module).get("_forward_pre_hooks")
-    ]
-    if "forward" in vars(gm) or hooked:
+    problem = _runs_something_else(gm)
+    if problem:
         pytest.fail(
             explain(
                 f"{what}: a GraphModule that runs the code generated from its graph",
-                f"forward hooks on {hooked}" if hooked else "a forward of its own, set on gm",
-                "change gm.graph and call gm.recompile(); do not replace forward or add hooks.",
+                problem,
+                "change gm.graph, install torch's own modules, and call gm.recompile(); "
+                "do not replace forward, add hooks, or install modules of your own classes.",
                 see,
             ),
             pytrace=False,
         )
     return gm
+
+
+def _runs_something_else(gm) -> str:
+    """What makes `gm` run other code than its graph's, or ''. Checked: its `forward`,
+    compiled from the code generated now (graded code could leave a stale or a swapped one:
+    minifx caches compiled code), its codegen, hooks, and its modules' classes."""
+    from minifx.codegen import python_code
+
+    codegen = gm.graph._codegen
+    if codegen is not None and type(codegen).__module__.split(".")[0] != "minifx":
+        return f"a CodeGen of your own, {type(codegen).__name__}"
+    for name, module in gm.named_modules():
+        if type(module).__module__.split(".")[0] in GRADED_FOLDERS:
+            return f"{name}, a {type(module).__name__}: a module of your own class"
+        if vars(module).get("_forward_hooks") or vars(module).get("_forward_pre_hooks"):
+            return f"forward hooks on {name or 'gm'}"
+    if "forward" in vars(gm):
+        return "a forward of its own, set on gm"
+    # Compiled as minifx compiles it (no flags of this file's); code objects compare by
+    # what they do, not by their file name.
+    fresh = compile(python_code(gm.graph).src, "<the graph's code>", "exec", dont_inherit=True)
+    (want,) = [c for c in fresh.co_consts if getattr(c, "co_name", None) == "forward"]
+    if type(gm).forward.__code__ != want:
+        return "a forward that is not the code of gm.graph (was gm.recompile() called?)"
+    return ""
 
 
 # --- comparisons graded code cannot swap ---------------------------------------------

@@ -430,10 +430,10 @@ def _check_fused(ex, linear: nn.Linear, bn: nn.BatchNorm1d) -> tuple[str, str] |
     _RECORDER.check("fused_linear(linear, bn)")
     if raised is not None:
         return describe_error(raised), _raise_hint(raised)
-    if not isinstance(fused, nn.Linear) or fused.bias is None:
+    if type(fused) is not nn.Linear or fused.bias is None:  # a subclass could forward as it likes
         return repr(fused), (
-            "return an nn.Linear with a bias (copy.deepcopy(linear), then new "
-            "nn.Parameters), even when linear has none."
+            "return an nn.Linear (torch's own class, not a subclass) with a bias "
+            "(copy.deepcopy(linear), then new nn.Parameters), even when linear has none."
         )
     after = nn.Sequential(linear, bn).state_dict()
     changed = [k for k in before if not tensors_equal(before[k], after[k])]
