@@ -357,8 +357,8 @@ def exactly(value: object, kind: type, what: str, see: str):
 def graph_module(gm: object, what: str, see: str):
     """`gm` once it is a minifx `GraphModule` (minifx makes a subclass per instance, as
     torch.fx does) whose graph is exactly minifx's `Graph`, and which runs the code generated
-    from it (no `forward` of its own, no hooks); else the test fails with `explain(...)`:
-    an object of graded code's could print or answer anything."""
+    from it (`_runs_something_else`); else the test fails with `explain(...)`: an object
+    of graded code's could print or answer anything."""
     from minifx.codegen import GraphModule  # here: graders of stages 1 and 2 need no codegen
     from minifx.graph import Graph
 
