@@ -765,16 +765,11 @@ def fused_linear(linear, bn):
 @pytest.mark.parametrize("name", WITH_THE_SOLUTION)
 def test_the_solution_with_a_registry_filled_or_its_forward_replaced_earns_nothing(name):
     code, words = WITH_THE_SOLUTION[name]
-    assert not findings(PRELUDE + code)
-    (exercise,) = [e for e in EXERCISES if e.id == "6.1"]
-    solution = (ROOT / "solutions" / f"{exercise.module}.py").read_text(encoding="utf-8")
-    attacked = (solution + "\n" + PRELUDE + code).encode()
-    (score,) = grade([exercise], {exercise.module: attacked}, Limits(timeout=60))
-    messages = "\n".join([score.problem, *(t.message for t in score.tests)])
+    score, messages = graded_with(code, "6.1", "solutions")
     passed = [t.nodeid for t in score.tests if t.outcome == "passed"]
-    # fused_linear's own tests need no GraphModule: a pass's forward leaves them be.
-    allowed = "::test_fused_linear[" if name == "a forward of its own" else "nothing"
-    assert all(allowed in nodeid for nodeid in passed), passed
+    if name == "a forward of its own":  # fused_linear's own tests take no GraphModule
+        passed = [nodeid for nodeid in passed if "::test_fused_linear[" not in nodeid]
+    assert not passed, passed
     assert words in messages, messages[:1500]
 
 
@@ -791,14 +786,21 @@ def test_the_original_behind_a_grader_s_recording_wrapper_is_out_of_reach():
 def assert_stub_earns_nothing_with(code: str, words: str, exercise_id: str = "8.2") -> None:
     """The exercise's stub, with `code` after it, passes the judge's scan, earns nothing,
     and its report says `words`."""
-    assert not findings(PRELUDE + code)
-    (exercise,) = [e for e in EXERCISES if e.id == exercise_id]
-    stub = (ROOT / "exercises" / f"{exercise.module}.py").read_text(encoding="utf-8")
-    attacked = (stub + "\n" + PRELUDE + code).encode()
-    (score,) = grade([exercise], {exercise.module: attacked}, Limits(timeout=60))
-    messages = "\n".join([score.problem, *(t.message for t in score.tests)])
+    score, messages = graded_with(code, exercise_id, "exercises")
     assert not score.earned, f"earned {score.earned:g} points"
     assert words in messages, messages[:1500]
+
+
+def graded_with(code: str, exercise_id: str, folder: str):
+    """(the score, every message of its report) of the exercise's module in `folder` (the
+    stub in `exercises`, the answer in `solutions`) with PRELUDE and `code` after it, once
+    `code` is shown to pass the judge's scan."""
+    assert not findings(PRELUDE + code)
+    (exercise,) = [e for e in EXERCISES if e.id == exercise_id]
+    module = (ROOT / folder / f"{exercise.module}.py").read_text(encoding="utf-8")
+    attacked = (module + "\n" + PRELUDE + code).encode()
+    (score,) = grade([exercise], {exercise.module: attacked}, Limits(timeout=60))
+    return score, "\n".join([score.problem, *(t.message for t in score.tests)])
 
 
 # --- the build track ----------------------------------------------------------------
