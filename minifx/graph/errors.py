@@ -33,6 +33,11 @@ class SelfInStarArgs(TypeError, RuntimeError):
     """A module's `self` hidden in `*args`; also the `RuntimeError` torch.fx raises."""
 
 
+class ConcreteArgsCountError(TypeError, RuntimeError):
+    """A tuple of `concrete_args` that does not match the traced function's inputs; also
+    the `RuntimeError` torch.fx raises."""
+
+
 class NotAGlobalFunction(TypeError, RuntimeError):
     """`wrap` given neither a function nor a name; also the `RuntimeError` torch.fx raises."""
 

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from torch.utils import _pytree as pytree
 
+from .errors import ConcreteArgsCountError
+
 if TYPE_CHECKING:
     from .graph import Graph
 
@@ -80,10 +82,11 @@ def concrete_args_by_name(names: list[str], values: tuple) -> dict[str, Any]:
     """`concrete_args` given as a tuple, matched to the parameter `names` by position.
 
     Raises:
-        TypeError: if there are not as many values as names.
+        ConcreteArgsCountError: if there are not as many values as names (a `TypeError`,
+            also the `RuntimeError` torch.fx raises).
     """
     if len(values) != len(names):
-        raise TypeError(
+        raise ConcreteArgsCountError(
             f"concrete_args has {_count(len(values), 'value')} but the "
             f"traced function takes {_count(len(names), 'input')}"
             + (f" ({', '.join(names)})." if names else ".")

@@ -53,6 +53,19 @@ def test_concrete_args_by_name_matches_by_position():
     )
 
 
+@pytest.mark.parametrize("values", [(PH,), (PH, PH, 3)])
+def test_a_concrete_args_tuple_of_the_wrong_length_raises_what_torch_fx_raises(values):
+    def two_inputs(x, y):
+        return x + y
+
+    torch_values = tuple(torch.fx.PH if value is PH else value for value in values)
+    with pytest.raises(RuntimeError):  # torch.fx's type for this mistake
+        torch.fx.Tracer().trace(two_inputs, torch_values)
+    with pytest.raises(RuntimeError) as error:
+        Tracer().trace(two_inputs, values)
+    assert isinstance(error.value, TypeError)  # minifx's own type, as before
+
+
 def test_flattening_outputs_records_both_structures():
     graph = Graph()
     args = [(1, 2), 3]

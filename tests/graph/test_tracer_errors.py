@@ -149,13 +149,17 @@ class TwoInputForward(nn.Module):
 
 
 def test_concrete_args_tuple_too_long_for_a_function():
-    message = error_of(TypeError, lambda: Tracer().trace(two_inputs, (PH, PH, 3)))
+    message = error_of_both(
+        TypeError, RuntimeError, lambda: Tracer().trace(two_inputs, (PH, PH, 3))
+    )
     assert message == "concrete_args has 3 values but the traced function takes 2 inputs (x, y)."
 
 
 def test_concrete_args_tuple_too_short_for_a_module():
     # `self` is not an input: the module's forward takes two.
-    message = error_of(TypeError, lambda: Tracer().trace(TwoInputForward(), (PH, PH, PH, PH)))
+    message = error_of_both(
+        TypeError, RuntimeError, lambda: Tracer().trace(TwoInputForward(), (PH, PH, PH, PH))
+    )
     assert message == "concrete_args has 4 values but the traced function takes 2 inputs (x, mask)."
 
 
