@@ -47,6 +47,11 @@ class NotAModuleOrDict(TypeError, RuntimeError):
     the `RuntimeError` torch.fx raises."""
 
 
+class ModuleArgumentNotInRoot(NameError, NotImplementedError):
+    """A module passed as an argument that the root module does not hold; also the
+    `NotImplementedError` ("argument of type") that torch.fx raises for it."""
+
+
 class NoReceiver(ValueError, IndexError):
     """A `call_method` node with no receiver in `args[0]`; also torch.fx's `IndexError`."""
 
@@ -203,17 +208,19 @@ def module_not_in_root(module: object) -> NameError:
 
 
 def value_not_in_root(kind: str) -> NameError:
-    """A parameter or module (`kind`) was used that has no path in the traced root module."""
+    """A parameter or module (`kind`) was used as an argument that has no path in the
+    traced root module (for a module, torch.fx raises `NotImplementedError` instead)."""
     return _no_path_in_root(
         f"a {kind} that is not part of the traced module was used.",
         f"a get_attr node reads a {kind} by its path in the root module, and this one "
         "has none (it was probably created inside forward, or belongs to another module).",
         f"create the {kind} in __init__ and store it as an attribute of the module.",
+        ModuleArgumentNotInRoot if kind == "module" else NameError,
     )
 
 
-def _no_path_in_root(what: str, why: str, fix: str) -> NameError:
-    """It is exactly a `NameError`, the type torch.fx raises (and tests pin), not a
+def _no_path_in_root(what: str, why: str, fix: str, kind: type = NameError) -> NameError:
+    """It is a `NameError`, the type torch.fx raises (and tests pin), not a
     `TraceError`; only its message has the `TraceError` shape: what, where in the
     user's code, why, and how to fix it."""
-    return NameError(str(untraceable(what, why, fix)))
+    return kind(str(untraceable(what, why, fix)))

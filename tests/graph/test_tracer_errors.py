@@ -136,6 +136,29 @@ def test_parameter_created_inside_forward():
     assert message == foreign_parameter_message(location)
 
 
+class ReturnsAStrayModule(nn.Module):
+    def forward(self, x):
+        # marker: stray-module-argument
+        return x.type_as(STRAY_LINEAR)
+
+
+def test_a_module_argument_of_another_module_raises_what_torch_fx_raises():
+    # torch.fx finds no path for it and refuses it as an argument of an unknown type.
+    with pytest.raises(NotImplementedError, match="argument of type"):
+        torch.fx.Tracer().trace(ReturnsAStrayModule())
+    message = error_of_both(
+        NameError, NotImplementedError, lambda: Tracer().trace(ReturnsAStrayModule())
+    )
+    location = where("stray-module-argument", "forward", "return x.type_as(STRAY_LINEAR)")
+    assert message == (
+        "a module that is not part of the traced module was used.\n"
+        f"{location}\n"
+        "Why: a get_attr node reads a module by its path in the root module, and this one "
+        "has none (it was probably created inside forward, or belongs to another module).\n"
+        "How to fix: create the module in __init__ and store it as an attribute of the module."
+    )
+
+
 # -- concrete_args -------------------------------------------------------------------------
 
 
