@@ -493,3 +493,20 @@ def test_a_str_subclass_is_written_as_a_plain_string():
     assert "(key = r)" in ours.code
     result = ours(torch.tensor([-1.0]))
     assert list(result) == ["key"] and result["key"].tolist() == [0.0]
+
+
+def test_a_placeholder_is_never_copied_over_another_parameter():
+    """A placeholder whose node name is not its parameter's name is copied into a local
+    that no parameter has [...]; torch.fx writes `add = Add`, which overwrites the
+    parameter `add` before it is read."""
+
+    def f(Add, add):  # the capital is the point: its node is named `add`
+        return Add - add
+
+    theirs, ours = torch.fx.symbolic_trace(f), minifx.symbolic_trace(f)
+    assert [n.name for n in ours.graph.nodes] == [n.name for n in theirs.graph.nodes]
+    assert "    add = Add\n    add_1 = add\n" in theirs.code
+    assert "    add_1 = Add\n    add_2 = add\n" in ours.code
+    one, zero = torch.ones(1), torch.zeros(1)
+    assert ours(one, zero).tolist() == f(one, zero).tolist() == [1.0]
+    assert theirs(one, zero).tolist() == [0.0]  # Add - Add

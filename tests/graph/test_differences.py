@@ -201,6 +201,32 @@ def test_no_schema_or_symbolic_shape_helpers(owner, name):
     assert not hasattr(getattr(minifx.graph, owner), name)
 
 
+class MakesAConstant(torch.nn.Module):
+    def forward(self, x):
+        return x + torch.ones(1)
+
+
+class HasConstantZero(MakesAConstant):
+    def __init__(self):
+        super().__init__()
+        self._tensor_constant0 = torch.zeros(1)
+
+
+def test_a_new_constant_takes_the_first_free_name_on_every_trace():
+    """A new constant takes the first free name on every trace; torch.fx's
+    `get_fresh_qualname` counts on from the number an earlier trace reached."""
+    names = {}
+    for name, tracer_class in (("torch.fx", torch.fx.Tracer), ("minifx", minifx.graph.Tracer)):
+        # A root without `_tensor_constant0` starts torch.fx's counter again from 0.
+        tracer_class().trace(MakesAConstant())
+        graphs = [tracer_class().trace(HasConstantZero()) for _ in range(3)]
+        names[name] = [n.target for g in graphs for n in g.nodes if n.op == "get_attr"]
+    assert names == {
+        "torch.fx": ["_tensor_constant1", "_tensor_constant2", "_tensor_constant3"],
+        "minifx": ["_tensor_constant1"] * 3,
+    }
+
+
 def test_what_is_no_longer_a_difference():
     """Claims the box used to make, now false: both raise TypeError, both keep torch.rand."""
     for lib in (TORCH, MINI):
