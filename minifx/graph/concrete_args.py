@@ -16,12 +16,18 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch.utils import _pytree as pytree
 
-from ..proxy.arguments import BASE_TYPES
 from ..proxy.proxy import Proxy
 from .placeholders import PH, PHBase, copy_metadata
 
 if TYPE_CHECKING:
     from .tracer import Tracer
+
+# The values whose check is an assertion `input == value`: of exactly these types, as
+# in torch.fx (a subclass, such as an IntEnum member, gets the warning instead).
+CHECKED_TYPES = frozenset(
+    {str, int, float, bool, complex, torch.dtype, torch.device, torch.memory_format}
+    | {torch.layout, torch._ops.OpOverload, torch.SymInt, torch.SymBool, torch.SymFloat}
+)
 
 
 class ConcreteArgs:
@@ -49,7 +55,7 @@ class ConcreteArgs:
                 # Generated code then registers it with `wrap`, so retracing that
                 # code records the check again instead of running it on a Proxy.
                 check.node.meta["is_wrapped"] = True
-            elif isinstance(part, BASE_TYPES) and not isinstance(part, torch.Tensor):
+            elif type(part) in CHECKED_TYPES:
                 torch._assert(
                     proxy == part,
                     f"{name} has been specialized to have value {part} but got another value",

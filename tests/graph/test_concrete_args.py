@@ -3,7 +3,12 @@
 
 from __future__ import annotations
 
+import enum
+import warnings
+
 import pytest
+import torch
+import torch.fx
 
 from minifx.graph import PH, PHWithMeta, Tracer
 from minifx.graph.tracer import _assert_is_none
@@ -47,3 +52,32 @@ def test_a_value_that_cannot_be_checked_warns():
 
     with pytest.warns(UserWarning, match="Was not able to add assertion"):
         Tracer().trace(f, concrete_args={"t": object()})
+
+
+class Mode(enum.IntEnum):
+    FAST = 1
+
+
+class Name(str):
+    pass
+
+
+def scaled(x, setting):
+    return x * len(str(setting))
+
+
+@pytest.mark.parametrize(
+    "value, checked",
+    [(1, True), ("ab", True), (torch.float64, True), (Mode.FAST, False), (Name("ab"), False)],
+    ids=["int", "str", "dtype", "IntEnum", "str-subclass"],
+)
+def test_a_value_is_checked_only_if_its_type_is_exactly_one_torch_fx_checks(value, checked):
+    # torch.fx compares types exactly: a subclass's value (an IntEnum member) only warns.
+    graphs = {}
+    for name, tracer in (("torch.fx", torch.fx.Tracer()), ("minifx", Tracer())):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            graphs[name] = str(tracer.trace(scaled, concrete_args={"setting": value}))
+        assert bool(caught) is not checked, name
+    assert graphs["minifx"] == graphs["torch.fx"]
+    assert ("torch._assert" in graphs["minifx"]) is checked
