@@ -9,6 +9,7 @@ the first line of each docstring is the item.
 from __future__ import annotations
 
 import inspect
+import operator
 import sys
 import warnings
 
@@ -225,6 +226,33 @@ def test_a_new_constant_takes_the_first_free_name_on_every_trace():
         "torch.fx": ["_tensor_constant1", "_tensor_constant2", "_tensor_constant3"],
         "minifx": ["_tensor_constant1"] * 3,
     }
+
+
+class ScalesByItsWeight(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(3))
+        self.register_buffer("offset", torch.ones(3))
+
+    def forward(self, x):
+        return x + self.offset * self.weight.shape[0]
+
+
+def test_a_buffer_is_read_through_a_plain_proxy_when_parameter_shapes_are_constant():
+    """With `param_shapes_constant=True` and `proxy_buffer_attributes = True`, a buffer is
+    read through a plain Proxy; torch.fx's trace fails with `AssertionError`."""
+
+    class TorchTracer(torch.fx.Tracer):
+        proxy_buffer_attributes = True
+
+    class MiniTracer(minifx.graph.Tracer):
+        proxy_buffer_attributes = True
+
+    with pytest.raises(AssertionError, match="Expected Parameter"):
+        TorchTracer(param_shapes_constant=True).trace(ScalesByItsWeight())
+    graph = MiniTracer(param_shapes_constant=True).trace(ScalesByItsWeight())
+    mul = next(iter(graph.find_nodes(op="call_function", target=operator.mul)))
+    assert [str(arg) for arg in mul.args] == ["offset", "3"]  # the weight's shape, read
 
 
 def test_what_is_no_longer_a_difference():
