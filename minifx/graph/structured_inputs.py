@@ -16,7 +16,6 @@ needs beyond that, to match torch.fx, lives here:
 
 from __future__ import annotations
 
-import functools
 import inspect
 from types import FunctionType
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
@@ -109,10 +108,12 @@ def flattening_outputs(graph: Graph, fn: Callable, arg_names: list[str], args: l
     output structures are kept in `graph.pytree_info`, as torch.fx does."""
     in_spec = pytree.tree_flatten(tuple(args))[1]
 
-    @functools.wraps(fn)
     def flattened(*args: Any) -> list:
         leaves, out_spec = pytree.tree_flatten(fn(*args))
         graph.pytree_info = PytreeInfo(arg_names, in_spec, out_spec)
         return leaves
 
+    # The output is the leaves, which `fn`'s return annotation does not describe:
+    # like torch.fx, give the output node no type (the tracer reads these).
+    flattened.__annotations__ = {}
     return flattened

@@ -66,6 +66,21 @@ def test_a_concrete_args_tuple_of_the_wrong_length_raises_what_torch_fx_raises(v
     assert isinstance(error.value, TypeError)  # minifx's own type, as before
 
 
+def shifted(x: torch.Tensor, pair: tuple) -> dict:
+    return {"out": x + pair[0]}
+
+
+def test_a_structured_trace_gives_the_output_no_type_as_torch_fx():
+    # The graph returns the leaves of the result, which `-> dict` does not describe.
+    types = {}
+    for name, tracer in (("torch.fx", torch.fx.Tracer()), ("minifx", Tracer())):
+        ph = torch.fx.PH if name == "torch.fx" else PH
+        graph = tracer.trace(shifted, concrete_args={"pair": (ph, 1)})
+        types[name] = [node.type for node in graph.nodes if node.op in ("placeholder", "output")]
+    assert types["minifx"] == types["torch.fx"]
+    assert types["minifx"][-1] is None
+
+
 def test_flattening_outputs_records_both_structures():
     graph = Graph()
     args = [(1, 2), 3]
