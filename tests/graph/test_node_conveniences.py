@@ -7,6 +7,7 @@ PyTorch's test_fx checks that `insert_arg` keeps the use-def lists right
 
 from __future__ import annotations
 
+import math
 import operator
 
 import pytest
@@ -190,3 +191,36 @@ def test_rename_gives_a_unique_name_and_keeps_the_old_one_taken_as_torch_fx_does
         return graph
 
     differential(build)
+
+
+def test_torch_fx_node_s_type_aliases_are_there_and_equal_to_torch_fx_s():
+    """Code written for torch.fx annotates with `fx.node.Target` and `fx.node.Argument`
+    (torchvision's feature-extraction tracer does, in a signature Python evaluates when the
+    class is made), so `minifx.node` must have them."""
+    import typing
+
+    import minifx
+    from minifx.graph.node_conveniences import BaseArgumentTypes
+
+    assert minifx.node.Target == torch.fx.node.Target
+    assert minifx.node.Argument == torch.fx.node.Argument
+    assert typing.get_args(BaseArgumentTypes) == typing.get_args(torch.fx.node.BaseArgumentTypes)
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        operator.add,
+        getattr,
+        torch.relu,
+        torch.Tensor.add,
+        torch.ops.aten.add.Tensor,
+        torch.nn.functional.relu,
+        torch.segment_reduce,
+        math.sqrt,
+    ],
+)
+def test_get_qualified_name_names_a_target_as_torch_fx_s_does(target):
+    import minifx
+
+    assert minifx.node._get_qualified_name(target) == torch.fx.node._get_qualified_name(target)
