@@ -2,7 +2,8 @@
 
 PyTorch's test_fx checks that `insert_arg` keeps the use-def lists right
 (test_insert_arg); `_format_arg` prints the arguments of a node, and honours a value's
-`_custom_fx_repr_fn` hook, as torch.fx's does.
+`_custom_fx_repr_fn` hook, as torch.fx's does. torch.fx.node's type aliases and
+`_get_qualified_name`, which code written for torch.fx imports, equal torch.fx's.
 """
 
 from __future__ import annotations
