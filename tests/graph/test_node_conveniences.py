@@ -172,28 +172,6 @@ def test_format_arg_prints_as_torch_fx_does():
     assert want[-2] == "[0, 1, 2, ...[total_len=20]]"
 
 
-def test_a_value_s_custom_fx_repr_fn_prints_it_in_the_graph():
-    printed = {}
-    for lib in (TORCH, MINI):
-        graph, x, add, _ = chain(lib)
-        add.update_arg(1, Shown(1, 2))
-        printed[lib.name] = str(graph)
-    assert printed["torch.fx"] == printed["minifx"]
-    assert "Shown(1, 2)" in printed["minifx"]
-
-
-def test_rename_gives_a_unique_name_and_keeps_the_old_one_taken_as_torch_fx_does():
-    def build(lib):
-        graph, x, add, relu = chain(lib)
-        relu._rename("add")  # taken: made unique
-        add._rename("add")  # its own name: nothing changes
-        x._rename("renamed")
-        graph.call_function(torch.neg, (relu,))._rename("x")  # x's old name stays taken
-        return graph
-
-    differential(build)
-
-
 def test_torch_fx_node_s_type_aliases_are_there_and_equal_to_torch_fx_s():
     """Code written for torch.fx annotates with `fx.node.Target` and `fx.node.Argument`
     (torchvision's feature-extraction tracer does, in a signature Python evaluates when the
@@ -225,3 +203,25 @@ def test_get_qualified_name_names_a_target_as_torch_fx_s_does(target):
     import minifx
 
     assert minifx.node._get_qualified_name(target) == torch.fx.node._get_qualified_name(target)
+
+
+def test_a_value_s_custom_fx_repr_fn_prints_it_in_the_graph():
+    printed = {}
+    for lib in (TORCH, MINI):
+        graph, x, add, _ = chain(lib)
+        add.update_arg(1, Shown(1, 2))
+        printed[lib.name] = str(graph)
+    assert printed["torch.fx"] == printed["minifx"]
+    assert "Shown(1, 2)" in printed["minifx"]
+
+
+def test_rename_gives_a_unique_name_and_keeps_the_old_one_taken_as_torch_fx_does():
+    def build(lib):
+        graph, x, add, relu = chain(lib)
+        relu._rename("add")  # taken: made unique
+        add._rename("add")  # its own name: nothing changes
+        x._rename("renamed")
+        graph.call_function(torch.neg, (relu,))._rename("x")  # x's old name stays taken
+        return graph
+
+    differential(build)
