@@ -50,6 +50,10 @@ class CopyingMixin(torch.nn.Module):
         state = copy.deepcopy(self.__dict__, memo)
         GraphModule.__init__(copied, StateOf(state), state["_graph"], self._get_name())
         copied.meta = state.get("meta", {})
+        # Attributes that are no state of the graph, kept as torch.fx keeps them (torch.ao's
+        # prepare_fx stores the `preserved_attributes` it was asked to keep there).
+        for name, value in copied.meta.get(_USER_PRESERVED_ATTRIBUTES_KEY, {}).items():
+            setattr(copied, name, value)
         for hooks in (
             "_state_dict_hooks",
             "_load_state_dict_pre_hooks",
@@ -120,6 +124,10 @@ def tracer_of(graph: Graph) -> tuple[type[Tracer] | None, dict[str, Any]]:
     return tracer_cls, getattr(graph, "_tracer_extras", None) or {}
 
 
+# The `meta` key of a dict of attributes that `copy.deepcopy(gm)` sets on the copy too.
+_USER_PRESERVED_ATTRIBUTES_KEY = "_user_preserved_attributes"
+
+
 class StateOf(torch.nn.Module):
     """A module whose `__dict__` is a GraphModule's saved state.
 
@@ -136,6 +144,11 @@ class StateOf(torch.nn.Module):
         names += [name for name, _ in self.named_parameters(recurse=False)]
         names += [name for name, _ in self.named_buffers(recurse=False)]
         return [(name, None) for name in names]
+
+
+# torch.fx's name for the same idea; code written for torch.fx (torchvision's
+# `DualGraphModule.__deepcopy__`) builds one to copy a GraphModule's state.
+_CodeOnlyModule = StateOf
 
 
 # --8<-- [start:retrace]

@@ -1,8 +1,6 @@
-"""`GraphModule`: the state a graph reads (the root's own objects) plus `forward`,
-generated from the graph. Parity features are mixins from `copying.py`,
-`submodules.py`, `readable.py` and `to_folder.py`, beside this module; it also
-offers torch.fx.graph_module's unpickling function, `copying.reduce_graph_module`.
-"""
+"""`GraphModule`: the state a graph reads (the root's own objects) plus `forward`, generated
+from the graph. Parity features are mixins from `copying.py`, `submodules.py`, `readable.py`
+and `to_folder.py`; torch.fx.graph_module's other names here come from `copying.py`."""
 
 from __future__ import annotations
 
@@ -14,7 +12,9 @@ from ..graph.errors import NotAGraph, NotAModuleOrDict
 from ..graph.graph import Graph
 from ..graph.node import Node
 from .codegen import PythonCode
+from .copying import _USER_PRESERVED_ATTRIBUTES_KEY as _USER_PRESERVED_ATTRIBUTES_KEY
 from .copying import CopyingMixin, StateOf, reduce_graph_module, tracer_of  # noqa: F401
+from .copying import _CodeOnlyModule as _CodeOnlyModule
 from .python_code import python_code
 from .readable import ReadableMixin
 from .source import compile_forward, explain_error

@@ -6,17 +6,58 @@ assigning a whole new `args` tuple (`update_arg`, `update_kwarg`,
 through `Node`'s own use-def bookkeeping. `_format_arg` is torch.fx's helper
 (`torch.fx.node._format_arg`) that prints one argument as `str(graph)` does, and
 `_rename` its private way to rename a node, which some passes call.
+`Target`, `Argument` and `BaseArgumentTypes` are torch.fx.node's type aliases, and
+`_get_qualified_name` its name for `qualified_name`: code written for torch.fx
+imports them from `fx.node` (torchvision's feature extraction annotates with
+`fx.node.Target`), and `node.py` offers the first two and the last.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Union
+
+import torch
 
 from ..proxy.ir import format_arg
+from ..proxy.qualnames import qualified_name
 from .errors import InsertArgIndexError
 
 if TYPE_CHECKING:
     from .node import Node
+
+# torch.fx.node's type aliases, spelled as there, for the annotations of code written
+# for torch.fx (`def create_proxy(self, kind: str, target: Target, ...)`).
+BaseArgumentTypes = Union[  # noqa: UP007 (torch.fx's spelling: the aliases compare equal)
+    str,
+    int,
+    float,
+    bool,
+    complex,
+    torch.dtype,
+    torch.Tensor,
+    torch.device,
+    torch.memory_format,
+    torch.layout,
+    torch._ops.OpOverload,
+    torch.SymInt,
+    torch.SymBool,
+    torch.SymFloat,
+]
+Target = Callable[..., Any] | str
+Argument = Optional[  # noqa: UP045
+    Union[
+        tuple["Argument", ...],
+        Sequence["Argument"],
+        Mapping[str, "Argument"],
+        slice,
+        range,
+        "Node",
+        BaseArgumentTypes,
+    ]
+]
+# torch.fx.node's name for the dotted path of a target; passes written for torch.fx call it.
+_get_qualified_name = qualified_name
 
 
 class NodeConveniences:

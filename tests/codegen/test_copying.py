@@ -164,3 +164,92 @@ def test_a_pickle_calls_reduce_graph_module_with_the_body_and_imports(library) -
     assert body.get("_graphmodule_cls_name", "GraphModule") == type(rebuilt).__name__ == name
     x = torch.randn(2, 3)
     torch.testing.assert_close(rebuilt(x), gm(x))
+
+
+@pytest.mark.parametrize("library", LIBRARIES)
+def test_deepcopy_sets_the_user_preserved_attributes_of_meta_on_the_copy(library) -> None:
+    """torch.fx's deepcopy sets each attribute of `meta["_user_preserved_attributes"]` on the
+    copy (torch.ao's prepare_fx keeps the `preserved_attributes` it is given there); other
+    plain attributes are not copied, in both."""
+    import minifx
+
+    module = {"minifx": minifx.graph_module, "torch.fx": torch.fx.graph_module}[library]
+    assert module._USER_PRESERVED_ATTRIBUTES_KEY == "_user_preserved_attributes"
+    gm = LIBRARIES[library](Scaled())
+    gm.meta[module._USER_PRESERVED_ATTRIBUTES_KEY] = {"note": "kept", "sizes": [1, 2]}
+    gm.plain = "dropped"
+    copied = copy.deepcopy(gm)
+    assert copied.note == "kept" and copied.sizes == [1, 2]
+    assert copied.sizes is copied.meta[module._USER_PRESERVED_ATTRIBUTES_KEY]["sizes"]
+    assert copied.sizes is not gm.meta[module._USER_PRESERVED_ATTRIBUTES_KEY]["sizes"]
+    assert not hasattr(copied, "plain")
+
+
+class TrainOrEval(torch.nn.Module):
+    """A model whose graph depends on its mode, as torchvision's GoogLeNet with aux heads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+        self.aux = torch.nn.Linear(3, 2)
+
+    def forward(self, x):
+        y = torch.relu(self.lin(x))
+        if self.training:
+            return y, self.aux(y)
+        return y
+
+
+def dual_graph_module_class(fx):
+    """torchvision's `DualGraphModule` (feature_extraction.py), written against `fx`: a
+    GraphModule with its own `__init__` that skips GraphModule's, and a `__deepcopy__` built
+    on `fx.graph_module`'s `_CodeOnlyModule`, `_copy_attr` and `_USER_PRESERVED_ATTRIBUTES_KEY`."""
+    graph_module = fx.graph_module
+
+    class DualGraphModule(fx.GraphModule):
+        def __init__(self, root, train_graph, eval_graph, class_name="GraphModule"):
+            super(fx.GraphModule, self).__init__()
+            self.__class__.__name__ = class_name
+            self.train_graph, self.eval_graph = train_graph, eval_graph
+            for node in [*train_graph.nodes, *eval_graph.nodes]:
+                if node.op in ("get_attr", "call_module"):
+                    graph_module._copy_attr(root, self, node.target)
+            self.train()
+            self.graph = train_graph
+
+        def train(self, mode=True):
+            if mode != self.training:
+                self.graph = self.train_graph if mode else self.eval_graph
+            return super().train(mode=mode)
+
+        def __deepcopy__(self, memo):
+            res = type(self).__new__(type(self))
+            memo[id(self)] = res
+            fake_mod = graph_module._CodeOnlyModule(copy.deepcopy(self.__dict__, memo))
+            state = fake_mod.__dict__
+            DualGraphModule.__init__(res, fake_mod, state["train_graph"], state["eval_graph"])
+            res.meta = copy.deepcopy(getattr(self, "meta", {}), memo)
+            preserved = res.meta.get(graph_module._USER_PRESERVED_ATTRIBUTES_KEY, {})
+            for name, attr in preserved.items():
+                setattr(res, name, attr)
+            return res
+
+    return DualGraphModule
+
+
+def test_a_graph_module_built_and_deep_copied_as_torchvision_does_behaves_as_torch_fx_s():
+    import minifx
+
+    model, x = TrainOrEval(), torch.randn(2, 3)
+    seen = {}
+    for name, fx in (("minifx", minifx), ("torch.fx", torch.fx)):
+        graphs = {mode: fx.Tracer().trace(model.train(mode)) for mode in (True, False)}
+        dual = dual_graph_module_class(fx)(model, graphs[True], graphs[False], "TrainOrEval")
+        dual.meta = {fx.graph_module._USER_PRESERVED_ATTRIBUTES_KEY: {"note": "kept"}}
+        copied = copy.deepcopy(dual)
+        assert copied.lin is not dual.lin and copied.note == "kept"
+        train_code = copied.code
+        copied.eval()
+        torch.testing.assert_close(copied(x), model.eval()(x))
+        seen[name] = (train_code, copied.code, sorted(dict(copied.named_modules())))
+    assert seen["minifx"] == seen["torch.fx"]

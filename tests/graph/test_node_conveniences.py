@@ -2,11 +2,13 @@
 
 PyTorch's test_fx checks that `insert_arg` keeps the use-def lists right
 (test_insert_arg); `_format_arg` prints the arguments of a node, and honours a value's
-`_custom_fx_repr_fn` hook, as torch.fx's does.
+`_custom_fx_repr_fn` hook, as torch.fx's does. torch.fx.node's type aliases and
+`_get_qualified_name`, which code written for torch.fx imports, equal torch.fx's.
 """
 
 from __future__ import annotations
 
+import math
 import operator
 
 import pytest
@@ -168,6 +170,39 @@ def test_format_arg_prints_as_torch_fx_does():
         else:
             assert printed == want
     assert want[-2] == "[0, 1, 2, ...[total_len=20]]"
+
+
+def test_torch_fx_node_s_type_aliases_are_there_and_equal_to_torch_fx_s():
+    """Code written for torch.fx annotates with `fx.node.Target` and `fx.node.Argument`
+    (torchvision's feature-extraction tracer does, in a signature Python evaluates when the
+    class is made), so `minifx.node` must have them."""
+    import typing
+
+    import minifx
+    from minifx.graph.node_conveniences import BaseArgumentTypes
+
+    assert minifx.node.Target == torch.fx.node.Target
+    assert minifx.node.Argument == torch.fx.node.Argument
+    assert typing.get_args(BaseArgumentTypes) == typing.get_args(torch.fx.node.BaseArgumentTypes)
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        operator.add,
+        getattr,
+        torch.relu,
+        torch.Tensor.add,
+        torch.ops.aten.add.Tensor,
+        torch.nn.functional.relu,
+        torch.segment_reduce,
+        math.sqrt,
+    ],
+)
+def test_get_qualified_name_names_a_target_as_torch_fx_s_does(target):
+    import minifx
+
+    assert minifx.node._get_qualified_name(target) == torch.fx.node._get_qualified_name(target)
 
 
 def test_a_value_s_custom_fx_repr_fn_prints_it_in_the_graph():

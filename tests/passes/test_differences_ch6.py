@@ -132,3 +132,45 @@ def test_a_new_bias_requires_grad_as_the_weight_does_where_torch_fxs_does_not():
     assert ours.bias.requires_grad and not theirs.bias.requires_grad
     with_bias = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4)).eval()
     assert torch_fx_fuse(with_bias).get_submodule("0").bias.requires_grad
+
+
+class WithBlock(nn.Module):
+    """A ConvBN block inside a model, for a tracer that keeps the block a leaf (as
+    torchvision's feature extraction keeps its `Conv2dNormActivation` blocks)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.block = ConvBN(2)
+
+    def forward(self, x):
+        return torch.sigmoid(self.block(x))
+
+
+def _traced_with_block_as_leaf(fx, model: nn.Module):
+    class BlockIsLeaf(fx.Tracer):
+        def is_leaf_module(self, m: nn.Module, module_qualified_name: str) -> bool:
+            return isinstance(m, ConvBN) or super().is_leaf_module(m, module_qualified_name)
+
+    return fx.GraphModule(model, BlockIsLeaf().trace(model))
+
+
+def test_a_leaf_module_of_your_tracer_stays_whole_where_torch_fx_retraces_into_it():
+    """A GraphModule traced with a tracer of your own keeps its graph: a leaf module of that
+    tracer stays one `call_module` node, and the conv and BatchNorm inside are not fused.
+    torch.fx's retrace, with the default tracer, goes into it and fuses them."""
+    import minifx
+
+    model = prepared(WithBlock())
+    ours = fuse_conv_bn(_traced_with_block_as_leaf(minifx, model))
+    theirs = torch_fx_fuse(_traced_with_block_as_leaf(torch.fx, model))
+    kept = torch_fx_fuse(_traced_with_block_as_leaf(torch.fx, model), no_trace=True)
+    called = {
+        name: [n.target for n in gm.graph.nodes if n.op == "call_module"]
+        for name, gm in (("ours", ours), ("theirs", theirs), ("kept", kept))
+    }
+    assert called == {"ours": ["block"], "theirs": ["block.conv"], "kept": ["block"]}
+    assert isinstance(ours.block.bn, nn.BatchNorm2d)
+    x = conv_input(2)
+    with torch.no_grad():
+        torch.testing.assert_close(ours(x), model(x))
+        torch.testing.assert_close(theirs(x), model(x))

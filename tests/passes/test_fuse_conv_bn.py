@@ -420,3 +420,29 @@ def test_torch_fx_traces_a_function_and_asserts_on_a_graph():
         AssertionError, match="^Expected FunctionType, got <class 'torch.fx.graph.Graph'>$"
     ):
         torch_fx_fuse(torch.fx.symbolic_trace(ConvBN()).graph)
+
+
+def test_minifx_passes_fuse_conv_bn_is_the_module_at_every_access():
+    """`fuse_conv_bn` names chapter 6's module and its function. `minifx.passes.fuse_conv_bn`
+    is the module, also the first time (it used to be the function at the first access, and
+    the module after, once importing the module had bound the name), so `from minifx.passes
+    import fuse_conv_bn` never hands out the function at one time and the module at another."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import types\n"
+        "import minifx.passes as passes\n"
+        "first, again = passes.fuse_conv_bn, passes.fuse_conv_bn\n"
+        "from minifx.passes import fuse_conv_bn\n"
+        "assert isinstance(first, types.ModuleType), first\n"
+        "assert first is again is fuse_conv_bn, (first, again, fuse_conv_bn)\n"
+        "assert callable(first.fuse_conv_bn)\n"
+        "assert passes.draw.to_mermaid is passes.to_mermaid\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    run = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, run.stderr
