@@ -86,8 +86,7 @@ TYPING_ORIGINS = {
     set: typing.Set,  # noqa: UP006
     frozenset: typing.FrozenSet,  # noqa: UP006
     tuple: typing.Tuple,  # noqa: UP006
-    type: typing.Type,  # noqa: UP006
-}
+}  # and no `type`: torch.fx writes `typing.Type[int]` as `type[int]`
 
 
 def is_name(text: Any) -> bool:
