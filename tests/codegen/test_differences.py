@@ -310,6 +310,30 @@ def test_two_placeholders_with_one_target_are_a_value_error():
         module_of(minifx, build)
 
 
+def test_an_argument_from_another_graph_is_a_value_error():
+    """An argument that is a node of another graph (after `replace_all_uses_with` a
+    foreign node, say) raises a `ValueError` that names it; torch.fx writes its name, and
+    `forward` fails with a `NameError` when it runs."""
+
+    def returning_a_node_of_another_graph(lib):
+        other = lib.Graph()
+        foreign = other.call_function(torch.neg, (other.placeholder("y"),))
+
+        def build(graph):
+            relu = graph.call_function(torch.relu, (graph.placeholder("x"),))
+            graph.output(relu)
+            relu.replace_all_uses_with(foreign)
+
+        return build
+
+    theirs = module_of(torch.fx, returning_a_node_of_another_graph(torch.fx))
+    assert "return neg" in theirs.code
+    with pytest.raises(NameError, match="neg"):
+        quietly(theirs, torch.ones(1))
+    with pytest.raises(ValueError, match="refers to %neg, which is not a node of this graph"):
+        module_of(minifx, returning_a_node_of_another_graph(minifx))
+
+
 def dict_sum(x):
     return x["a"] + x["b"][0]
 
