@@ -256,6 +256,10 @@ def parameter_name(node: Node) -> str:
     return name
 
 
+class NoReturnValue(ValueError, IndexError):
+    """An output node without its argument; also the `IndexError` torch.fx raises."""
+
+
 def check_node(node: Any) -> None:
     """Refuse, with a clear message, a node whose opcode's line cannot be written."""
     problem, kind, op = None, ValueError, node.op  # op read once: this runs for every node
@@ -268,6 +272,7 @@ def check_node(node: Any) -> None:
         problem = "its target must be callable"
     elif op == "output" and len(node.args) != 1:
         problem = "an output node has exactly one argument, the returned value"
+        kind = ValueError if node.args else NoReturnValue
     if problem:
         raise kind(
             f"python_code: cannot write %{node.name} ({node.op}, target "

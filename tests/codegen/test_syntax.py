@@ -552,3 +552,14 @@ def test_a_call_method_node_without_its_receiver_is_torch_fx_s_index_error_too()
             library.GraphModule(torch.nn.Module(), graph)
     with pytest.raises(ValueError, match="a call_method node needs its receiver as args"):
         GraphModule(torch.nn.Module(), graph)
+
+
+def test_an_output_node_without_its_value_is_torch_fx_s_index_error_too():
+    for library in (torch.fx, minifx):
+        graph = library.Graph()
+        graph.placeholder("x")
+        graph.create_node("output", "output", ())
+        with pytest.raises(IndexError):
+            library.GraphModule(torch.nn.Module(), graph)
+    with pytest.raises(ValueError, match="an output node has exactly one argument"):
+        GraphModule(torch.nn.Module(), graph)
