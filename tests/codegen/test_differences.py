@@ -334,6 +334,20 @@ def test_an_argument_from_another_graph_is_a_value_error():
         module_of(minifx, returning_a_node_of_another_graph(minifx))
 
 
+def test_an_output_node_with_more_than_one_argument_is_a_value_error():
+    """An output node with more than one argument raises a `ValueError`; torch.fx returns
+    the first and drops the rest."""
+
+    def build(graph):
+        x = graph.placeholder("x")
+        graph.create_node("output", "output", (x, graph.call_function(torch.neg, (x,))))
+
+    x = torch.ones(1)
+    assert quietly(module_of(torch.fx, build), x) is x
+    with pytest.raises(ValueError, match="an output node has exactly one argument"):
+        module_of(minifx, build)
+
+
 def dict_sum(x):
     return x["a"] + x["b"][0]
 
