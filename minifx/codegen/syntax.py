@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch._subclasses.fake_tensor import FakeTensor
 
-from ..graph.errors import NoReceiver
+from ..graph.errors import MisuseError, NoReceiver
 from ..graph.node import target_problem
 from ..proxy.ir import qualified_name
 
@@ -247,7 +247,8 @@ def parameter_name(node: Node) -> str:
     text = plain(target) if isinstance(target, str) else ""
     name = text.lstrip("*")
     if len(text) - len(name) > 2 or not name.isidentifier() or keyword.iskeyword(name):
-        raise ValueError(
+        # A target that is no str at all is also the AssertionError torch.fx raises.
+        raise (ValueError if isinstance(target, str) else MisuseError)(
             f"python_code: placeholder %{node.name} has target {target!r}, which is not a valid "
             "Python parameter name, so it cannot appear in `def forward(...)`. "
             "How to fix: give the placeholder an identifier as its target (optionally "
@@ -260,12 +261,19 @@ class NoReturnValue(ValueError, IndexError):
     """An output node without its argument; also the `IndexError` torch.fx raises."""
 
 
+class UnknownOpcode(ValueError, NotImplementedError):
+    """A node whose opcode is none of the six; also the `NotImplementedError` torch.fx raises."""
+
+
 def check_node(node: Any) -> None:
-    """Refuse, with a clear message, a node whose opcode's line cannot be written."""
-    problem, kind, op = None, ValueError, node.op  # op read once: this runs for every node
+    """Refuse, with a clear message, a node whose opcode's line cannot be written. Each
+    error is also the type torch.fx raises for that node (most are `AssertionError`s)."""
+    problem, kind, op = None, MisuseError, node.op  # op read once: this runs for every node
     rule = target_problem(op, node.target)  # invariant 1's rule, from stage 2
-    if rule == "a str" and op in ("get_attr", "call_module", "call_method"):
-        problem = "its target must be a str (an attribute path or a method name)"
+    if rule == "an opcode":
+        problem, kind = f"{op!r} is none of the six opcodes", UnknownOpcode
+    elif rule == "a str" and op != "output":  # torch.fx never reads an output's target
+        problem = "its target must be a str (a name, an attribute path or a method name)"
     elif op == "call_method" and not node.args:
         problem, kind = "a call_method node needs its receiver as args[0]", NoReceiver
     elif rule == "a callable":
