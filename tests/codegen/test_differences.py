@@ -310,6 +310,19 @@ def test_two_placeholders_with_one_target_are_a_value_error():
         module_of(minifx, build)
 
 
+def test_a_keyword_that_is_no_str_is_a_value_error():
+    """A keyword argument whose name is no str (`kwargs = {1: 2}`) raises a `ValueError`
+    that names it; torch.fx writes `relu(x, 1 = 2)`, a `SyntaxError`."""
+
+    def build(graph):
+        graph.output(graph.call_function(torch.relu, (graph.placeholder("x"),), {1: 2}))
+
+    with pytest.raises(SyntaxError):
+        module_of(torch.fx, build)
+    with pytest.raises(ValueError, match="keyword argument names must be str, not 1"):
+        module_of(minifx, build)
+
+
 def test_an_argument_from_another_graph_is_a_value_error():
     """An argument that is a node of another graph (after `replace_all_uses_with` a
     foreign node, say) raises a `ValueError` that names it; torch.fx writes its name, and
