@@ -156,6 +156,19 @@ def test_find_nodes_sorts_by_walking_the_graph():
     assert not hasattr(x, "_sort_key")
 
 
+def test_nodes_compare_by_walking_the_list():
+    """Nodes compare by their place in the graph, as in torch.fx, by walking the list on
+    from both nodes; torch.fx compares sort keys."""
+    orders = []
+    for lib in (TORCH, MINI):
+        _, x, add, relu = chain(lib)
+        x.append(relu)  # now x, relu, add
+        orders.append([n.name for n in sorted([add, relu, x])])
+        assert (x < relu, relu < add, add < x) == (True, True, False)
+    assert orders[0] == orders[1]
+    assert not hasattr(x, "_sort_key")
+
+
 def test_insert_arg_stores_a_container_read_only():
     """`insert_arg` stores a list read-only, as every stored list; torch.fx stores it as given."""
     stored = {}
