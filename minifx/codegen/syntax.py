@@ -266,8 +266,8 @@ class UnknownOpcode(ValueError, NotImplementedError):
 
 
 def check_node(node: Any) -> None:
-    """Refuse, with a clear message, a node whose opcode's line cannot be written. Each
-    error is also the type torch.fx raises for that node (most are `AssertionError`s)."""
+    """Refuse, with a clear message, a node whose opcode's line cannot be written. Where
+    torch.fx raises for the node too, the error is also of its type (mostly `AssertionError`)."""
     problem, kind, op = None, MisuseError, node.op  # op read once: this runs for every node
     rule = target_problem(op, node.target)  # invariant 1's rule, from stage 2
     if rule == "an opcode":
