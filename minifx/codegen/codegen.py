@@ -83,6 +83,8 @@ class CodeGen:
 
     # Set by `graph.on_generate_code`: a function from the body's lines to new lines.
     _body_transformer: Callable[[list[str]], list[str]] | None = None
+    # The generated function's name, as in torch.fx; a GraphModule runs only `forward`.
+    _func_name: str = "forward"
 
     def gen_fn_def(
         self, free_vars: list[str], maybe_return_annotation: str, *, root_module: str = "self"
@@ -101,7 +103,7 @@ class CodeGen:
         """
         if not free_vars or free_vars[0] != root_module:
             free_vars.insert(0, root_module)
-        return f"def forward({', '.join(free_vars)}){maybe_return_annotation}:"
+        return f"def {self._func_name}({', '.join(free_vars)}){maybe_return_annotation}:"
 
     def generate_output(
         self, output_args: Any, *, repr_fn: Callable[[Any], str] | None = None

@@ -73,13 +73,17 @@ class SubmodulesMixin(torch.nn.Module):
     # --8<-- [end:submodules]
 
 
+class NotAnAttributePath(TypeError, AssertionError):
+    """A `get_attr` or `call_module` target that is no str; also torch.fx's `AssertionError`."""
+
+
 def state_targets(graph: Graph) -> list[tuple[str, Node]]:
     """(target, node) for every `get_attr` and `call_module` node: the state the graph reads."""
     found = []
     for node in graph.nodes:
         if node.op in ("get_attr", "call_module"):
             if target_problem(node.op, node.target) is not None:  # invariant 1's rule
-                raise TypeError(
+                raise NotAnAttributePath(
                     f"GraphModule: node %{node.name} ({node.op}) has target "
                     f"{node.target!r}; it must be a dotted attribute name (a str)."
                 )

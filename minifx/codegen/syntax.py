@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch._subclasses.fake_tensor import FakeTensor
 
-from ..graph.errors import NoReceiver
+from ..graph.errors import MisuseError, NoReceiver
 from ..graph.node import target_problem
 from ..proxy.ir import qualified_name
 
@@ -86,8 +86,7 @@ TYPING_ORIGINS = {
     set: typing.Set,  # noqa: UP006
     frozenset: typing.FrozenSet,  # noqa: UP006
     tuple: typing.Tuple,  # noqa: UP006
-    type: typing.Type,  # noqa: UP006
-}
+}  # and no `type`: torch.fx writes `typing.Type[int]` as `type[int]`
 
 
 def is_name(text: Any) -> bool:
@@ -248,7 +247,8 @@ def parameter_name(node: Node) -> str:
     text = plain(target) if isinstance(target, str) else ""
     name = text.lstrip("*")
     if len(text) - len(name) > 2 or not name.isidentifier() or keyword.iskeyword(name):
-        raise ValueError(
+        # A target that is no str at all is also the AssertionError torch.fx raises.
+        raise (ValueError if isinstance(target, str) else MisuseError)(
             f"python_code: placeholder %{node.name} has target {target!r}, which is not a valid "
             "Python parameter name, so it cannot appear in `def forward(...)`. "
             "How to fix: give the placeholder an identifier as its target (optionally "
@@ -257,18 +257,30 @@ def parameter_name(node: Node) -> str:
     return name
 
 
+class NoReturnValue(ValueError, IndexError):
+    """An output node without its argument; also the `IndexError` torch.fx raises."""
+
+
+class UnknownOpcode(ValueError, NotImplementedError):
+    """A node whose opcode is none of the six; also the `NotImplementedError` torch.fx raises."""
+
+
 def check_node(node: Any) -> None:
-    """Refuse, with a clear message, a node whose opcode's line cannot be written."""
-    problem, kind, op = None, ValueError, node.op  # op read once: this runs for every node
+    """Refuse, with a clear message, a node whose opcode's line cannot be written. Where
+    torch.fx raises for the node too, the error is also of its type (mostly `AssertionError`)."""
+    problem, kind, op = None, MisuseError, node.op  # op read once: this runs for every node
     rule = target_problem(op, node.target)  # invariant 1's rule, from stage 2
-    if rule == "a str" and op in ("get_attr", "call_module", "call_method"):
-        problem = "its target must be a str (an attribute path or a method name)"
+    if rule == "an opcode":
+        problem, kind = f"{op!r} is none of the six opcodes", UnknownOpcode
+    elif rule == "a str" and op != "output":  # torch.fx never reads an output's target
+        problem = "its target must be a str (a name, an attribute path or a method name)"
     elif op == "call_method" and not node.args:
         problem, kind = "a call_method node needs its receiver as args[0]", NoReceiver
     elif rule == "a callable":
         problem = "its target must be callable"
     elif op == "output" and len(node.args) != 1:
         problem = "an output node has exactly one argument, the returned value"
+        kind = ValueError if node.args else NoReturnValue
     if problem:
         raise kind(
             f"python_code: cannot write %{node.name} ({node.op}, target "

@@ -47,14 +47,17 @@ class GraphCopying:
 
     # --8<-- [end:graph_copy]
 
-    def __deepcopy__(self: Graph, memo: dict) -> Graph:
-        """A new graph with the same nodes, names and meta (copied one level deep)."""
+    def __deepcopy__(self: Graph, memo: dict | None = None) -> Graph:
+        """A new graph with the same nodes, names and meta (copied one level deep).
+
+        `memo` is `copy.deepcopy`'s; it may be left out, as in torch.fx (`graph.__deepcopy__()`).
+        """
         from .graph import Graph  # graph.py imports this module
 
         # A plain Graph even for a subclass, as torch.fx makes.
         copied = Graph(tracer_cls=self._tracer_cls, tracer_extras=self._tracer_extras)
         copied.pytree_info = self.pytree_info
-        copied._codegen = copy.deepcopy(self._codegen, memo)
+        copied._codegen = copy.deepcopy(self._codegen, {} if memo is None else memo)
         result = copied.graph_copy(self, val_map={}, return_output_node=True)
         if result is not None:
             value, old_output = result

@@ -116,6 +116,36 @@ class NodeConveniences:
     def stack_trace(self: Node, trace: str | None) -> None:
         self.meta["stack_trace"] = trace
 
+    # Nodes compare by their place in the graph, as torch.fx's do (`sorted(node.users)`,
+    # `min(nodes)`). torch.fx keeps a sort key on every node; minifx walks the list.
+    def __lt__(self: Node, other: Node) -> bool:
+        return _comes_before(self, other) if isinstance(other, type(self)) else NotImplemented
+
+    def __gt__(self: Node, other: Node) -> bool:
+        return _comes_before(other, self) if isinstance(other, type(self)) else NotImplemented
+
+    def __le__(self: Node, other: Node) -> bool:
+        return self is other or self.__lt__(other)
+
+    def __ge__(self: Node, other: Node) -> bool:
+        return self is other or self.__gt__(other)
+
+
+def _comes_before(first: Node, second: Node) -> bool:
+    """Whether `first` comes before `second` in their graph's list.
+
+    Both are walked forward in step, so the walk ends after as many steps as the
+    shorter way: from `first` on to `second`, or from the later one to the end (the
+    sentinel). A walk back at its start never met the sentinel: the node is in no list.
+    """
+    ahead, behind = first._next, second._next
+    while True:
+        if ahead is second or behind.op == "root":
+            return first is not second
+        if behind is first or ahead.op == "root" or ahead is first or behind is second:
+            return False
+        ahead, behind = ahead._next, behind._next
+
 
 def _format_arg(arg: Any, max_list_len: float = float("inf")) -> str:
     """An argument as `str(graph)` prints it, under torch.fx's name for the function.

@@ -1,5 +1,6 @@
 """`minifx.codegen.annotations`: type annotations in generated code, as torch.fx writes them."""
 
+import typing
 from typing import Dict, List, Optional
 
 import pytest
@@ -7,6 +8,7 @@ import torch
 import torch.fx
 
 import minifx.codegen
+import minifx.graph
 
 pytestmark = pytest.mark.ch3
 
@@ -27,6 +29,30 @@ def test_placeholder_types_are_written_as_torch_fx_writes_them() -> None:
     theirs = torch.fx.symbolic_trace(annotated)
     assert ours.code == theirs.code
     assert "n : int" in ours.code and "names : typing_List[str]" in ours.code
+
+
+@pytest.mark.parametrize(
+    "annotation",
+    [
+        typing.Type[int],
+        type[torch.Tensor],
+        typing.Tuple[int, ...],
+        typing.FrozenSet[str],
+        typing.Optional[typing.List[typing.Tuple[int, torch.Tensor]]],
+        dict[str, list[torch.Tensor]],
+        typing.Literal["a", 1],
+        int | None,
+    ],
+    ids=repr,
+)
+def test_typing_generics_are_written_as_torch_fx_writes_them(annotation) -> None:
+    codes = []
+    for lib in (torch.fx, minifx.codegen):
+        graph = (torch.fx.Graph if lib is torch.fx else minifx.graph.Graph)()
+        x = graph.placeholder("x", type_expr=annotation)
+        graph.output(graph.call_function(torch.relu, (x,), type_expr=annotation))
+        codes.append(lib.GraphModule(torch.nn.Module(), graph).code)
+    assert codes[1] == codes[0]
 
 
 def test_the_output_type_becomes_the_return_annotation() -> None:

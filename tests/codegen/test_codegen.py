@@ -143,6 +143,25 @@ def test_a_codegen_for_torch_fx_works_without_minifx_keywords():
     assert gm(1, 2) == ("done", 3)
 
 
+@pytest.mark.parametrize("base", [torch.fx.CodeGen, CodeGen], ids=["torch.fx", "minifx"])
+def test_a_codegen_names_its_function_by_func_name_as_torch_fx_s(base):
+    # test_fx's custom CodeGens write `def {self._func_name}(...)`; a GraphModule still
+    # runs only a function called `forward`, in both libraries.
+    class Renaming(base):
+        def gen_fn_def(self, free_vars, maybe_return_annotation):
+            return "# renamed\n" + super().gen_fn_def(free_vars, maybe_return_annotation)
+
+    lib = torch.fx if base is torch.fx.CodeGen else minifx
+    graph = lib.symbolic_trace(add).graph
+    graph.set_codegen(Renaming())
+    assert graph._codegen._func_name == "forward"
+    assert lib.GraphModule(torch.nn.Module(), graph)(1, 2) == 3
+    graph._codegen._func_name = "main"
+    assert "\ndef main(self, a, b):\n" in graph.python_code("self").src
+    with pytest.raises(KeyError, match="forward"):
+        lib.GraphModule(torch.nn.Module(), graph)
+
+
 def test_a_multi_line_def_keeps_the_line_map_right():
     gm = symbolic_trace(add)
     gm.graph.set_codegen(list_codegen(CodeGen)())

@@ -229,6 +229,39 @@ def test_globals_never_take_the_name_of_a_parameter():
         quietly(theirs, x)
 
 
+def test_names_are_given_before_any_line_is_written():
+    """Names are given before any line is written: `self`, the parameters, the nodes, then
+    the globals. So a node named `self` is written `self_1`, a node named like a parameter
+    that is not its own gets the next suffix, and a node keeps its name even where a global
+    met earlier would want it. torch.fx names as it writes."""
+
+    def build(graph):
+        x = graph.placeholder("x")
+        # A parameter `relu` whose node is `relu_1`.
+        graph.create_node("placeholder", "relu", name="relu_1")
+        root = graph.call_function(torch.neg, (x,), name="self")
+        relu = graph.call_function(torch.relu, (root,), name="relu")
+        weight = graph.get_attr("w")
+        sqrt = graph.call_function(math.sqrt, (2.0,))
+        late = graph.call_function(operator.mul, (relu, sqrt), name="math_sqrt")
+        graph.output(graph.call_function(operator.add, (late, weight)))
+
+    root = torch.nn.Module()
+    root.w = torch.nn.Parameter(torch.ones(2))
+    theirs, ours = module_of(torch.fx, build, root), module_of(minifx, build, root)
+    assert [n.name for n in theirs.graph.nodes] == [n.name for n in ours.graph.nodes]
+    for line in ("self = torch.neg(x)", "relu = torch.relu(self)", "w = self.w"):
+        assert line in theirs.code
+    assert "sqrt = math_sqrt(2.0)" in theirs.code and "math_sqrt_1 = relu * sqrt" in theirs.code
+    for line in ("self_1 = torch.neg(x)", "relu_2 = torch.relu(self_1)", "w = self.w"):
+        assert line in ours.code
+    assert "sqrt = math_sqrt_1(2.0)" in ours.code and "math_sqrt = relu_2 * sqrt" in ours.code
+    x = torch.tensor([-1.0, 2.0])
+    assert ours(x, 0).tolist() == pytest.approx([1 + 2**0.5, 1.0])
+    with pytest.raises(AttributeError, match="w"):  # self.w read on the node's tensor
+        quietly(theirs, x, 0)
+
+
 @pytest.mark.parametrize("op", ["get_attr", "call_module"])
 def test_a_keyword_named_attribute_is_reached_with_getattr(op):
     """An attribute or submodule name that is a Python keyword (`class`) is reached with
@@ -274,6 +307,57 @@ def test_two_placeholders_with_one_target_are_a_value_error():
     with pytest.raises(SyntaxError, match="duplicate argument 'x'"):
         module_of(torch.fx, build)
     with pytest.raises(ValueError, match=r"placeholder %x_1 has the parameter name 'x'"):
+        module_of(minifx, build)
+
+
+def test_a_keyword_that_is_no_str_is_a_value_error():
+    """A keyword argument whose name is no str (`kwargs = {1: 2}`) raises a `ValueError`
+    that names it; torch.fx writes `relu(x, 1 = 2)`, a `SyntaxError`."""
+
+    def build(graph):
+        graph.output(graph.call_function(torch.relu, (graph.placeholder("x"),), {1: 2}))
+
+    with pytest.raises(SyntaxError):
+        module_of(torch.fx, build)
+    with pytest.raises(ValueError, match="keyword argument names must be str, not 1"):
+        module_of(minifx, build)
+
+
+def test_an_argument_from_another_graph_is_a_value_error():
+    """An argument that is a node of another graph (after `replace_all_uses_with` a
+    foreign node, say) raises a `ValueError` that names it; torch.fx writes its name, and
+    `forward` fails with a `NameError` when it runs."""
+
+    def returning_a_node_of_another_graph(lib):
+        other = lib.Graph()
+        foreign = other.call_function(torch.neg, (other.placeholder("y"),))
+
+        def build(graph):
+            relu = graph.call_function(torch.relu, (graph.placeholder("x"),))
+            graph.output(relu)
+            relu.replace_all_uses_with(foreign)
+
+        return build
+
+    theirs = module_of(torch.fx, returning_a_node_of_another_graph(torch.fx))
+    assert "return neg" in theirs.code
+    with pytest.raises(NameError, match="neg"):
+        quietly(theirs, torch.ones(1))
+    with pytest.raises(ValueError, match="refers to %neg, which is not a node of this graph"):
+        module_of(minifx, returning_a_node_of_another_graph(minifx))
+
+
+def test_an_output_node_with_more_than_one_argument_is_a_value_error():
+    """An output node with more than one argument raises a `ValueError`; torch.fx returns
+    the first and drops the rest."""
+
+    def build(graph):
+        x = graph.placeholder("x")
+        graph.create_node("output", "output", (x, graph.call_function(torch.neg, (x,))))
+
+    x = torch.ones(1)
+    assert quietly(module_of(torch.fx, build), x) is x
+    with pytest.raises(ValueError, match="an output node has exactly one argument"):
         module_of(minifx, build)
 
 

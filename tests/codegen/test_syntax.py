@@ -552,3 +552,54 @@ def test_a_call_method_node_without_its_receiver_is_torch_fx_s_index_error_too()
             library.GraphModule(torch.nn.Module(), graph)
     with pytest.raises(ValueError, match="a call_method node needs its receiver as args"):
         GraphModule(torch.nn.Module(), graph)
+
+
+# Nodes broken after they were made (create_node checks invariant 1): code generation
+# refuses each with an error that is also the exception torch.fx raises for it.
+BROKEN_NODES = {
+    "a get_attr target that is no str": lambda g, x: setattr(g.get_attr("w"), "target", 3),
+    "a call_module target that is no str": lambda g, x: setattr(
+        g.call_module("m", (x,)), "target", 3
+    ),
+    "a call_method target that is no str": lambda g, x: setattr(
+        g.call_method("relu", (x,)), "target", 3
+    ),
+    "a call_function target that is not callable": lambda g, x: setattr(
+        g.call_function(torch.relu, (x,)), "target", None
+    ),
+    "a placeholder target that is no str": lambda g, x: setattr(g.placeholder("p"), "target", 3),
+    "an unknown opcode": lambda g, x: setattr(g.call_function(torch.relu, (x,)), "op", "bogus"),
+}
+
+
+@pytest.mark.parametrize("edit", BROKEN_NODES.values(), ids=BROKEN_NODES)
+@pytest.mark.parametrize("make", ["GraphModule", "python_code"])
+def test_a_broken_node_is_an_error_of_the_type_torch_fx_raises(edit, make):
+    raised = {}
+    for library in (torch.fx, minifx):
+        graph = library.Graph()
+        x = graph.placeholder("x")
+        edit(graph, x)
+        graph.output(x)
+        with pytest.raises(Exception) as error:
+            if make == "GraphModule":
+                library.GraphModule(torch.nn.Module(), graph)
+            else:
+                graph.python_code("self")
+        raised[library] = error.value
+    assert type(raised[torch.fx]) in (AssertionError, NotImplementedError)
+    assert isinstance(raised[minifx], type(raised[torch.fx]))
+    assert "How to fix" in str(raised[minifx]) or "must be a dotted attribute name" in str(
+        raised[minifx]
+    )
+
+
+def test_an_output_node_without_its_value_is_torch_fx_s_index_error_too():
+    for library in (torch.fx, minifx):
+        graph = library.Graph()
+        graph.placeholder("x")
+        graph.create_node("output", "output", ())
+        with pytest.raises(IndexError):
+            library.GraphModule(torch.nn.Module(), graph)
+    with pytest.raises(ValueError, match="an output node has exactly one argument"):
+        GraphModule(torch.nn.Module(), graph)

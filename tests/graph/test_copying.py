@@ -11,6 +11,7 @@ import operator
 
 import pytest
 import torch
+import torch.fx
 
 from minifx.graph import Graph
 
@@ -52,6 +53,15 @@ def test_deepcopy_is_a_plain_graph_with_its_own_nodes_and_meta():
     assert ours is not theirs and ours.graph is copied
     assert ours.meta == theirs.meta and ours.meta is not theirs.meta
     copied.lint()
+
+
+@pytest.mark.parametrize("graph_class", [torch.fx.Graph, Graph], ids=["torch.fx", "minifx"])
+def test_deepcopy_called_without_a_memo_as_torch_fx_allows(graph_class):
+    graph = graph_class()
+    graph.output(graph.call_function(torch.relu, (graph.placeholder("x"),)))
+    copied = graph.__deepcopy__()
+    assert str(copied) == str(graph)
+    assert next(iter(copied.nodes)) is not next(iter(graph.nodes))
 
 
 def test_deepcopy_of_an_empty_graph():

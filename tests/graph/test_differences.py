@@ -157,6 +157,34 @@ def test_find_nodes_sorts_by_walking_the_graph():
     assert not hasattr(x, "_sort_key")
 
 
+def test_nodes_compare_by_walking_the_list():
+    """Nodes compare by their place in the graph, as in torch.fx, by walking the list on
+    from both nodes; torch.fx compares sort keys."""
+    orders = []
+    for lib in (TORCH, MINI):
+        _, x, add, relu = chain(lib)
+        x.append(relu)  # now x, relu, add
+        orders.append([n.name for n in sorted([add, relu, x])])
+        assert (x < relu, relu < add, add < x) == (True, True, False)
+    assert orders[0] == orders[1]
+    assert not hasattr(x, "_sort_key")
+
+
+def test_a_node_named_none_is_renamed_as_a_keyword():
+    """A node named `None` by hand is called `None_1`, as any keyword or builtin would be;
+    torch.fx's graph keeps `None`, so its graph prints `return None`."""
+    printed = []
+    for lib in (TORCH, MINI):
+        graph = lib.Graph()
+        x = graph.placeholder("x")
+        true = graph.call_function(torch.relu, (x,), name="True")
+        assert true.name == "True_1"  # another keyword, renamed in both
+        graph.output(graph.call_function(torch.relu, (true,), name="None"))
+        printed.append(str(graph))
+    assert "%None : [num_users=1]" in printed[0] and printed[0].endswith("return None")
+    assert "%None_1 : [num_users=1]" in printed[1] and printed[1].endswith("return None_1")
+
+
 def test_insert_arg_stores_a_container_read_only():
     """`insert_arg` stores a list read-only, as every stored list; torch.fx stores it as given."""
     stored = {}

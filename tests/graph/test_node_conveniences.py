@@ -225,3 +225,32 @@ def test_rename_gives_a_unique_name_and_keeps_the_old_one_taken_as_torch_fx_does
         return graph
 
     differential(build)
+
+
+def moved_and_erased(lib):
+    """A graph whose order is not the creation order: nodes moved back and forth, one erased."""
+    graph = lib.Graph()
+    x = graph.placeholder("x")
+    a = graph.call_function(torch.neg, (x,))
+    b = graph.call_function(torch.relu, (x,))
+    c = graph.call_function(operator.add, (a, b))
+    d = graph.call_function(torch.sin, (x,))
+    output = graph.output(c)
+    x.append(b)  # b before a
+    c.prepend(d)  # d before c
+    graph.erase_node(d)
+    with graph.inserting_before(output):
+        e = graph.call_function(torch.cos, (b,))
+    return [x, a, b, c, e, output]
+
+
+def test_nodes_compare_by_their_place_in_the_graph_as_torch_fx_s():
+    ours, theirs = moved_and_erased(MINI), moved_and_erased(TORCH)
+    for compare in (operator.lt, operator.le, operator.gt, operator.ge):
+        table = [[compare(a, b) for b in theirs] for a in theirs]
+        assert [[compare(a, b) for b in ours] for a in ours] == table
+    assert names(sorted(reversed(ours))) == names(sorted(reversed(theirs)))
+    assert names(sorted(ours)) == ["x", "relu", "neg", "add", "cos", "output"]
+    assert min(ours[0].users).name == min(theirs[0].users).name == "relu"
+    with pytest.raises(TypeError):
+        ours[0] < 3  # noqa: B015
