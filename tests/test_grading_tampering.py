@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import marshal
 import shutil
 import sys
 from pathlib import Path
@@ -60,6 +61,27 @@ def _search_frames(frame):
                 _forge(value)
         frame = _get(frame, "f_" + "back")
 '''
+
+
+def _marshalled(source: str, filename: str) -> bytes:
+    """`marshal.dumps` of the one function that `source` defines, compiled under `filename`:
+    bytes that this Python (the worker's) loads back as that function's code."""
+    (code,) = [c for c in compile(source, filename, "exec").co_consts if hasattr(c, "co_name")]
+    return marshal.dumps(code)
+
+
+# A function named as a constructor, which the sandbox lets any trusted code call, that
+# forges the report; compiled under a file name that is neither graded code's, minifx's
+# nor an installed package's, which the sandbox took for the standard library's.
+FORGING_INIT = _marshalled(
+    """
+def __init__():
+    for _o in _gc.get_objects():
+        if type(_o).__name__ == "GradingPlugin":
+            _forge(_o)
+""",
+    "helper.py",
+)
 
 # name -> (code appended to a stub, words its report must show)
 ATTACKS = {
@@ -423,6 +445,59 @@ _b.setattr(_Unprintable, "__st" + "r__", _refuse)
 raise _Unprintable()
 """,
         "could not be printed",
+    ),
+    # Round six. Code compiled under minifx's name while graded code runs is refused to
+    # graded code; compile and exec handed to the grading's call_graded ran it as minifx's
+    # own, which may list the garbage collector's objects (exercise 3.2: 10 points).
+    "code compiled under minifx's name by the grading, and run by it": (
+        """
+_call = _sys.modules["tests.graders.support"].call_graded
+_code, _ = _call(_get(_b, "com" + "pile"), (
+    "for _o in _gc.get_objects():\\n"
+    "    if type(_o).__name__ == 'GradingPlugin':\\n"
+    "        _forge(_o)\\n"), _sys.modules["minifx"].__file__, "exec")
+_call(_get(_b, "ex" + "ec"), _code, {"_gc": _sys.modules["g" + "c"], "_forge": _forge})
+""",
+        "make or run code that claims to be",
+    ),
+    # Code read from bytes (marshal.loads raises no event the sandbox watched) under a file
+    # name the sandbox took for the standard library's, put into a function of graded
+    # code's own (which graded code may change), and called by trusted code (exercise 3.2,
+    # called by its grader by name: 10 points).
+    "code read from bytes by marshal, under another file's name": (
+        f"""
+_gc = _sys.modules["g" + "c"]
+
+
+def _helper():
+    pass
+
+
+_b.setattr(_helper, "__co" + "de__", _sys.modules["mar" + "shal"].loads({FORGING_INIT!r}))
+_sys.modules["tests.graders.support"].call_graded(_helper)
+""",
+        "load code from bytes (marshal.loads)",
+    ),
+    "a function of graded code given the code of minifx's": (
+        """
+def _helper(root, concrete_args=None):
+    pass
+
+
+_real = _get(_sys.modules["minifx"].symbolic_trace, "__co" + "de__")
+_b.setattr(_helper, "__co" + "de__", _real)
+""",
+        "the code of another file",
+    ),
+    # A published function's keyword defaults (a grader's tolerance) set by the grading's
+    # call_graded, which the sandbox took for the grading's own change; put back before
+    # the test ends, the guard would not have seen it.
+    "a grader's tolerance widened through the grading's call_graded": (
+        """
+_support = _sys.modules["tests.graders.support"]
+_support.call_graded(_b.setattr, _support.tensors_close, "__kw" + "defaults__", {"rtol": 1e9, "atol": 1e9})
+""",
+        "change tensors_close.__kwdefaults__ (object.__setattr__) through code it handed over",
     ),
 }
 
@@ -902,6 +977,31 @@ def fuse_conv_bn_weights(conv_weight, conv_bias, bn_mean, bn_var, bn_eps, bn_wei
 """,
         "6.1",
         "the keyword defaults of torch.testing._comparison.assert_close",
+    ),
+    # Round six: the stage test calls the task, then torch's own fusion (a name of the
+    # test's module) for what it expects. That name, swapped for one call for a function
+    # that returns the task's answer again and put back by that call, was as it was when
+    # the test ended: zeros earned all 5 points, before the guard counted the writes to
+    # the stage tests' modules.
+    "a stage test's name swapped for one call, and put back by it": (
+        "minifx/passes/fuse_conv_bn.py",
+        """
+def fuse_conv_bn_weights(conv_weight, conv_bias, bn_mean, bn_var, bn_eps, bn_weight, bn_bias):
+    import sys
+
+    tests = sys.modules["tests.passes.test_fuse_conv_bn"]
+    real = tests.torch_fuse_conv_bn_weights
+    answer = nn.Parameter(torch.zeros_like(conv_weight)), nn.Parameter(torch.zeros_like(bn_mean))
+
+    def once(*args):
+        tests.torch_fuse_conv_bn_weights = real
+        return answer
+
+    tests.torch_fuse_conv_bn_weights = once
+    return answer
+""",
+        "6.1",
+        "a name of tests.passes.test_fuse_conv_bn (perhaps put back since)",
     ),
 }
 

@@ -63,6 +63,10 @@ MAX_FILE_BYTES = 256 * 1024**2
 GRADED_PACKAGE = "exercises"
 # A failed `assert` without a message: the stage tests that grade build tasks write those.
 NO_MESSAGE = "assertion failed (the test gave no message)"
+# A build task's stage tests and their helpers: the guard counts the writes to their
+# modules, as to the graders' (a test's name swapped for one call earned a stub all its
+# points), but for the modules whose names tracing swaps and puts back (`wrap`).
+STAGE_TESTS = ("tests.",)
 # The environment variable that names the judge's folder, the instructor's copy.
 SOURCE = "MINIFX_GRADING_SOURCE"
 # A build task's graded files: the submission's minifx files that hold tasks (see run()).
@@ -161,7 +165,8 @@ class GradingPlugin:
         _close_the_dispatcher(torch)
         # hypothesis (some stage tests use it) sets its own flags while the first test runs.
         self.guard = self._guard_class(
-            skip=self.graded_modules + (("hypothesis",) if self.task else ())
+            skip=self.graded_modules + (("hypothesis",) if self.task else ()),
+            stage_tests=STAGE_TESTS if self.task else (),
         )
         self.sandbox.arm()
         self.reporter.send(
