@@ -786,6 +786,33 @@ def test_a_solution_read_by_native_code_earns_nothing():
     assert_stub_earns_nothing_with(READ_THE_SOLUTION, "Permission denied", exercise_id="3.1")
 
 
+# Round six: files written by torch's native writer (no audit event) into the worker's
+# scratch folder, its only writable place. Each file is capped at 256 MiB, their number
+# was not: one worker could fill the disk that the judge and the other workers stage their
+# folders on. The judge now measures the scratch folder as the worker runs.
+FILL_THE_DISK = """
+_torch, _os, _time = _sys.modules["torch"], _sys.modules["os"], _sys.modules["time"]
+_blob = _b.bytes(16 * 2**20)
+for _i in _b.range(24):
+    _file = _os.path.join(_os.environ["TMPDIR"], f"fill{_i}")
+    _writer = _get(_torch._C, "PyTorchFileWriter")(_file)
+    _writer.write_record("x", _blob, _b.len(_blob))
+    _writer.write_end_of_file()
+    _time.sleep(0.1)
+"""
+
+
+def test_files_written_past_the_disk_limit_stop_the_exercise():
+    assert not findings(PRELUDE + FILL_THE_DISK)
+    (exercise,) = [e for e in EXERCISES if e.id == "3.2"]
+    stub = (ROOT / "exercises" / f"{exercise.module}.py").read_text(encoding="utf-8")
+    attacked = (stub + "\n" + PRELUDE + FILL_THE_DISK).encode()
+    limits = Limits(timeout=60, disk=64 * 1024**2)
+    (score,) = grade([exercise], {exercise.module: attacked}, limits)
+    assert not score.earned
+    assert score.problem.startswith("wrote more than 0.0625 GiB of files"), score.problem
+
+
 # Round four: registries that change what every module call or deepcopy does, filled in place
 # (the names' check sees the same dict), and a GraphModule that runs code other than its
 # graph's. Each is appended to exercise 6.1's solution; without its check, each earned 10.
