@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import marshal
 import shutil
 import sys
 from pathlib import Path
@@ -60,6 +61,27 @@ def _search_frames(frame):
                 _forge(value)
         frame = _get(frame, "f_" + "back")
 '''
+
+
+def _marshalled(source: str, filename: str) -> bytes:
+    """`marshal.dumps` of the one function that `source` defines, compiled under `filename`:
+    bytes that this Python (the worker's) loads back as that function's code."""
+    (code,) = [c for c in compile(source, filename, "exec").co_consts if hasattr(c, "co_name")]
+    return marshal.dumps(code)
+
+
+# A function named as a constructor, which the sandbox lets any trusted code call, that
+# forges the report; compiled under a file name that is neither graded code's, minifx's
+# nor an installed package's, which the sandbox took for the standard library's.
+FORGING_INIT = _marshalled(
+    """
+def __init__():
+    for _o in _gc.get_objects():
+        if type(_o).__name__ == "GradingPlugin":
+            _forge(_o)
+""",
+    "helper.py",
+)
 
 # name -> (code appended to a stub, words its report must show)
 ATTACKS = {
@@ -424,6 +446,59 @@ raise _Unprintable()
 """,
         "could not be printed",
     ),
+    # Round six. Code compiled under minifx's name while graded code runs is refused to
+    # graded code; compile and exec handed to the grading's call_graded ran it as minifx's
+    # own, which may list the garbage collector's objects (exercise 3.2: 10 points).
+    "code compiled under minifx's name by the grading, and run by it": (
+        """
+_call = _sys.modules["tests.graders.support"].call_graded
+_code, _ = _call(_get(_b, "com" + "pile"), (
+    "for _o in _gc.get_objects():\\n"
+    "    if type(_o).__name__ == 'GradingPlugin':\\n"
+    "        _forge(_o)\\n"), _sys.modules["minifx"].__file__, "exec")
+_call(_get(_b, "ex" + "ec"), _code, {"_gc": _sys.modules["g" + "c"], "_forge": _forge})
+""",
+        "make or run code that claims to be",
+    ),
+    # Code read from bytes (marshal.loads raises no event the sandbox watched) under a file
+    # name the sandbox took for the standard library's, put into a function of graded
+    # code's own (which graded code may change), and called by trusted code (exercise 3.2,
+    # called by its grader by name: 10 points).
+    "code read from bytes by marshal, under another file's name": (
+        f"""
+_gc = _sys.modules["g" + "c"]
+
+
+def _helper():
+    pass
+
+
+_b.setattr(_helper, "__co" + "de__", _sys.modules["mar" + "shal"].loads({FORGING_INIT!r}))
+_sys.modules["tests.graders.support"].call_graded(_helper)
+""",
+        "load code from bytes (marshal.loads)",
+    ),
+    "a function of graded code given the code of minifx's": (
+        """
+def _helper(root, concrete_args=None):
+    pass
+
+
+_real = _get(_sys.modules["minifx"].symbolic_trace, "__co" + "de__")
+_b.setattr(_helper, "__co" + "de__", _real)
+""",
+        "the code of another file",
+    ),
+    # A published function's keyword defaults (a grader's tolerance) set by the grading's
+    # call_graded, which the sandbox took for the grading's own change; put back before
+    # the test ends, the guard would not have seen it.
+    "a grader's tolerance widened through the grading's call_graded": (
+        """
+_support = _sys.modules["tests.graders.support"]
+_support.call_graded(_b.setattr, _support.tensors_close, "__kw" + "defaults__", {"rtol": 1e9, "atol": 1e9})
+""",
+        "change tensors_close.__kwdefaults__ (object.__setattr__) through code it handed over",
+    ),
 }
 
 
@@ -711,6 +786,33 @@ def test_a_solution_read_by_native_code_earns_nothing():
     assert_stub_earns_nothing_with(READ_THE_SOLUTION, "Permission denied", exercise_id="3.1")
 
 
+# Round six: files written by torch's native writer (no audit event) into the worker's
+# scratch folder, its only writable place. Each file is capped at 256 MiB, their number
+# was not: one worker could fill the disk that the judge and the other workers stage their
+# folders on. The judge now measures the scratch folder as the worker runs.
+FILL_THE_DISK = """
+_torch, _os, _time = _sys.modules["torch"], _sys.modules["os"], _sys.modules["time"]
+_blob = _b.bytes(16 * 2**20)
+for _i in _b.range(24):
+    _file = _os.path.join(_os.environ["TMPDIR"], f"fill{_i}")
+    _writer = _get(_torch._C, "PyTorchFileWriter")(_file)
+    _writer.write_record("x", _blob, _b.len(_blob))
+    _writer.write_end_of_file()
+    _time.sleep(0.1)
+"""
+
+
+def test_files_written_past_the_disk_limit_stop_the_exercise():
+    assert not findings(PRELUDE + FILL_THE_DISK)
+    (exercise,) = [e for e in EXERCISES if e.id == "3.2"]
+    stub = (ROOT / "exercises" / f"{exercise.module}.py").read_text(encoding="utf-8")
+    attacked = (stub + "\n" + PRELUDE + FILL_THE_DISK).encode()
+    limits = Limits(timeout=60, disk=64 * 1024**2)
+    (score,) = grade([exercise], {exercise.module: attacked}, limits)
+    assert not score.earned
+    assert score.problem.startswith("wrote more than 0.0625 GiB of files"), score.problem
+
+
 # Round four: registries that change what every module call or deepcopy does, filled in place
 # (the names' check sees the same dict), and a GraphModule that runs code other than its
 # graph's. Each is appended to exercise 6.1's solution; without its check, each earned 10.
@@ -902,6 +1004,31 @@ def fuse_conv_bn_weights(conv_weight, conv_bias, bn_mean, bn_var, bn_eps, bn_wei
 """,
         "6.1",
         "the keyword defaults of torch.testing._comparison.assert_close",
+    ),
+    # Round six: the stage test calls the task, then torch's own fusion (a name of the
+    # test's module) for what it expects. That name, swapped for one call for a function
+    # that returns the task's answer again and put back by that call, was as it was when
+    # the test ended: zeros earned all 5 points, before the guard counted the writes to
+    # the stage tests' modules.
+    "a stage test's name swapped for one call, and put back by it": (
+        "minifx/passes/fuse_conv_bn.py",
+        """
+def fuse_conv_bn_weights(conv_weight, conv_bias, bn_mean, bn_var, bn_eps, bn_weight, bn_bias):
+    import sys
+
+    tests = sys.modules["tests.passes.test_fuse_conv_bn"]
+    real = tests.torch_fuse_conv_bn_weights
+    answer = nn.Parameter(torch.zeros_like(conv_weight)), nn.Parameter(torch.zeros_like(bn_mean))
+
+    def once(*args):
+        tests.torch_fuse_conv_bn_weights = real
+        return answer
+
+    tests.torch_fuse_conv_bn_weights = once
+    return answer
+""",
+        "6.1",
+        "a name of tests.passes.test_fuse_conv_bn (perhaps put back since)",
     ),
 }
 

@@ -14,7 +14,8 @@ before graded code runs, and after each test compares:
 - torch's function and dispatch modes (a `TorchFunctionMode` left active answers every
   torch call), and the threads: graded code may leave neither behind;
 - how many times the dicts of the modules a grader decides with (its own, `support`,
-  pytest's, the builtins) were written to: none, since the last check.
+  pytest's, the builtins; a build task's stage tests) were written to: none, since the
+  last check.
 
 A test after which anything differs fails, with the names that changed. A change that
 graded code makes and undoes within one test (from a finalizer, say) is seen here only
@@ -78,8 +79,8 @@ DATA_MODULES = ("tests.graders", "tests.conftest")
 # Graded code that changes a name there and puts it back within one test (from a
 # generator's `finally`, run when the grader drops what it returned) leaves every value as
 # it was, so the names' check cannot see it; the count of writes to the module's dict can.
-# (Not the build track's stage tests: tracing writes to some of them and puts the names
-# back, as `wrap` does to `tests/graph/wrapped_helpers.py`.)
+# (And, for a build task, its stage tests and their helpers, but those whose names tracing
+# swaps and puts back, as `wrap` does to `tests/graph/wrapped_helpers.py`.)
 DECIDING = ("builtins", "pytest", "_pytest.outcomes", "_pytest.python_api", "_pytest.raises")
 DECIDING_PREFIXES = ("tests.graders", "tests.conftest", "tests.models", "torch.testing")
 # And the registries that change what every module call or copy does: torch's global
@@ -91,6 +92,11 @@ REGISTRIES = {
     "torch.nn.modules.module": lambda name: name.startswith("_global_"),
     "copy": lambda name: name in ("_deepcopy_dispatch", "_copy_dispatch"),
 }
+# Where `wrap` registers the module dicts whose names tracing swaps: minifx's and torch.fx's.
+WRAP_REGISTRIES = (
+    ("minifx.graph.wrapping", "_wrapped_functions"),
+    ("torch.fx._symbolic_trace", "_wrapped_fns_to_patch"),
+)
 # Except where TorchDynamo writes the code it compiles: into the globals of each function it
 # compiles (see VOLATILE_PREFIXES). Exercise 9.1's grader keeps those functions here.
 COMPILED_BY_DYNAMO = ("tests.graders.ex9_1_programs",)
@@ -116,8 +122,12 @@ class Guard:
         skip: Prefixes of module names to leave out (graded code's own modules).
     """
 
-    def __init__(self, skip: tuple[str, ...]) -> None:
+    def __init__(self, skip: tuple[str, ...], stage_tests: tuple[str, ...] = ()) -> None:
         self._skip = skip
+        # A build task's stage tests (module prefixes), whose writes are counted too, but
+        # for the modules whose names tracing swaps and puts back (`wrap`).
+        self._stage_tests = stage_tests
+        self._wrapped = _wrapped_globals() if stage_tests else set()
         self._modules: dict[str, object] = {}
         # (namespace, names, objects, where, owner): the names of each module and class, their
         # objects, and the class (None for a module).
@@ -173,6 +183,8 @@ class Guard:
             if name.startswith(DATA_MODULES):
                 self._data[name] = self._fingerprint(namespace)
             deciding = name in DECIDING or name.startswith(DECIDING_PREFIXES)
+            if self._stage_tests and name.startswith(self._stage_tests):
+                deciding = id(namespace) not in self._wrapped
             if deciding and name not in COMPILED_BY_DYNAMO:
                 self._count_writes(f"a name of {name}", namespace)
             for key, value in list(namespace.items()) if name in REGISTRIES else ():
@@ -355,6 +367,16 @@ def _check_write_count() -> None:
 
 
 _check_write_count()
+
+
+def _wrapped_globals() -> set[int]:
+    """The ids of the module dicts whose names tracing swaps and puts back: those that
+    `wrap` (minifx's or torch.fx's) registered a function of."""
+    found = set()
+    for module, registry in WRAP_REGISTRIES:
+        entries = getattr(sys.modules.get(module), registry, None)
+        found |= {id(names) for names in entries.values()} if isinstance(entries, dict) else set()
+    return found
 
 
 def _volatile(where: str, name: str) -> bool:

@@ -68,15 +68,22 @@ CUDA_SKIP = "CUDA is not available"
 # Set in each worker's environment, so that processes it leaves behind can be found.
 MARKER = "MINIFX_GRADING_RUN"
 OUTPUT_LINES = 15
+# The worker's scratch folder, in its staged folder (worker.SCRATCH): its only writable
+# place. Each file is capped (RLIMIT_FSIZE), not their number: the judge measures them.
+SCRATCH = "scratch"
+# How often the judge measures the scratch folder, in turns of its wait (0.05 s each).
+DISK_EVERY = 10
 
 
 @dataclass(frozen=True)
 class Limits:
-    """Per exercise: wall-clock seconds, resident memory in bytes, and parallel workers."""
+    """Per exercise: wall-clock seconds, resident memory in bytes, parallel workers, and
+    bytes of files in the worker's scratch folder."""
 
     timeout: float = 60.0
     memory: int = 4 * 1024**3
     jobs: int = max(1, min(4, os.cpu_count() or 1))
+    disk: int = 1024**3
 
 
 @dataclass
@@ -201,7 +208,7 @@ class Run:
 
     records: list[dict] = field(default_factory=list)
     forged: str = ""
-    ended: str = "finished"  # or "timeout", "memory", "exit" (ended before pytest finished)
+    ended: str = "finished"  # or "timeout", "memory", "disk", "exit" (ended before pytest did)
     returncode: int = 0
     output: str = ""
     seconds: float = 0.0
@@ -291,7 +298,7 @@ def run_worker(
     reader = threading.Thread(target=_read_lines, args=(read_end, lines), daemon=True)
     reader.start()
     run = Run()
-    run.ended = _wait(returncode, group, limits, started)
+    run.ended = _wait(returncode, group, limits, started, folder / SCRATCH)
     _kill_group(group)
     run.returncode = _final_returncode(returncode)
     reader.join(timeout=5)
@@ -365,15 +372,43 @@ def _read_lines(fd: int, lines: list[bytes]) -> None:
                 lines.append(b"too much")  # fails verification: no worker writes this much
 
 
-def _wait(returncode: Callable[[], int | None], group: int, limits: Limits, started: float) -> str:
-    """Wait for the worker; `finished` when it ended, `timeout` / `memory` if we stopped it."""
+def _wait(
+    returncode: Callable[[], int | None],
+    group: int,
+    limits: Limits,
+    started: float,
+    scratch: Path | None = None,
+) -> str:
+    """Wait for the worker; `finished` when it ended, `timeout` / `memory` / `disk` if we
+    stopped it (`disk`: its scratch folder holds more than `limits.disk` bytes)."""
+    turn = 0
     while returncode() is None:
         if time.monotonic() - started > limits.timeout:
             return "timeout"
         if _group_memory(group) > limits.memory:
             return "memory"
+        turn += 1
+        if scratch is not None and turn % DISK_EVERY == 0 and _written(scratch, limits.disk):
+            return "disk"
         time.sleep(0.05)
     return "finished"
+
+
+def _written(folder: Path, most: int) -> bool:
+    """Whether the files beneath `folder` take more than `most` bytes of disk, each entry
+    counted as a block at least (many empty files use up the disk's entries too). Stops
+    counting past `most`."""
+    total, todo = 0, [folder]
+    while todo and total <= most:
+        try:
+            with os.scandir(todo.pop()) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        todo.append(entry.path)
+                    total += 4096 + entry.stat(follow_symlinks=False).st_blocks * 512
+        except OSError:
+            continue  # removed meanwhile, or not made yet
+    return total > most
 
 
 def _group_memory(group: int) -> int:
@@ -551,6 +586,11 @@ def _stopped(run: Run, running: str, limits: Limits) -> str:
         )
     if run.ended == "memory":
         return f"used more than {limits.memory / 1024**3:g} GiB of memory{during}, and was stopped"
+    if run.ended == "disk":
+        return (
+            f"wrote more than {limits.disk / 1024**3:g} GiB of files{during}, and was stopped: "
+            "graded code may write only small temporary files"
+        )
     if run.ended == "exit":
         how = (
             f"killed by signal {-run.returncode}"

@@ -28,9 +28,13 @@ Trusted code can be made to run what graded code hands it (`support.call_graded(
 calls `fn` from the grading's own frame; `map` and `iter` call C functions from whatever
 frame iterates them). So a request from minifx or the grading counts as theirs only when
 it is one they make: an introspection whose code names it (and, through the standard
-library, a call that names the function it calls), never a process, a trace or ctypes.
-Code compiled while graded code runs is graded code, whatever file name it claims. And
-some files are refused to everyone: writing what the run's workers import (the staged
+library, a call that names the function it calls; for minifx and the grading, code made
+or run, and a published function's code or defaults set, too), never a process, a trace
+or ctypes. Code compiled while graded code runs is graded code, whatever file name it
+claims; code that claims a file of minifx, the grading or an installed package is made
+only by the import system, or by an installed package on its own (code read from bytes,
+by `marshal`, could claim any file: it is refused), and a function's code is replaced
+only by code of the same file. And some files are refused to everyone: writing what the run's workers import (the staged
 minifx, graders and exercises), reading the other staged folders or the judge's copy
 (whose minifx holds the build tasks' solutions), and reading a process's memory
 (`/proc/self/mem`: the worker's holds the key that signs its report).
@@ -141,6 +145,15 @@ FILE_CHANGES = frozenset(
     }
 )
 CODE = frozenset({"compile", "code.__new__", "function.__new__", "exec"})
+# What code that makes or runs code names, for each CODE event (see `_handed_over`).
+CODE_CALLS = {
+    "compile": ("compile", "exec", "eval"),  # exec and eval compile a str they are given
+    "exec": ("exec", "eval"),
+    "code.__new__": ("CodeType", "replace"),
+    "function.__new__": ("FunctionType",),
+}
+# Code objects read from bytes: no file name in them is checked (`_code_claims`).
+MARSHAL = frozenset({"marshal.loads", "marshal.load"})
 PATCHES = frozenset({"object.__setattr__", "object.__delattr__"})
 OTHER = (
     "ctypes.",
@@ -157,7 +170,7 @@ OTHER = (
     "_winapi.",
     "winreg.",
 )
-WATCHED = INTROSPECTION | TRACING | PROCESSES | FILE_CHANGES | CODE | PATCHES | {"open"}
+WATCHED = INTROSPECTION | TRACING | PROCESSES | FILE_CHANGES | CODE | PATCHES | MARSHAL | {"open"}
 WRITE_FLAGS = O_WRONLY | O_RDWR | O_APPEND | O_CREAT | O_TRUNC
 # In each staged folder of a grading run, what workers import: nobody writes there while
 # graded code runs (on Linux, every exercise's worker imports the fork server's copy).
@@ -256,9 +269,11 @@ class Sandbox:
         graded_below = any(kind == GRADED for kind, _ in stack)
         if event in CODE and graded_below and not _importing(stack):
             self._made_for_graded(event, args)
-        refused = self._refused_to_anyone(event, args, stack)
+        refused = self._refused_to_anyone(event, args, stack, requester, graded_below)
         if refused:
             return refused
+        if event in MARSHAL:
+            return ""  # what `_code_claims` let through: importing, or a package on its own
         if _trusted(requester, event, graded_below):
             return self._handed_over(event, args, stack, at)
         where = self._where(stack)
@@ -292,9 +307,15 @@ class Sandbox:
             return self._code_refusal(event, args, stack, where)
         return f"use {event} (no network, ctypes or operating-system access while graded){where}"
 
-    def _refused_to_anyone(self, event: str, args: tuple, stack: list) -> str:
-        """Files no code of the worker writes or reads, whoever asks: trusted code may be
-        running a function that graded code handed it (`support.call_graded(open, ...)`)."""
+    def _refused_to_anyone(
+        self, event: str, args: tuple, stack: list, requester: str | None, graded_below: bool
+    ) -> str:
+        """Files no code of the worker writes or reads, and code it does not make, whoever
+        asks: trusted code may be running a function that graded code handed it
+        (`support.call_graded(open, ...)`, `call_graded(compile, ...)`)."""
+        made = self._code_claims(event, args, stack, requester, graded_below)
+        if made:
+            return made + self._where(stack)
         changed = self._grading_code_changed(event, args)
         if changed:
             return f"write files that the grading runs ({event} {changed}){self._where(stack)}"
@@ -305,6 +326,39 @@ class Sandbox:
                 f"({elsewhere}, which is the grading's, whoever opens it){self._where(stack)}"
             )
         return ""
+
+    def _code_claims(
+        self, event: str, args: tuple, stack: list, requester: str | None, graded_below: bool
+    ) -> str:
+        """Code made at run time under the name of a file of minifx, the grading or an
+        installed package, whose frames the hook would trust; or code read from bytes,
+        whose file name nothing checks; or a function given the code of another file; ''
+        if none of these. Only the import system makes such code, and an installed package
+        on its own (TorchDynamo rewrites the functions it compiles): minifx's code cache
+        compiles under any name it is given (`compile_once`), and a grader's
+        `call_graded(compile, ...)` compiles whatever graded code hands it.
+        """
+        if event in MARSHAL:
+            on_its_own = requester == INSTALLED and not graded_below
+            if on_its_own or _importing(stack):
+                return ""
+            return f"load code from bytes ({event})"
+        if event == "object.__setattr__" and len(args) > 2 and args[1] == "__code__":
+            had = getattr(getattr(args[0], "__code__", None), "co_filename", None)
+            given = getattr(args[2], "co_filename", None)
+            if given == had:
+                return ""
+            return (
+                f"give {getattr(args[0], '__qualname__', '?')} the code of another file ({given})"
+            )
+        if event not in CODE:
+            return ""
+        filename = _code_filename(event, args)
+        if self._classify(filename) not in (OWN, INSTALLED):
+            return ""
+        if (requester == INSTALLED and not graded_below) or _importing(stack):
+            return ""
+        return f"make or run code that claims to be {filename} ({event})"
 
     def _grading_code_changed(self, event: str, args: tuple) -> str:
         """The file the operation writes into what a worker of this run imports, or ''."""
@@ -338,24 +392,34 @@ class Sandbox:
         return path
 
     def _handed_over(self, event: str, args: tuple, stack: list, at: int) -> str:
-        """Why an introspection that trusted code makes is refused: it did not ask for it by
-        name, so it is running a function that graded code handed it
-        (`support.call_graded(gc.get_objects)`, `map(f, iter(sys._getframe, None))`); or ''.
+        """Why an introspection that trusted code makes (or code made or run, or a published
+        function's code or defaults changed, that minifx or the grading makes) is refused:
+        it did not ask for it by name, so it is running a function that graded code handed
+        it (`support.call_graded(gc.get_objects)`, `call_graded(exec, code)`,
+        `map(f, iter(sys._getframe, None))`); or ''.
 
         The code that made the call must name it, and the trusted code that called into
         the standard library for it must name the function it called.
         """
-        if event not in INTROSPECTION:
+        if event in INTROSPECTION:
+            attribute = len(args) > 1 and isinstance(args[1], str)  # tb_frame, gi_frame, ...
+            named = (args[1] if attribute else event.split(".")[-1],)
+            what = f"inspect the running interpreter ({event})"
+        elif stack[at][0] != OWN:
+            return ""  # an installed package: it calls exec and eval by names of its own
+        elif event in CODE and not _importing(stack):
+            named, what = CODE_CALLS[event], f"make or run code ({event})"
+        elif event in PATCHES and self._published(args[0], getattr(args[0], "__module__", None)):
+            named = (args[1], "setattr", "delattr")
+            what = f"change {getattr(args[0], '__qualname__', '?')}.{args[1]} ({event})"
+        else:
             return ""
-        attribute = len(args) > 1 and isinstance(args[1], str)  # tb_frame, gi_frame, ...
-        named = args[1] if attribute else event.split(".")[-1]
-        asked = named in stack[0][1].f_code.co_names
+        asked = any(name in stack[0][1].f_code.co_names for name in named)
         if asked and at > 0:
             asked = _calls(stack[at][1], stack[at - 1][1].f_code.co_name)
         if asked:
             return ""
-        where = self._where(stack)
-        return f"inspect the running interpreter ({event}) through code it handed over{where}"
+        return f"{what} through code it handed over{self._where(stack)}"
 
     def _made_for_graded(self, event: str, args: tuple) -> None:
         """Code made at run time while graded code runs is graded code: a function compiled

@@ -63,6 +63,12 @@ MAX_FILE_BYTES = 256 * 1024**2
 GRADED_PACKAGE = "exercises"
 # A failed `assert` without a message: the stage tests that grade build tasks write those.
 NO_MESSAGE = "assertion failed (the test gave no message)"
+# A build task's stage tests and their helpers: the guard counts the writes to their
+# modules, as to the graders' (a test's name swapped for one call earned a stub all its
+# points), but for the modules whose names tracing swaps and puts back (`wrap`).
+STAGE_TESTS = ("tests.",)
+# The worker's scratch folder, in the folder the judge staged for it (judge.SCRATCH).
+SCRATCH = "scratch"
 # The environment variable that names the judge's folder, the instructor's copy.
 SOURCE = "MINIFX_GRADING_SOURCE"
 # A build task's graded files: the submission's minifx files that hold tasks (see run()).
@@ -161,7 +167,8 @@ class GradingPlugin:
         _close_the_dispatcher(torch)
         # hypothesis (some stage tests use it) sets its own flags while the first test runs.
         self.guard = self._guard_class(
-            skip=self.graded_modules + (("hypothesis",) if self.task else ())
+            skip=self.graded_modules + (("hypothesis",) if self.task else ()),
+            stage_tests=STAGE_TESTS if self.task else (),
         )
         self.sandbox.arm()
         self.reporter.send(
@@ -239,13 +246,15 @@ def _close_the_dispatcher(torch) -> None:
     torch._C._dispatch_library = namespace["_dispatch_library"]
 
 
-def _limit_files(restrict_files, sandbox) -> None:
+def _limit_files(restrict_files, sandbox, graded: Path) -> None:
     """Have the kernel hold the worker to the files it needs (`landlock.py`): it writes only
     in a scratch folder of its own, which becomes the temporary folder, and reads neither
-    the other staged folders nor the judge's copy, whatever code asks."""
+    the other staged folders nor the judge's copy, whatever code asks. The scratch folder
+    is in the worker's staged folder, where the judge measures what it holds."""
     import tempfile
 
-    scratch = tempfile.mkdtemp(prefix="scratch-", dir=sandbox.staging)
+    scratch = str(graded / SCRATCH)
+    os.makedirs(scratch, 0o700, exist_ok=True)
     tempfile.tempdir = os.environ["TMPDIR"] = scratch
     restrict_files(
         writable=[scratch, "/dev/null"],  # not /dev/shm: memory no limit of the judge's counts
@@ -460,7 +469,7 @@ def run(
         sandbox = sandbox_class(str(graded / GRADED_PACKAGE), str(ROOT), source=source)
     sys.addaudithook(sandbox.hook)
     # Before pytest starts: a build task's graded files are imported as it collects.
-    _limit_files(load_private(HERE / "landlock.py")["restrict"], sandbox)
+    _limit_files(load_private(HERE / "landlock.py")["restrict"], sandbox, graded)
     plugin = GradingPlugin(
         Reporter(fd, key),
         grader,
