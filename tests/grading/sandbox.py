@@ -34,10 +34,10 @@ or ctypes. Code compiled while graded code runs is graded code, whatever file na
 claims; code that claims a file of minifx, the grading or an installed package is made
 only by the import system, or by an installed package on its own (code read from bytes,
 by `marshal`, could claim any file: it is refused), and a function's code is replaced
-only by code of the same file. And some files are refused to everyone: writing what the run's workers import (the staged
-minifx, graders and exercises), reading the other staged folders or the judge's copy
-(whose minifx holds the build tasks' solutions), and reading a process's memory
-(`/proc/self/mem`: the worker's holds the key that signs its report).
+only by code of the same file. And some files are refused to everyone: writing what the
+run's workers import (the staged minifx, graders and exercises), reading the other staged
+folders or the judge's copy (whose minifx holds the build tasks' solutions), and reading a
+process's memory (`/proc/self/mem`: the worker's holds the key that signs its report).
 
 The worker adds the hook first thing and arms it once pytest has collected the tests,
 before any graded code runs. A refused operation raises `PermissionError` and is recorded; the worker then fails the
