@@ -1059,3 +1059,25 @@ def test_stage_three_names_are_exported_lazily():
     )
     assert done.returncode == 0 and done.stdout == "ok\n", done.stderr
     assert minifx.GraphModule is GraphModule and minifx.symbolic_trace is symbolic_trace
+
+
+# The hooks torch.fx's GraphModule offers torch.compile's internals: documented as absent.
+PRIVATE_NODE_HOOKS = (
+    "_register_create_node_hook",
+    "_register_erase_node_hook",
+    "_register_replace_node_hook",
+    "_register_deepcopy_hook",
+    "_set_replace_hook",
+)
+
+
+def test_torch_fx_s_private_node_hooks_are_a_documented_absence():
+    """PyTorch's test/fx/test_fx_node_hook.py registers create/erase-node hooks on a
+    GraphModule; minifx's has none, and chapters/differences.md says so. If minifx gets
+    them, this fails: then compare the hooks' calls with torch.fx's instead."""
+    theirs, ours = torch.fx.symbolic_trace(ReluNet()), symbolic_trace(ReluNet())
+    page = (ROOT / "chapters" / "differences.md").read_text()
+    for name in PRIVATE_NODE_HOOKS:
+        assert callable(getattr(theirs, name)), f"torch.fx has no {name} any more"
+        assert not hasattr(ours, name), f"minifx has {name} now"
+        assert f"`{name}`" in page, f"chapters/differences.md does not name {name}"

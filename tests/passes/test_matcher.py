@@ -185,6 +185,17 @@ def test_a_cycle_through_a_placeholder_with_one_anchor():
     assert ours == theirs == []
 
 
+@pytest.mark.parametrize(
+    "program, pattern", [(through_sigmoid, relu_neg), (feeds_back, returns_inner_and_sum)]
+)
+def test_a_match_that_would_make_a_cycle_is_dropped_even_when_overlaps_are_kept(program, pattern):
+    # Chapter 7's differences box: torch.fx checks for cycles only on its way to
+    # removing overlaps, so with remove_overlapping_matches=False it returns the match.
+    theirs, ours = both_matches(program, pattern, remove_overlapping_matches=False)
+    assert ours == [] and len(theirs) == 1
+    assert theirs[0]["y"] == "sigmoid"  # the placeholder reads a matched node's result
+
+
 # --- random graphs with binary ops, against torch.fx -------------------------------------
 
 BINARY = {"add": lambda a, b: a + b, "mul": lambda a, b: a * b, "sub": torch.sub}
