@@ -25,6 +25,7 @@ import subprocess
 import sys
 import traceback
 import uuid
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -1081,3 +1082,18 @@ def test_torch_fx_s_private_node_hooks_are_a_documented_absence():
         assert callable(getattr(theirs, name)), f"torch.fx has no {name} any more"
         assert not hasattr(ours, name), f"minifx has {name} now"
         assert f"`{name}`" in page, f"chapters/differences.md does not name {name}"
+
+
+def test_torchscript_compiles_torch_fx_s_graph_module_not_minifx_s_as_documented():
+    """PyTorch's TestVisionTracing scripts each traced model with `torch.jit.script`;
+    minifx's GraphModule does not script, and chapters/differences.md says so. If it
+    starts to, this fails: then compare the scripted outputs with torch.fx's instead."""
+    model, x = ReluNet(), torch.randn(2, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch.jit.script is deprecated in torch 2.13
+        scripted = torch.jit.script(torch.fx.symbolic_trace(model))
+        assert torch.equal(scripted(x), model(x))
+        with pytest.raises(Exception):  # noqa: B017 (TorchScript's errors vary by cause)
+            torch.jit.script(symbolic_trace(model))
+    page = (ROOT / "chapters" / "differences.md").read_text()
+    assert "`torch.jit.script(gm)`" in page
