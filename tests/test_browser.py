@@ -178,6 +178,34 @@ def test_mermaid_diagrams_render_as_svg(site, reader):
     assert not reader.errors, reader.errors
 
 
+# The words Mermaid drew in bold or italics, with the label they are in.
+EMPHASISED_LABELS = """() => [...document.querySelectorAll("article div.mermaid")].flatMap(
+  (diagram, i) => [...diagram.shadowRoot.querySelectorAll("strong, em")].map((e) =>
+    `diagram ${i + 1}: '${e.textContent}' in '${e.parentElement.textContent}'`))"""
+
+
+def test_diagram_labels_are_drawn_as_written(site, reader):
+    """Mermaid reads a label as Markdown: `__torch_function__` is drawn as a bold
+    "torch_function", `_x_` and `a*b*c` in italics. The book writes no emphasis in its
+    diagrams, so every emphasis drawn is a name that lost its underscores or stars (write
+    them `\\_\\_torch_function\\_\\_` in the diagram's source)."""
+    problems = []
+    for path in site.pages():
+        html = (site.directory / path / "index.html").read_text(encoding="utf-8")
+        diagrams = html.count('<pre class="mermaid">')
+        if not diagrams:
+            continue
+        page = reader.open(site.url + path)
+        page.wait_for_function(
+            "n => [...document.querySelectorAll('article div.mermaid')].filter("
+            "d => d.shadowRoot?.querySelector('svg')).length >= n",
+            arg=diagrams,
+            timeout=15_000,
+        )
+        problems += [f"/{path}: {p}" for p in page.evaluate(EMPHASISED_LABELS)]
+    assert not problems, "diagram text drawn as Markdown emphasis:\n" + "\n".join(problems)
+
+
 @pytest.mark.needs_solutions  # a student release turns the solutions into notes
 def test_collapsible_solutions_open(site, reader):
     page = reader.open(site.url + "04-interpreter/")
