@@ -282,6 +282,34 @@ def test_every_page_is_readable_without_scrolling_sideways_or_zooming(site, brow
     assert not problems, f"{len(problems)} layout problems:\n" + "\n".join(problems)
 
 
+# The names (code with no space in it) in a page's tables that are drawn on two lines.
+NAMES_BROKEN_IN_TABLES = """() => [...document.querySelectorAll("article table:not([class]) code")]
+  .filter((code) => {
+    if (/\\s/.test(code.textContent.trim())) return false;
+    const range = document.createRange();
+    range.selectNodeContents(code);
+    const lines = [...range.getClientRects()].filter((r) => r.width > 0).map((r) => r.top);
+    return new Set(lines.map(Math.round)).size > 1;
+  })
+  .map((code) => code.textContent)"""
+
+
+def test_names_in_tables_stay_whole_at_laptop_width(site, browser):
+    """At 1280 px every table has room for its names: an API page's parameter table
+    printed "gm_or_gr|aph" and "directio|n" when code in a cell could break anywhere."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    broken = []
+    try:
+        for path in site.pages():
+            page.goto(site.url + path, wait_until="load")
+            page.evaluate(OPEN_EVERYTHING)
+            broken += [f"/{path}: {name}" for name in page.evaluate(NAMES_BROKEN_IN_TABLES)]
+    finally:
+        context.close()
+    assert not broken, "names broken across two lines in a table:\n" + "\n".join(broken)
+
+
 # A page with one of each problem: the measurement finds and names every one.
 BROKEN_PAGE = """
 <article>
