@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import ast
 import doctest
+import html
 import re
 import sys
 from dataclasses import dataclass, field
@@ -50,6 +51,11 @@ ADMONITION = re.compile(
 INCLUDE = re.compile(r'^[ \t]*--8<-- "[^"]+"\s*$')
 # `[text](target)` or `![alt](target)` with a relative target: a page, a figure.
 RELATIVE_LINK = re.compile(r"(\]\()(?![a-z][\w+.-]*:|/|#)")
+# An image with attr_list attributes, `![alt](src){ width="480" }`: Jupyter's Markdown
+# has no attribute lists and would show `{ width="480" }` as text, so it becomes <img>.
+IMAGE_WITH_ATTRIBUTES = re.compile(
+    r'!\[(?P<alt>[^\]]*)\]\((?P<src>[^)\s]+)\)\{(?P<attributes>(?:\s*[\w-]+="[^"]*")+)\s*\}'
+)
 
 SETUP = """\
 # Setup: the examples import minifx, examples/ and exercises/ from a minifx checkout, so
@@ -224,6 +230,7 @@ class _Parser:
         line = line[min(indent, len(line) - len(line.lstrip())) :]
         if self.fence is None and not FENCE.match(line):
             line = RELATIVE_LINK.sub(r"\1chapters/", line)
+            line = IMAGE_WITH_ATTRIBUTES.sub(_html_image, line)
         self.write_raw(line)
 
     def write_raw(self, *lines: str) -> None:
@@ -240,6 +247,11 @@ class _Parser:
         for box in list(self.boxes):
             if box.details:
                 self.text.extend([f"<details><summary>{box.title}</summary>", ""])
+
+
+def _html_image(image: re.Match) -> str:
+    alt = html.escape(image["alt"])
+    return f'<img src="{image["src"]}" alt="{alt}" {image["attributes"].strip()}>'
 
 
 def _drop_empty_details(text: str) -> str:

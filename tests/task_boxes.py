@@ -105,7 +105,7 @@ def box(task: Task, functions: dict[str, list[str]], carved: bool) -> str:
             "    box: write yours first, then open it."
         )
     return (
-        f'!!! example "Task {task.id} · {task.title} ({task.points:g} points)"\n\n'
+        f'!!! example "Task {task.id} · {_as_written(task.title)} ({task.points:g} points)"\n\n'
         f"    {lead}\n\n"
         f"    - **Implement** {what}.\n"
         f"    - **Contract**: each function's signature and docstring, which the release keeps.\n"
@@ -114,6 +114,14 @@ def box(task: Task, functions: dict[str, list[str]], carved: bool) -> str:
         f'    - **Check**: `make grade TASK={task.id}` runs the tests marked `task("{task.id}")`,\n'
         f"      which compare your minifx with torch.fx.\n\n"
     )
+
+
+def _as_written(title: str) -> str:
+    """`title` as Markdown that shows it as written: a star, or an underscore at a word's
+    edge (`__torch_function__`), would start emphasis, so it is escaped; an underscore
+    inside a word (`create_proxy`) starts none and stays as it is."""
+    edge = r"\*|(?<![^\W_])_+|_+(?![^\W_])"  # [^\W_]: a letter or digit
+    return re.sub(edge, lambda marks: "".join("\\" + mark for mark in marks[0]), title)
 
 
 def boxes_for(root: Path, tasks: list[Task], carved: bool) -> dict[str, str]:

@@ -56,3 +56,17 @@ def test_every_snippet_include_in_the_chapters_is_intact():
     assert not broken, "snippet includes that pymdownx.snippets will not expand:\n" + "\n".join(
         broken
     )
+
+
+@pytest.mark.meta
+def test_no_name_lost_its_underscores_to_markdown_emphasis(book_build):
+    """Markdown reads `__torch_function__` outside backticks as a bold "torch_function"
+    (a task box's title did, from its task marker). A bold or italic word with an
+    underscore in it is such a name: write it in backticks, or escape the underscores."""
+    emphasised = re.compile(r"<(strong|em)>(\w*_\w*)</\1>")
+    found = [
+        f"/{page.parent.relative_to(book_build.site).as_posix()}: {match[0]}"
+        for page in sorted(book_build.site.rglob("index.html"))
+        for match in emphasised.finditer(page.read_text(encoding="utf-8"))
+    ]
+    assert not found, "names drawn as Markdown emphasis:\n" + "\n".join(found)

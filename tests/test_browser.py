@@ -178,6 +178,34 @@ def test_mermaid_diagrams_render_as_svg(site, reader):
     assert not reader.errors, reader.errors
 
 
+# The words Mermaid drew in bold or italics, with the label they are in.
+EMPHASISED_LABELS = """() => [...document.querySelectorAll("article div.mermaid")].flatMap(
+  (diagram, i) => [...diagram.shadowRoot.querySelectorAll("strong, em")].map((e) =>
+    `diagram ${i + 1}: '${e.textContent}' in '${e.parentElement.textContent}'`))"""
+
+
+def test_diagram_labels_are_drawn_as_written(site, reader):
+    """Mermaid reads a label as Markdown: `__torch_function__` is drawn as a bold
+    "torch_function", `_x_` and `a*b*c` in italics. The book writes no emphasis in its
+    diagrams, so every emphasis drawn is a name that lost its underscores or stars (write
+    them `\\_\\_torch_function\\_\\_` in the diagram's source)."""
+    problems = []
+    for path in site.pages():
+        html = (site.directory / path / "index.html").read_text(encoding="utf-8")
+        diagrams = html.count('<pre class="mermaid">')
+        if not diagrams:
+            continue
+        page = reader.open(site.url + path)
+        page.wait_for_function(
+            "n => [...document.querySelectorAll('article div.mermaid')].filter("
+            "d => d.shadowRoot?.querySelector('svg')).length >= n",
+            arg=diagrams,
+            timeout=15_000,
+        )
+        problems += [f"/{path}: {p}" for p in page.evaluate(EMPHASISED_LABELS)]
+    assert not problems, "diagram text drawn as Markdown emphasis:\n" + "\n".join(problems)
+
+
 @pytest.mark.needs_solutions  # a student release turns the solutions into notes
 def test_collapsible_solutions_open(site, reader):
     page = reader.open(site.url + "04-interpreter/")
@@ -252,6 +280,34 @@ def test_every_page_is_readable_without_scrolling_sideways_or_zooming(site, brow
     # draw it narrower (examples.figures.narrow) or split it.
     assert totals["panned"] == 0, f"{totals['panned']} diagrams scroll sideways at {width} px"
     assert not problems, f"{len(problems)} layout problems:\n" + "\n".join(problems)
+
+
+# The names (code with no space in it) in a page's tables that are drawn on two lines.
+NAMES_BROKEN_IN_TABLES = """() => [...document.querySelectorAll("article table:not([class]) code")]
+  .filter((code) => {
+    if (/\\s/.test(code.textContent.trim())) return false;
+    const range = document.createRange();
+    range.selectNodeContents(code);
+    const lines = [...range.getClientRects()].filter((r) => r.width > 0).map((r) => r.top);
+    return new Set(lines.map(Math.round)).size > 1;
+  })
+  .map((code) => code.textContent)"""
+
+
+def test_names_in_tables_stay_whole_at_laptop_width(site, browser):
+    """At 1280 px every table has room for its names: an API page's parameter table
+    printed "gm_or_gr|aph" and "directio|n" when code in a cell could break anywhere."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    broken = []
+    try:
+        for path in site.pages():
+            page.goto(site.url + path, wait_until="load")
+            page.evaluate(OPEN_EVERYTHING)
+            broken += [f"/{path}: {name}" for name in page.evaluate(NAMES_BROKEN_IN_TABLES)]
+    finally:
+        context.close()
+    assert not broken, "names broken across two lines in a table:\n" + "\n".join(broken)
 
 
 # A page with one of each problem: the measurement finds and names every one.

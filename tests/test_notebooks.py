@@ -257,6 +257,20 @@ def test_included_code_comes_from_the_file_without_task_markers(tmp_path):
     )
 
 
+def test_an_images_attributes_are_not_shown_as_text(tmp_path):
+    """The book sizes its charts with attr_list (`{ width="480" }`), which Jupyter's
+    Markdown does not know: the notebook writes the image as HTML instead."""
+    cells = _cells(
+        tmp_path,
+        """\
+        ![Speedup at batch 1 & 16](figures/plot.png){ width="480" }
+        """,
+    )
+    assert cells[0].source == (
+        '<img src="chapters/figures/plot.png" alt="Speedup at batch 1 &amp; 16" width="480">'
+    )
+
+
 def test_an_expected_error_is_the_cells_output(tmp_path):
     page = tmp_path / "chapters" / "01-page.md"
     _cells(

@@ -3,9 +3,11 @@ site (tests/book_hooks.py) the same box with the reference code collapsed under 
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
+import markdown
 import pytest
 
 from tests import book_hooks, task_boxes, tasks
@@ -99,7 +101,7 @@ def test_every_chapter_with_tasks_shows_each_of_them_on_the_reference_site():
         for found in (
             t for t in tasks.find_tasks(tasks.source_files(ROOT)) if t.chapter == chapter
         ):
-            assert f'!!! example "Task {found.id} · {found.title} (' in shown, (
+            assert f'!!! example "Task {found.id} · ' in shown, (
                 f"{page.name} includes no code of task {found.id}"
             )
         assert shown.count('!!! example "Task') == shown.count('??? note "The reference code"')
@@ -111,7 +113,7 @@ def test_in_a_release_the_hook_boxes_only_the_tasks_left_in_the_reference(tmp_pa
     page = PAGE + '\n```python\n--8<-- "minifx/proxy/proxy.py:torch_function"\n```\n'
     shown = book_hooks.with_task_boxes(page, tmp_path)
     assert "Task 1.2" not in shown  # the release boxed it already, before its carved code
-    assert '!!! example "Task 1.5 · __torch_function__ (5 points)"' in shown
+    assert r'!!! example "Task 1.5 · \_\_torch_function\_\_ (5 points)"' in shown
 
 
 def test_every_carved_task_is_seen_as_carved_and_gets_no_second_box(tmp_path: Path):
@@ -123,3 +125,13 @@ def test_every_carved_task_is_seen_as_carved_and_gets_no_second_box(tmp_path: Pa
     for page in sorted((ROOT / "chapters").glob("*.md")):
         text = page.read_text(encoding="utf-8")
         assert book_hooks.with_task_boxes(text, tmp_path) == text, page.name
+
+
+def test_a_title_is_shown_as_written_not_as_markdown_emphasis():
+    """Task 1.5 is "__torch_function__": as Markdown, the box's title would show a bold
+    "torch_function"; its underscores at a word's edge are escaped, those inside a word
+    (`create_proxy`) need not be."""
+    rendered = markdown.markdown(task_boxes.box(task("1.5"), {}, False), extensions=["admonition"])
+    title = re.search(r'<p class="admonition-title">(.*?)</p>', rendered)[1]
+    assert title == "Task 1.5 · __torch_function__ (5 points)"
+    assert task_boxes.box(task("1.2"), {}, False).startswith(BOX)

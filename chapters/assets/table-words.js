@@ -10,13 +10,13 @@
     const tables = document.querySelectorAll("article table:not([class])");
     for (const table of tables) table.dataset.words = "whole";
     for (const table of tables) {
-      // The room is the wrapper's content box: clientWidth counts its padding too.
+      // The room ends at the wrapper's content box; Material's scroll box holds the
+      // wrapper, which a table too wide can widen with it (an API page's did), so the
+      // scroll box's edge counts.
       const wrapper = getComputedStyle(table.parentElement);
-      const room =
-        table.parentElement.clientWidth -
-        parseFloat(wrapper.paddingLeft) -
-        parseFloat(wrapper.paddingRight);
-      if (table.getBoundingClientRect().width > room + 0.5) delete table.dataset.words;
+      const box = table.closest(".md-typeset__scrollwrap") || table.parentElement;
+      const end = box.getBoundingClientRect().right - parseFloat(wrapper.paddingRight);
+      if (table.getBoundingClientRect().right > end + 0.5) delete table.dataset.words;
     }
   }
 

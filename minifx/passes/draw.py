@@ -19,6 +19,7 @@ which needs the `pydot` package and the `dot` binary); Mermaid needs neither.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable
 
 from ..graph import Graph, Node
@@ -59,6 +60,10 @@ _OUTLINES = {
 # as Mermaid entity codes (`#<decimal code>;`). Brackets need none: labels are
 # always quoted, and inside quotes Mermaid reads them as text.
 _ENTITIES = {c: f"#{ord(c)};" for c in '#"&<>|`'}
+# Mermaid also reads a label as Markdown: `__getitem__` would be drawn as a bold
+# "getitem". A star, or a run of underscores at a word's edge, gets a backslash; an
+# underscore inside a word (`call_module`) starts no emphasis and stays as it is.
+_EMPHASIS = re.compile(r"\*|(?<![^\W_])_+|_+(?![^\W_])")
 
 
 def escape(text: str) -> str:
@@ -66,8 +71,10 @@ def escape(text: str) -> str:
 
     Mermaid reads `#`, quotes, `|`, `&`, `<`, `>` and backticks as syntax or HTML;
     each becomes an entity code (`"` -> `#34;`), and a line break becomes `<br/>`.
+    Stars and underscores that Markdown would read as emphasis get a backslash.
     """
     escaped = "".join(_ENTITIES.get(c, c) for c in text)
+    escaped = _EMPHASIS.sub(lambda marks: "".join("\\" + c for c in marks[0]), escaped)
     return escaped.replace("\r\n", "\n").replace("\n", "<br/>")
 
 

@@ -189,6 +189,10 @@ def test_mermaid_keywords_as_node_names_never_become_ids(name):
         ("one\ntwo", "one<br/>two"),
         ("one\r\ntwo", "one<br/>two"),
         ("layer1.0.conv1 [3, 8]", "layer1.0.conv1 [3, 8]"),
+        # Markdown emphasis: `__getitem__` would be drawn as a bold "getitem".
+        ("call_method __getitem__", r"call_method \_\_getitem\_\_"),
+        ("get_attr _scale", r"get_attr \_scale"),
+        ("a*b*c", r"a\*b\*c"),
     ],
 )
 def test_escape(text, escaped):
