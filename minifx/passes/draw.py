@@ -20,10 +20,13 @@ which needs the `pydot` package and the `dot` binary); Mermaid needs neither.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..graph import Graph, Node
 from ..proxy.ir import format_target
+
+if TYPE_CHECKING:
+    from ..codegen import GraphModule
 
 NodeLabel = Callable[[Node], str]
 EdgeLabel = Callable[[Node, Node], "str | None"]
@@ -99,7 +102,7 @@ def describe_node(node: Node) -> str:
 
 # --8<-- [start:to_mermaid]
 def to_mermaid(
-    gm_or_graph: Any,
+    gm_or_graph: GraphModule | Graph,
     node_label: NodeLabel | None = None,
     edge_label: EdgeLabel | None = None,
     direction: str = "TD",
@@ -169,7 +172,7 @@ def _check_direction(direction: str) -> None:
         )
 
 
-def _graph_of(gm_or_graph: Any) -> Graph:
+def _graph_of(gm_or_graph: GraphModule | Graph | object) -> Graph:
     if isinstance(gm_or_graph, Graph):
         return gm_or_graph
     graph = getattr(gm_or_graph, "graph", None)
