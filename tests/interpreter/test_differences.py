@@ -72,6 +72,18 @@ def test_variadic_placeholders_get_a_tuple_and_an_empty_dict():
     assert leftover == (1, [2, 3])
 
 
+def test_an_output_given_in_initial_env_is_returned():
+    """An output node given in `initial_env` is not run, like any node given there, and
+    `run()` returns its value; torch.fx skips it too, so its `run()` ends without
+    returning, and gives `None`."""
+    results = {}
+    for lib in LIBRARIES:
+        gm = lib.symbolic_trace(star_args)
+        output = gm.graph.find_nodes(op="output")[0]
+        results[lib.__name__] = lib.Interpreter(gm).run(1, 2, initial_env={output: "given"})
+    assert results == {"minifx": "given", "torch.fx": None}
+
+
 def containers(items, table):
     """Report the types of the list and the dict it gets."""
     return type(items), type(table)
