@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ast
+import builtins
 import inspect
+import sys
 import traceback
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -529,3 +531,114 @@ def text(value: object) -> str:
     """`str(value)` as an exact `str`: an object of graded code's may print as a str subclass
     whose `==` or `in` answers True for anything."""
     return str.__str__(str(value))
+
+
+# --- printing graded code's graphs ----------------------------------------------------
+# Graded code could patch how minifx prints a graph (`Graph.__str__`, `Node.format_node`
+# or a helper they call) with a patch that puts itself back at its first call, which the
+# guard, comparing after each test, never sees: in the sixth red-team round exercise 3.2's
+# stub printed the golden graphs so. Counting the writes to minifx's dicts would also
+# count the graders' own stand-ins (7.1, 7.2 and 8.1 patch minifx's passes while a test
+# runs). Graders print graded code's graphs through `graph_text` instead: minifx's printer
+# as bound when the graders loaded, once the modules and classes of the stages that print
+# (1 to 3, which no grader patches) have every name they had then, and no node (or the
+# graph) shadows a method of its class with one of its own (`node.format_node = ...`).
+from minifx.graph import Graph as _Graph  # noqa: E402
+from minifx.graph import Node as _Node  # noqa: E402
+
+_PRINTING_STAGES = ("minifx.proxy", "minifx.graph", "minifx.codegen")
+_GRAPH_STR = _Graph.__str__
+# Names a class gains by itself (pickling's cache, lazily made annotations).
+_SELF_ADDED = {"__slotnames__", "__annotations__", "__abstractmethods__"}
+
+
+class _Bound(tuple):
+    """A tuple that the guard does not read as the graders' data: what it holds (minifx's
+    caches and registries among them) changes as programs run. Nothing changes it in place."""
+
+
+def _printing_owners() -> _Bound:
+    """`(where, owner, its names, their objects)` for each module of minifx's printing
+    stages and each class they define, as they are now."""
+    found = []
+    for name, module in list(sys.modules.items()):
+        if name.split(".")[0] != "minifx" or not name.startswith(_PRINTING_STAGES):
+            continue
+        owners = [(name, module)] + [
+            (f"{name}.{value.__qualname__}", value)
+            for value in list(vars(module).values())
+            if isinstance(value, type) and vars(value).get("__module__") == name
+        ]
+        for where, owner in owners:
+            names, objects = zip(*vars(owner).items())
+            found.append((where, owner, names, objects))
+    return _Bound(found)
+
+
+_PRINTING_AT_LOAD = _printing_owners()
+# The methods of a graph and a node, which an attribute of the object's own would hide (a
+# default value of the class's, such as `Graph._codegen = None`, is set on the object by
+# design; a property cannot be hidden).
+_SHADOWABLE = {
+    kind: {
+        name
+        for cls in kind.__mro__[:-1]
+        for name, value in vars(cls).items()
+        if callable(value) or isinstance(value, (staticmethod, classmethod))
+    }
+    for kind in (_Graph, _Node)
+}
+
+
+def printing_swaps() -> list[str]:
+    """The names of minifx's printing stages that are no longer the objects they were when
+    the graders loaded, and those added since to their classes (a property `name` on
+    `Node` would answer before each node's own), or to their modules where they hide a
+    builtin. Modules imported since do not count."""
+    swapped = []
+    for where, owner, names, objects in _PRINTING_AT_LOAD:
+        namespace = vars(owner)
+        swapped += [
+            f"{where}.{name}"
+            for name, value in zip(names, objects)
+            if namespace.get(name, _GONE) is not value
+        ]
+        added = namespace.keys() - set(names) - _SELF_ADDED
+        is_class = isinstance(owner, type)
+        swapped += [
+            f"{where}.{k} (added)" for k in sorted(added) if is_class or k in vars(builtins)
+        ]
+    return swapped
+
+
+def graph_text(graph: object, what: str, see: str) -> str:
+    """`str(graph)` as minifx prints it, once `graph` is exactly minifx's `Graph` (see
+    `exactly`), each of its nodes exactly minifx's `Node`, and nothing of graded code's
+    stands in for minifx's printer (see above), before or after printing; else the test
+    fails with a message that says what was replaced."""
+    exactly(graph, _Graph, what, see)
+    _refuse_printing_swaps(graph)
+    text = str.__str__(_GRAPH_STR(graph))
+    _refuse_printing_swaps(graph)  # a patch made while printing (by a finalizer) and left
+    return text
+
+
+def _refuse_printing_swaps(graph: _Graph) -> None:
+    replaced = printing_swaps()
+    nodes = [] if replaced else list(_Graph.nodes.fget(graph))
+    odd = next((node for node in nodes if type(node) is not _Node), None)
+    if odd is not None:
+        replaced.append(f"a node of the graph, %{odd.name}, by a {type(odd).__name__}")
+    replaced += [
+        f"{where}.{name} (set on the object)"
+        for where, owner in [("the graph", graph), *((f"%{n.name}", n) for n in nodes)]
+        if type(owner) in _SHADOWABLE
+        for name in sorted(vars(owner).keys() & _SHADOWABLE[type(owner)])
+    ]
+    if replaced:
+        shown = ", ".join(replaced[:5]) + (f" and {len(replaced) - 5} more" if replaced[5:] else "")
+        pytest.fail(
+            f"graded code replaced {shown}, with which minifx prints a graph; graded code may "
+            "not patch minifx or give its objects methods of their own, so this test earns nothing",
+            pytrace=False,
+        )

@@ -22,6 +22,7 @@ from tests.graders.support import (
     explain,
     explain_graphs,
     explain_texts,
+    graph_text,
     summarize_error,
     tensors_close,
 )
@@ -328,7 +329,7 @@ def _lowered(ex, case: str, model: nn.Module | None = None):
 
 def _check_graph(ex, case: str, what: str):
     model, gm, _ = _lowered(ex, case)
-    got = str(gm.graph)
+    got = graph_text(gm.graph, f"gm.graph after lower_linear ({case})", SEE)
     if got != GOLDEN[case]:
         hint = _diagnosis(model, gm, case) or "compare the graphs line by line."
         pytest.fail(explain_graphs(what, GOLDEN[case], got, hint, SEE), pytrace=False)

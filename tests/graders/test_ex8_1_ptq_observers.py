@@ -25,6 +25,7 @@ from tests.graders.support import (
     error_line,
     explain,
     explain_graphs,
+    graph_text,
     not_plain,
     oracle_lines,
     refusing,
@@ -436,10 +437,11 @@ def test_observers_follow_every_relu_in_the_graph(ex, monkeypatch):
     model, _ = _setup("spellings")
     gm, _ = _insert(ex, model, monkeypatch)
     gm.graph.lint()
-    assert str(gm.graph) == SPELLINGS_AFTER, explain_graphs(
+    got = graph_text(gm.graph, "the graph after insert_relu_observers", SEE_PREPARE)
+    assert got == SPELLINGS_AFTER, explain_graphs(
         "the graph after insert_relu_observers",
         SPELLINGS_AFTER,
-        str(gm.graph),
+        got,
         "insert each observer right after its relu, and move every other user of the relu onto it.",
         SEE_PREPARE,
     )
