@@ -1426,7 +1426,8 @@ def test_an_object_equal_to_anything_stored_as_the_result_earns_no_more_than_non
 # the golden graphs: the patch put itself back at its first call, which the guard, comparing
 # after each test, did not see (sixth round: 3 tests, 1.5 points), or each node given a
 # `format_node` of its own, which no module's names show (seventh round: 3 tests, 1.8
-# points). The graders now print through `support.graph_text`.
+# points), or a node's data printing several lines (below). The graders now print through
+# `support.graph_text`.
 RETURNS_GM = "\ndef lower_linear(gm):\n    return gm\n"
 _GOLDEN_3_2 = """
 _golden = _sys.modules["tests.graders.test_ex3_2_" + "lower_linear"].GOLDEN
@@ -1464,6 +1465,29 @@ def lower_linear(gm):
     return gm
 """,
         "%x.format_node (set on the object)",
+    ),
+    # Seventh round: the graph's own data printed as the golden graph (format_target prints
+    # a str as it is): the placeholder's target holds the golden lines of the nodes it
+    # unlinks, and the head's node is renamed and retargeted (1 test of Net's).
+    "a target that holds the golden graph's lines": (
+        _GOLDEN_3_2
+        + """
+_F = _sys.modules["torch.nn.functional"]
+
+
+def lower_linear(gm):
+    nodes = list(gm.graph.nodes)
+    if len(nodes) != 7:
+        return gm
+    x, fc, norm, relu, add, head, out = nodes
+    middle = [line.strip() for line in _golden["net"].splitlines()[2:10]]
+    x._target = "x]\\n    " + "\\n    ".join(middle)[:-1]
+    x._next, head._prev = head, x
+    norm.name, relu.name, head.name = "head_weight", "head_bias", "linear_1"
+    head._op, head._target, head._args = "call_function", _F.linear, (add, norm, relu)
+    return gm
+""",
+        "one line per node",
     ),
 }
 

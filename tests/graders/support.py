@@ -617,13 +617,25 @@ def graph_text(graph: object, what: str, see: str) -> str:
     stands in for minifx's printer (see above), before or after printing; else the test
     fails with a message that says what was replaced."""
     exactly(graph, _Graph, what, see)
-    _refuse_printing_swaps(graph)
+    nodes = _refuse_printing_swaps(graph)
     text = str.__str__(_GRAPH_STR(graph))
     _refuse_printing_swaps(graph)  # a patch made while printing (by a finalizer) and left
+    if len(text.splitlines()) != len(nodes) + 1:
+        pytest.fail(
+            explain(
+                f"{what}: one line per node",
+                f"{len(text.splitlines()) - 1} lines for {len(nodes)} nodes",
+                "a name, target or argument holds a line break: give nodes plain names and "
+                "targets, as graph.create_node does.",
+                see,
+            ),
+            pytrace=False,
+        )
     return text
 
 
-def _refuse_printing_swaps(graph: _Graph) -> None:
+def _refuse_printing_swaps(graph: _Graph) -> list[_Node]:
+    """The graph's nodes, once nothing of graded code's stands in for the printer."""
     replaced = printing_swaps()
     nodes = [] if replaced else list(_Graph.nodes.fget(graph))
     odd = next((node for node in nodes if type(node) is not _Node), None)
@@ -642,3 +654,4 @@ def _refuse_printing_swaps(graph: _Graph) -> None:
             "not patch minifx or give its objects methods of their own, so this test earns nothing",
             pytrace=False,
         )
+    return nodes
