@@ -1427,7 +1427,8 @@ def test_an_object_equal_to_anything_stored_as_the_result_earns_no_more_than_non
 # after each test, did not see (sixth round: 3 tests, 1.5 points), or each node given a
 # `format_node` of its own, which no module's names show (seventh round: 3 tests, 1.8
 # points), or a node's data printing several lines (below). The graders now print through
-# `support.graph_text`.
+# `support.graph_text`, and refuse a GraphModule with methods of its own
+# (`support.refuse_methods_of_its_own`).
 RETURNS_GM = "\ndef lower_linear(gm):\n    return gm\n"
 _GOLDEN_3_2 = """
 _golden = _sys.modules["tests.graders.test_ex3_2_" + "lower_linear"].GOLDEN
@@ -1489,6 +1490,25 @@ def lower_linear(gm):
 """,
         "one line per node",
     ),
+    # Seventh round: methods set on the class minifx makes for each GraphModule (after the
+    # guard's snapshot) that answer the grader's questions with the golden names (5 tests).
+    "named_modules and named_parameters set on gm's own class": (
+        _GOLDEN_3_2
+        + """
+_g = _sys.modules["tests.graders.test_ex3_2_" + "lower_linear"]
+
+
+def lower_linear(gm):
+    case = _BY_SIZE[len(list(gm.graph.nodes))]
+    names, params = _g.GOLDEN_MODULES[case], _g.GOLDEN_PARAMETERS.get(case, {})
+    real = dict(gm.named_parameters())
+    cls = type(gm)
+    cls.named_modules = lambda self, *a, **k: iter([(n, self) for n in names])
+    cls.named_parameters = lambda self, *a, **k: iter([(n, real[p]) for n, p in params.items()])
+    return gm
+""",
+        "named_modules, named_parameters set on its class",
+    ),
 }
 
 
@@ -1499,7 +1519,7 @@ def _passed_3_2(code: str) -> frozenset[str]:
 
 
 @pytest.mark.parametrize("name", PRINTED_AS_GOLDEN)
-def test_a_graph_printed_as_the_golden_one_passes_no_more_than_returning_gm(name):
+def test_a_graph_or_module_answering_as_the_golden_one_passes_no_more_than_returning_gm(name):
     code, words = PRINTED_AS_GOLDEN[name]
     score, messages = graded_with(code, "3.2", "exercises")
     passed = {t.nodeid for t in score.tests if t.outcome == "passed"}

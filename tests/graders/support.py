@@ -391,6 +391,8 @@ def _runs_something_else(gm) -> str:
     minifx caches compiled code), its codegen, hooks, and its modules' classes."""
     from minifx.codegen import python_code
 
+    if methods_of_its_own(gm):  # first: named_modules below could be one of them
+        return f"methods of its own: {methods_of_its_own(gm)}"
     codegen = gm.graph._codegen
     if codegen is not None and type(codegen).__module__.split(".")[0] != "minifx":
         return f"a CodeGen of your own, {type(codegen).__name__}"
@@ -655,3 +657,48 @@ def _refuse_printing_swaps(graph: _Graph) -> list[_Node]:
             pytrace=False,
         )
     return nodes
+
+
+# --- a GraphModule's own class ---------------------------------------------------------
+# minifx makes a class for each GraphModule (as torch.fx does), after the guard's snapshot:
+# graded code could give it methods (`named_modules`, `named_parameters`) that answer a
+# grader's questions with the golden names (seventh red-team round: 5 tests, 2.9 points on
+# exercise 3.2's stub), or set them on the object itself.
+_PER_INSTANCE = {"_one_per_instance", "__module__", "__doc__", "forward", *_SELF_ADDED}
+_MINIFX_CLASSES = frozenset(id(owner) for _, owner, _, _ in _PRINTING_AT_LOAD)
+
+
+def methods_of_its_own(gm: object) -> str:
+    """What `gm`'s class (the one minifx made for it) or `gm` itself sets over the methods
+    of minifx's GraphModule and nn.Module, or ''."""
+    cls = type(gm)
+    if len(cls.__bases__) != 1 or id(cls.__bases__[0]) not in _MINIFX_CLASSES:
+        return f"a class derived from {', '.join(b.__name__ for b in cls.__bases__)}"
+    added = sorted(vars(cls).keys() - _PER_INSTANCE)
+    if added:
+        return f"{', '.join(added)} set on its class"
+    methods = {
+        name
+        for base in cls.__mro__[1:-1]
+        for name, value in vars(base).items()
+        if callable(value) or isinstance(value, (staticmethod, classmethod))
+    }
+    own = sorted(vars(gm).keys() & methods)
+    return f"{', '.join(own)} set on the object" if own else ""
+
+
+def refuse_methods_of_its_own(gm: object, what: str, see: str) -> None:
+    """Fail the test if `gm` answers with methods of graded code's (`methods_of_its_own`)
+    or a name of minifx's stages 1 to 3 is swapped (`printing_swaps`)."""
+    problem = methods_of_its_own(gm) or ", ".join(printing_swaps()[:5])
+    if problem:
+        pytest.fail(
+            explain(
+                f"{what}: a GraphModule with minifx's methods",
+                problem,
+                "change gm's graph and submodules through their methods; do not give gm or its "
+                "class methods of your own.",
+                see,
+            ),
+            pytrace=False,
+        )

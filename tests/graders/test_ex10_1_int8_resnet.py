@@ -39,6 +39,7 @@ from tests.graders.support import (
     graph_text,
     not_plain,
     plain,
+    refuse_methods_of_its_own,
     safe_repr,
     stub_hint,
     tensors_close,
@@ -235,6 +236,7 @@ def _result(what: str, fn_name: str, run: tuple):
     # are minifx's, not those of an object of graded code's.
     if not (isinstance(got, GraphModule) and type(got.graph) is Graph):
         _fail(what, f"a {type(got).__name__}: {safe_repr(got)}", "return a minifx GraphModule.")
+    refuse_methods_of_its_own(got, what, SEE)
     return got
 
 

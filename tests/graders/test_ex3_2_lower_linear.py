@@ -23,6 +23,7 @@ from tests.graders.support import (
     explain_graphs,
     explain_texts,
     graph_text,
+    refuse_methods_of_its_own,
     summarize_error,
     tensors_close,
 )
@@ -324,6 +325,7 @@ def _lowered(ex, case: str, model: nn.Module | None = None):
         )
     # Printed and run only as minifx's own Graph: one of graded code's could print anything.
     exactly(gm.graph, Graph, "gm.graph after lower_linear", SEE)
+    refuse_methods_of_its_own(gm, "gm after lower_linear", SEE)
     return model, gm, [str(w.message) for w in caught]
 
 

@@ -20,6 +20,7 @@ from tests.graders.support import (
     explain_graphs,
     explain_texts,
     graph_text,
+    refuse_methods_of_its_own,
     replace_for_student,
     running_line,
     safe_repr,
@@ -269,6 +270,7 @@ def _rewrite(ex, name: str, monkeypatch, device: str = "cpu"):
         _count_hint(ex, name, got, calls),
         SEE,
     )
+    refuse_methods_of_its_own(gm, f"gm after swish_to_silu ({name})", SEE)
     return gm, got, calls, args
 
 

@@ -28,6 +28,7 @@ from tests.graders.support import (
     graph_text,
     not_plain,
     oracle_lines,
+    refuse_methods_of_its_own,
     refusing,
     replace_for_student,
     running_line,
@@ -277,6 +278,7 @@ def _insert(ex, model, monkeypatch) -> tuple:
         ex.insert_relu_observers, gm, what="insert_relu_observers(gm)", stub="insert_relu_observers"
     )
     monkeypatch.setattr(Node, "_set_args_kwargs", original)
+    refuse_methods_of_its_own(gm, "gm after insert_relu_observers", SEE_PREPARE)
     problem = _observer_problem(gm, names, loops, RELUS[_case_of(model)])
     if problem:
         expected, got, hint = problem
