@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import importlib
 import inspect
 import sys
 import traceback
@@ -545,11 +546,16 @@ def text(value: object) -> str:
 # as bound when the graders loaded, once the modules and classes of the stages that print
 # (1 to 3, which no grader patches) have every name they had then, and no node (or the
 # graph) shadows a method of its class with one of its own (`node.format_node = ...`).
-from minifx.graph import Graph as _Graph  # noqa: E402
-from minifx.graph import Node as _Node  # noqa: E402
-
 _PRINTING_STAGES = ("minifx.proxy", "minifx.graph", "minifx.codegen")
-_GRAPH_STR = _Graph.__str__
+try:  # stages 1 to 3, loaded here so that their names are bound before graded code runs
+    _graph_stage = importlib.import_module("minifx.graph")
+    _Graph, _Node = _graph_stage.Graph, _graph_stage.Node
+    importlib.import_module("minifx.codegen")
+except ModuleNotFoundError as missing:  # the grading's own tests grade a toy project
+    if missing.name != "minifx":
+        raise
+    _Graph = _Node = None
+_GRAPH_STR = getattr(_Graph, "__str__", None)
 # Names a class gains by itself (pickling's cache, lazily made annotations).
 _SELF_ADDED = {"__slotnames__", "__annotations__", "__abstractmethods__"}
 
@@ -589,6 +595,7 @@ _SHADOWABLE = {
         if callable(value) or isinstance(value, (staticmethod, classmethod))
     }
     for kind in (_Graph, _Node)
+    if kind is not None
 }
 
 
