@@ -1509,6 +1509,45 @@ def lower_linear(gm):
 """,
         "named_modules, named_parameters set on its class",
     ),
+    # Seventh round: torch.fx's Graph.nodes patched to answer once with look-alike nodes,
+    # then put back: 3.2's test of the pass on torch.fx's GraphModule (1 test).
+    "torch.fx's Graph.nodes patched, put back at its first call": (
+        """
+_fx_graph = _sys.modules["torch.fx.graph"].Graph
+_real = _b.vars(_fx_graph)["nodes"]
+_F = _sys.modules["torch.nn.functional"]
+_op = _sys.modules["_operator"]
+
+
+class _N:
+    graph = None
+
+    def __init__(self, name, op, target, args=()):
+        self.name, self.op, self.target, self.args = name, op, target, args
+
+
+def _fake(graph):
+    _b.setattr(_fx_graph, "nodes", _real)
+    x = _N("x", "placeholder", "x")
+    w1 = _N("layer1_fc_weight", "get_attr", "layer1_fc_weight")
+    b1 = _N("layer1_fc_bias", "get_attr", "layer1_fc_bias")
+    lin = _N("linear", "call_function", _F.linear, (x, w1, b1))
+    norm = _N("layer1_norm", "call_module", "layer1.norm", (lin,))
+    relu = _N("relu", "call_method", "relu", (norm,))
+    add = _N("add", "call_function", _op.add, (relu, x))
+    w2, b2 = _N("head_weight", "get_attr", "head_weight"), _N("head_bias", "get_attr", "head_bias")
+    lin2 = _N("linear_1", "call_function", _F.linear, (add, w2, b2))
+    out = _N("output", "output", "output", (lin2,))
+    return [x, w1, b1, lin, norm, relu, add, w2, b2, lin2, out]
+
+
+def lower_linear(gm):
+    if type(gm).__module__.startswith("torch"):
+        _b.setattr(_fx_graph, "nodes", property(_fake))
+    return gm
+""",
+        "torch.fx.graph.Graph.nodes",
+    ),
 }
 
 

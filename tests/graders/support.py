@@ -556,6 +556,10 @@ except ModuleNotFoundError as missing:  # the grading's own tests grade a toy pr
         raise
     _Graph = _Node = None
 _GRAPH_STR = getattr(_Graph, "__str__", None)
+# And torch.fx's graph and node, which a grader reads as well (3.2 runs the pass on torch.fx's
+# GraphModule): its `Graph.nodes`, patched to answer once with look-alikes, passed that test.
+_TORCH_FX_GRAPH = ("torch.fx.graph", "torch.fx.node")
+importlib.import_module("torch.fx")
 # Names a class gains by itself (pickling's cache, lazily made annotations).
 _SELF_ADDED = {"__slotnames__", "__annotations__", "__abstractmethods__"}
 
@@ -570,7 +574,8 @@ def _printing_owners() -> _Bound:
     stages and each class they define, as they are now."""
     found = []
     for name, module in list(sys.modules.items()):
-        if name.split(".")[0] != "minifx" or not name.startswith(_PRINTING_STAGES):
+        minifx = name.split(".")[0] == "minifx" and name.startswith(_PRINTING_STAGES)
+        if not (minifx or name in _TORCH_FX_GRAPH):
             continue
         owners = [(name, module)] + [
             (f"{name}.{value.__qualname__}", value)
@@ -600,7 +605,8 @@ _SHADOWABLE = {
 
 
 def printing_swaps() -> list[str]:
-    """The names of minifx's printing stages that are no longer the objects they were when
+    """The names of minifx's printing stages (and of torch.fx's graph and node) that are no
+    longer the objects they were when
     the graders loaded, and those added since to their classes (a property `name` on
     `Node` would answer before each node's own), or to their modules where they hide a
     builtin. Modules imported since do not count."""
@@ -618,6 +624,20 @@ def printing_swaps() -> list[str]:
             f"{where}.{k} (added)" for k in sorted(added) if is_class or k in vars(builtins)
         ]
     return swapped
+
+
+def refuse_graph_swaps() -> None:
+    """Fail the test if a name of minifx's stages 1 to 3 or of torch.fx's graph and node is
+    not the object it was when the graders loaded (`printing_swaps`): called before a
+    grader reads a graph that graded code had in hand."""
+    swapped = printing_swaps()
+    if swapped:
+        shown = ", ".join(swapped[:5]) + (f" and {len(swapped) - 5} more" if swapped[5:] else "")
+        pytest.fail(
+            f"graded code replaced {shown}, with which a grader reads a graph; graded code may "
+            "not patch minifx or torch.fx, so this test earns nothing",
+            pytrace=False,
+        )
 
 
 def graph_text(graph: object, what: str, see: str) -> str:

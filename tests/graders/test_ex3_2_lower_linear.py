@@ -23,6 +23,7 @@ from tests.graders.support import (
     explain_graphs,
     explain_texts,
     graph_text,
+    refuse_graph_swaps,
     refuse_methods_of_its_own,
     summarize_error,
     tensors_close,
@@ -516,6 +517,7 @@ def test_the_pass_runs_on_torch_fx_graph_modules(ex):
             ),
             pytrace=False,
         )
+    refuse_graph_swaps()  # before the nodes are read: a patch could put itself back then
     got = [
         (n.name, n.op, getattr(n.target, "__name__", n.target), tuple(map(_name, n.args)))
         for n in gm.graph.nodes
