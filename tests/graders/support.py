@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import ast
+import builtins
+import importlib
 import inspect
+import sys
 import traceback
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -389,6 +392,8 @@ def _runs_something_else(gm) -> str:
     minifx caches compiled code), its codegen, hooks, and its modules' classes."""
     from minifx.codegen import python_code
 
+    if methods_of_its_own(gm):  # first: named_modules below could be one of them
+        return f"methods of its own: {methods_of_its_own(gm)}"
     codegen = gm.graph._codegen
     if codegen is not None and type(codegen).__module__.split(".")[0] != "minifx":
         return f"a CodeGen of your own, {type(codegen).__name__}"
@@ -529,3 +534,198 @@ def text(value: object) -> str:
     """`str(value)` as an exact `str`: an object of graded code's may print as a str subclass
     whose `==` or `in` answers True for anything."""
     return str.__str__(str(value))
+
+
+# --- printing graded code's graphs ----------------------------------------------------
+# Graded code could patch how minifx prints a graph (`Graph.__str__`, `Node.format_node`
+# or a helper they call) with a patch that puts itself back at its first call, which the
+# guard, comparing after each test, never sees: in the sixth red-team round exercise 3.2's
+# stub printed the golden graphs so. Counting the writes to minifx's dicts would also
+# count the graders' own stand-ins (7.1, 7.2 and 8.1 patch minifx's passes while a test
+# runs). Graders print graded code's graphs through `graph_text` instead: minifx's printer
+# as bound when the graders loaded, once the modules and classes of the stages that print
+# (1 to 3, which no grader patches) have every name they had then, and no node (or the
+# graph) shadows a method of its class with one of its own (`node.format_node = ...`).
+_PRINTING_STAGES = ("minifx.proxy", "minifx.graph", "minifx.codegen")
+try:  # stages 1 to 3, loaded here so that their names are bound before graded code runs
+    _graph_stage = importlib.import_module("minifx.graph")
+    _Graph, _Node = _graph_stage.Graph, _graph_stage.Node
+    importlib.import_module("minifx.codegen")
+except ModuleNotFoundError as missing:  # the grading's own tests grade a toy project
+    if missing.name != "minifx":
+        raise
+    _Graph = _Node = None
+_GRAPH_STR = getattr(_Graph, "__str__", None)
+# And torch.fx's graph and node, which a grader reads as well (3.2 runs the pass on torch.fx's
+# GraphModule): its `Graph.nodes`, patched to answer once with look-alikes, passed that test.
+_TORCH_FX_GRAPH = ("torch.fx.graph", "torch.fx.node")
+importlib.import_module("torch.fx")
+# Names a class gains by itself (pickling's cache, lazily made annotations).
+_SELF_ADDED = {"__slotnames__", "__annotations__", "__abstractmethods__"}
+
+
+class _Bound(tuple):
+    """A tuple that the guard does not read as the graders' data: what it holds (minifx's
+    caches and registries among them) changes as programs run. Nothing changes it in place."""
+
+
+def _printing_owners() -> _Bound:
+    """`(where, owner, its names, their objects)` for each module of minifx's printing
+    stages and each class they define, as they are now."""
+    found = []
+    for name, module in list(sys.modules.items()):
+        minifx = name.split(".")[0] == "minifx" and name.startswith(_PRINTING_STAGES)
+        if not (minifx or name in _TORCH_FX_GRAPH):
+            continue
+        owners = [(name, module)] + [
+            (f"{name}.{value.__qualname__}", value)
+            for value in list(vars(module).values())
+            if isinstance(value, type) and vars(value).get("__module__") == name
+        ]
+        for where, owner in owners:
+            names, objects = zip(*vars(owner).items())
+            found.append((where, owner, names, objects))
+    return _Bound(found)
+
+
+_PRINTING_AT_LOAD = _printing_owners()
+# The methods of a graph and a node, which an attribute of the object's own would hide (a
+# default value of the class's, such as `Graph._codegen = None`, is set on the object by
+# design; a property cannot be hidden).
+_SHADOWABLE = {
+    kind: {
+        name
+        for cls in kind.__mro__[:-1]
+        for name, value in vars(cls).items()
+        if callable(value) or isinstance(value, (staticmethod, classmethod))
+    }
+    for kind in (_Graph, _Node)
+    if kind is not None
+}
+
+
+def printing_swaps() -> list[str]:
+    """The names of minifx's printing stages (and of torch.fx's graph and node) that are no
+    longer the objects they were when
+    the graders loaded, and those added since to their classes (a property `name` on
+    `Node` would answer before each node's own), or to their modules where they hide a
+    builtin. Modules imported since do not count."""
+    swapped = []
+    for where, owner, names, objects in _PRINTING_AT_LOAD:
+        namespace = vars(owner)
+        swapped += [
+            f"{where}.{name}"
+            for name, value in zip(names, objects)
+            if namespace.get(name, _GONE) is not value
+        ]
+        added = namespace.keys() - set(names) - _SELF_ADDED
+        is_class = isinstance(owner, type)
+        swapped += [
+            f"{where}.{k} (added)" for k in sorted(added) if is_class or k in vars(builtins)
+        ]
+    return swapped
+
+
+def refuse_graph_swaps() -> None:
+    """Fail the test if a name of minifx's stages 1 to 3 or of torch.fx's graph and node is
+    not the object it was when the graders loaded (`printing_swaps`): called before a
+    grader reads a graph that graded code had in hand."""
+    swapped = printing_swaps()
+    if swapped:
+        shown = ", ".join(swapped[:5]) + (f" and {len(swapped) - 5} more" if swapped[5:] else "")
+        pytest.fail(
+            f"graded code replaced {shown}, with which a grader reads a graph; graded code may "
+            "not patch minifx or torch.fx, so this test earns nothing",
+            pytrace=False,
+        )
+
+
+def graph_text(graph: object, what: str, see: str) -> str:
+    """`str(graph)` as minifx prints it, once `graph` is exactly minifx's `Graph` (see
+    `exactly`), each of its nodes exactly minifx's `Node`, and nothing of graded code's
+    stands in for minifx's printer (see above), before or after printing; else the test
+    fails with a message that says what was replaced."""
+    exactly(graph, _Graph, what, see)
+    nodes = _refuse_printing_swaps(graph)
+    text = str.__str__(_GRAPH_STR(graph))
+    _refuse_printing_swaps(graph)  # a patch made while printing (by a finalizer) and left
+    if len(text.splitlines()) != len(nodes) + 1:
+        pytest.fail(
+            explain(
+                f"{what}: one line per node",
+                f"{len(text.splitlines()) - 1} lines for {len(nodes)} nodes",
+                "a name, target or argument holds a line break: give nodes plain names and "
+                "targets, as graph.create_node does.",
+                see,
+            ),
+            pytrace=False,
+        )
+    return text
+
+
+def _refuse_printing_swaps(graph: _Graph) -> list[_Node]:
+    """The graph's nodes, once nothing of graded code's stands in for the printer."""
+    replaced = printing_swaps()
+    nodes = [] if replaced else list(_Graph.nodes.fget(graph))
+    odd = next((node for node in nodes if type(node) is not _Node), None)
+    if odd is not None:
+        replaced.append(f"a node of the graph, %{odd.name}, by a {type(odd).__name__}")
+    replaced += [
+        f"{where}.{name} (set on the object)"
+        for where, owner in [("the graph", graph), *((f"%{n.name}", n) for n in nodes)]
+        if type(owner) in _SHADOWABLE
+        for name in sorted(vars(owner).keys() & _SHADOWABLE[type(owner)])
+    ]
+    if replaced:
+        shown = ", ".join(replaced[:5]) + (f" and {len(replaced) - 5} more" if replaced[5:] else "")
+        pytest.fail(
+            f"graded code replaced {shown}, with which minifx prints a graph; graded code may "
+            "not patch minifx or give its objects methods of their own, so this test earns nothing",
+            pytrace=False,
+        )
+    return nodes
+
+
+# --- a GraphModule's own class ---------------------------------------------------------
+# minifx makes a class for each GraphModule (as torch.fx does), after the guard's snapshot:
+# graded code could give it methods (`named_modules`, `named_parameters`) that answer a
+# grader's questions with the golden names (seventh red-team round: 5 tests, 2.9 points on
+# exercise 3.2's stub), or set them on the object itself.
+_PER_INSTANCE = {"_one_per_instance", "__module__", "__doc__", "forward", *_SELF_ADDED}
+_MINIFX_CLASSES = frozenset(id(owner) for _, owner, _, _ in _PRINTING_AT_LOAD)
+
+
+def methods_of_its_own(gm: object) -> str:
+    """What `gm`'s class (the one minifx made for it) or `gm` itself sets over the methods
+    of minifx's GraphModule and nn.Module, or ''."""
+    cls = type(gm)
+    if len(cls.__bases__) != 1 or id(cls.__bases__[0]) not in _MINIFX_CLASSES:
+        return f"a class derived from {', '.join(b.__name__ for b in cls.__bases__)}"
+    added = sorted(vars(cls).keys() - _PER_INSTANCE)
+    if added:
+        return f"{', '.join(added)} set on its class"
+    methods = {
+        name
+        for base in cls.__mro__[1:-1]
+        for name, value in vars(base).items()
+        if callable(value) or isinstance(value, (staticmethod, classmethod))
+    }
+    own = sorted(vars(gm).keys() & methods)
+    return f"{', '.join(own)} set on the object" if own else ""
+
+
+def refuse_methods_of_its_own(gm: object, what: str, see: str) -> None:
+    """Fail the test if `gm` answers with methods of graded code's (`methods_of_its_own`)
+    or a name of minifx's stages 1 to 3 is swapped (`printing_swaps`)."""
+    problem = methods_of_its_own(gm) or ", ".join(printing_swaps()[:5])
+    if problem:
+        pytest.fail(
+            explain(
+                f"{what}: a GraphModule with minifx's methods",
+                problem,
+                "change gm's graph and submodules through their methods; do not give gm or its "
+                "class methods of your own.",
+                see,
+            ),
+            pytrace=False,
+        )

@@ -36,8 +36,10 @@ from tests.graders.support import (
     call_graded,
     describe_error,
     explain,
+    graph_text,
     not_plain,
     plain,
+    refuse_methods_of_its_own,
     safe_repr,
     stub_hint,
     tensors_close,
@@ -234,6 +236,7 @@ def _result(what: str, fn_name: str, run: tuple):
     # are minifx's, not those of an object of graded code's.
     if not (isinstance(got, GraphModule) and type(got.graph) is Graph):
         _fail(what, f"a {type(got).__name__}: {safe_repr(got)}", "return a minifx GraphModule.")
+    refuse_methods_of_its_own(got, what, SEE)
     return got
 
 
@@ -243,7 +246,7 @@ def _result(what: str, fn_name: str, run: tuple):
 def test_fold_is_torch_fx_s_fusion(folding, oracle):
     folded = _result("fold(model) returns the folded GraphModule", "fold", folding)
     want = str(oracle[0].graph)
-    got = str(getattr(folded, "graph", folded))
+    got = graph_text(folded.graph, "fold(model).graph", SEE_FOLD)
     if got != want:
         left = _batchnorms(folded) if isinstance(folded, nn.Module) else []
         hint = (
@@ -418,7 +421,7 @@ def test_quantize_calibrates_on_every_batch(quantizing):
 def test_quantize_leaves_the_folded_model_as_it_was(quantizing):
     _result("quantize(folded, calibration) returns the int8 model", "quantize", quantizing)
     folded, before, *_ = quantizing
-    if str(folded.graph) != before:
+    if graph_text(folded.graph, "the folded model's graph after quantize", SEE) != before:
         _fail(
             "folded unchanged",
             "its graph changed",

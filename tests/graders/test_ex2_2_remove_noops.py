@@ -13,7 +13,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from minifx.graph import Tracer
-from tests.graders.support import call_graded, error_line, explain, explain_graphs, safe_repr
+from tests.graders.support import (
+    call_graded,
+    error_line,
+    explain,
+    explain_graphs,
+    graph_text,
+    safe_repr,
+)
 
 pytestmark = pytest.mark.ch2
 
@@ -379,7 +386,7 @@ def _count_message(count, removed) -> str:
 @pytest.mark.parametrize("case", list(CASES))
 def test_remove_noops(ex, case):
     want, count, before, graph, removed = _run_pass(ex, case)
-    got = str(graph)
+    got = graph_text(graph, f"the graph after remove_noops ({case})", SEE)
     assert got == want, (
         _graph_message(
             f"the graph after remove_noops ({case})",

@@ -22,6 +22,7 @@ from tests.graders.support import (
     explain,
     explain_graphs,
     explain_texts,
+    graph_text,
     safe_repr,
     stub_hint,
     summarize_error,
@@ -363,7 +364,7 @@ def _transformed(ex, case: str, model: nn.Module | None = None, results: list | 
 
 def _check_graph(ex, case: str, what: str):
     gm, before = _transformed(ex, case)
-    got = str(gm.graph)
+    got = graph_text(gm.graph, f"gm.graph after method_relu_to_gelu ({case})", SEE)
     if got != GOLDEN[case]:
         hint = _diagnosis(before, GOLDEN[case], gm) or "compare the graphs line by line."
         pytest.fail(explain_graphs(what, GOLDEN[case], got, hint, SEE), pytrace=False)
@@ -398,7 +399,7 @@ def test_it_returns_whether_it_rewrote(ex):
                 explain_graphs(
                     f"method_relu_to_gelu called on every node ({case})",
                     GOLDEN[case],
-                    str(gm.graph),
+                    got,
                     hint,
                     SEE,
                 ),
@@ -524,7 +525,7 @@ def test_the_given_relu_to_gelu_returns_gm(ex):
         "keep the given relu_to_gelu as it is: it ends with `return gm`.",
         SEE,
     )
-    got = str(gm.graph)
+    got = graph_text(gm.graph, "gm.graph after relu_to_gelu (mixed)", SEE)
     if got != GOLDEN["mixed"]:
         hint = _diagnosis(before, GOLDEN["mixed"], gm) or (
             "keep the given relu_to_gelu and function_relu_to_gelu as they are."

@@ -22,6 +22,9 @@ from tests.graders.support import (
     explain,
     explain_graphs,
     explain_texts,
+    graph_text,
+    refuse_graph_swaps,
+    refuse_methods_of_its_own,
     summarize_error,
     tensors_close,
 )
@@ -323,12 +326,13 @@ def _lowered(ex, case: str, model: nn.Module | None = None):
         )
     # Printed and run only as minifx's own Graph: one of graded code's could print anything.
     exactly(gm.graph, Graph, "gm.graph after lower_linear", SEE)
+    refuse_methods_of_its_own(gm, "gm after lower_linear", SEE)
     return model, gm, [str(w.message) for w in caught]
 
 
 def _check_graph(ex, case: str, what: str):
     model, gm, _ = _lowered(ex, case)
-    got = str(gm.graph)
+    got = graph_text(gm.graph, f"gm.graph after lower_linear ({case})", SEE)
     if got != GOLDEN[case]:
         hint = _diagnosis(model, gm, case) or "compare the graphs line by line."
         pytest.fail(explain_graphs(what, GOLDEN[case], got, hint, SEE), pytrace=False)
@@ -513,6 +517,7 @@ def test_the_pass_runs_on_torch_fx_graph_modules(ex):
             ),
             pytrace=False,
         )
+    refuse_graph_swaps()  # before the nodes are read: a patch could put itself back then
     got = [
         (n.name, n.op, getattr(n.target, "__name__", n.target), tuple(map(_name, n.args)))
         for n in gm.graph.nodes

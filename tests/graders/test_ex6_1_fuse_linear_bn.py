@@ -37,6 +37,7 @@ from tests.graders.support import (
     explain_graphs,
     graded_line,
     graph_module,
+    graph_text,
     oracle_uses,
     tensors_close,
     tensors_equal,
@@ -483,7 +484,7 @@ def _fused_linear_wrong(ex) -> str | None:
 
 def test_the_graph_is_torch_fx_fused_graph(ex):
     gm = _fuse(ex, mlp(), "fuse_linear_bn of the MLP")
-    got = str(gm.graph)
+    got = graph_text(gm.graph, "gm.graph after fuse_linear_bn of the MLP", SEE)
     if got == EXPECTED_MLP:
         return
     if _batchnorm_nodes(gm) == ["bn1", "bn2"]:

@@ -24,6 +24,7 @@ from tests.graders.support import (
     explain,
     explain_graphs,
     graph_module,
+    graph_text,
     tensors_close,
     tensors_equal,
 )
@@ -339,7 +340,7 @@ _STALE = (
 
 def test_a_chain_of_three_becomes_one(ex):
     gm = _merge(ex, chain(), "merge_linears of the chain fc1 -> fc2 -> fc3 -> relu -> head")
-    got = str(gm.graph)
+    got = graph_text(gm.graph, "gm.graph after merge_linears of the chain", SEE)
     if got != EXPECTED_CHAIN:
         if "%fc2" in got and "%fc3" in got:
             hint = (
@@ -394,9 +395,10 @@ def test_pairs_that_cannot_be_merged_are_left_alone(ex, case):
     model = make()
     want = str(symbolic_trace(model).graph)
     gm = _merge(ex, model, f"merge_linears of the {case} model, which it leaves alone")
-    if str(gm.graph) != want:
+    got = graph_text(gm.graph, f"gm.graph after merge_linears ({case})", SEE)
+    if got != want:
         pytest.fail(
-            explain_graphs(f"{case}: the graph unchanged", want, str(gm.graph), hint, SEE),
+            explain_graphs(f"{case}: the graph unchanged", want, got, hint, SEE),
             pytrace=False,
         )
     differ = _outputs_differ(gm, model)

@@ -25,8 +25,10 @@ from tests.graders.support import (
     error_line,
     explain,
     explain_graphs,
+    graph_text,
     not_plain,
     oracle_lines,
+    refuse_methods_of_its_own,
     refusing,
     replace_for_student,
     running_line,
@@ -276,6 +278,7 @@ def _insert(ex, model, monkeypatch) -> tuple:
         ex.insert_relu_observers, gm, what="insert_relu_observers(gm)", stub="insert_relu_observers"
     )
     monkeypatch.setattr(Node, "_set_args_kwargs", original)
+    refuse_methods_of_its_own(gm, "gm after insert_relu_observers", SEE_PREPARE)
     problem = _observer_problem(gm, names, loops, RELUS[_case_of(model)])
     if problem:
         expected, got, hint = problem
@@ -436,10 +439,11 @@ def test_observers_follow_every_relu_in_the_graph(ex, monkeypatch):
     model, _ = _setup("spellings")
     gm, _ = _insert(ex, model, monkeypatch)
     gm.graph.lint()
-    assert str(gm.graph) == SPELLINGS_AFTER, explain_graphs(
+    got = graph_text(gm.graph, "the graph after insert_relu_observers", SEE_PREPARE)
+    assert got == SPELLINGS_AFTER, explain_graphs(
         "the graph after insert_relu_observers",
         SPELLINGS_AFTER,
-        str(gm.graph),
+        got,
         "insert each observer right after its relu, and move every other user of the relu onto it.",
         SEE_PREPARE,
     )
