@@ -467,14 +467,17 @@ def refuse_torch_swaps() -> None:
     """Fail the test if graded code swapped a name of torch's (`torch_swaps`): called as a
     graded call returns (`call_graded`), while a patch it made is still in place, and by
     `tensors_equal` and `tensors_close` as a grader decides."""
-    swapped = torch_swaps()
+    _refuse_swaps(
+        torch_swaps(),
+        " while this test ran, which the grading relies on; graded code may not patch torch",
+    )
+
+
+def _refuse_swaps(swapped: list[str], why: str) -> None:
+    """Fail the test if `swapped` names anything, showing the first five and then `why`."""
     if swapped:
         shown = ", ".join(swapped[:5]) + (f" and {len(swapped) - 5} more" if swapped[5:] else "")
-        pytest.fail(
-            f"graded code replaced {shown} while this test ran, which the grading relies on; "
-            "graded code may not patch torch, so this test earns nothing",
-            pytrace=False,
-        )
+        pytest.fail(f"graded code replaced {shown}{why}, so this test earns nothing", pytrace=False)
 
 
 def tensors_equal(got: object, want: object) -> bool:
@@ -630,14 +633,10 @@ def refuse_graph_swaps() -> None:
     """Fail the test if a name of minifx's stages 1 to 3 or of torch.fx's graph and node is
     not the object it was when the graders loaded (`printing_swaps`): called before a
     grader reads a graph that graded code had in hand."""
-    swapped = printing_swaps()
-    if swapped:
-        shown = ", ".join(swapped[:5]) + (f" and {len(swapped) - 5} more" if swapped[5:] else "")
-        pytest.fail(
-            f"graded code replaced {shown}, with which a grader reads a graph; graded code may "
-            "not patch minifx or torch.fx, so this test earns nothing",
-            pytrace=False,
-        )
+    _refuse_swaps(
+        printing_swaps(),
+        ", with which a grader reads a graph; graded code may not patch minifx or torch.fx",
+    )
 
 
 def graph_text(graph: object, what: str, see: str) -> str:
