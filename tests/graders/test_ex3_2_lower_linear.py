@@ -22,6 +22,7 @@ from tests.graders.support import (
     explain,
     explain_graphs,
     explain_texts,
+    graph_module,
     graph_text,
     refuse_graph_swaps,
     refuse_methods_of_its_own,
@@ -342,6 +343,46 @@ def _check_graph(ex, case: str, what: str):
 # --- tests ----------------------------------------------------------------------------
 
 
+def _require_lowering(gm, case: str, what: str) -> None:
+    """Fail unless the pass lowered the case's Linear layers: a pass that does nothing would
+    pass `what` (a graph that lints, the eager outputs, no warning) without doing the
+    exercise."""
+    nodes = list(gm.graph.nodes)
+    left = [
+        n.name
+        for n in nodes
+        if n.op == "call_module" and isinstance(_submodule(gm, n.target), nn.Linear)
+    ]
+    lowered = any(  # an F.linear call that reads its weight through a get_attr node
+        n.op == "call_function" and n.target is F.linear and _reads_state(n.args[1:2])
+        for n in nodes
+    )
+    if left or not lowered:
+        pytest.fail(
+            explain(
+                f"{what} ({case}), from a pass that also lowers the Linear layers",
+                f"call_module node(s) of nn.Linear {left} still in the graph"
+                if left
+                else "no call_function node of F.linear in the graph",
+                "a pass that does nothing passes this check too: lower the Linear layers "
+                "first (see test_graph), then this test counts.",
+                SEE,
+            ),
+            pytrace=False,
+        )
+
+
+def _reads_state(args: tuple) -> bool:
+    return bool(args) and getattr(args[0], "op", None) == "get_attr"
+
+
+def _submodule(gm, target: str) -> nn.Module | None:
+    try:
+        return gm.get_submodule(target)
+    except AttributeError:  # a node whose module the pass deleted: not a Linear any more
+        return None
+
+
 def test_the_net_calls_f_linear(ex):
     _check_graph(ex, "net", "both Linears of Net lowered to get_attr nodes and F.linear")
 
@@ -426,7 +467,8 @@ def test_parameters_are_the_models_own(ex, case):
 
 
 def test_parameters_are_registered_before_they_are_read(ex):
-    _, _, caught = _lowered(ex, "net")
+    _, gm, caught = _lowered(ex, "net")
+    _require_lowering(gm, "net", "no warning from graph.get_attr")
     late = [
         message
         for message in caught
@@ -448,6 +490,7 @@ def test_parameters_are_registered_before_they_are_read(ex):
 @pytest.mark.parametrize("case", list(MODELS))
 def test_graph_still_lints(ex, case):
     model, gm, _ = _lowered(ex, case)
+    _require_lowering(gm, case, "gm.graph.lint() passes")
     try:
         gm.graph.lint()
     except RuntimeError as error:
@@ -473,6 +516,18 @@ def test_outputs_are_the_eager_model_s(ex, case, device):
     x = torch.randn(SHAPES[case], device=device)
     want = model(x)
     model, gm, _ = _lowered(ex, case, model)
+    _require_lowering(gm, case, "gm(x) equals the eager model's output")
+    if _stale(gm):  # it would run the code from before the edit: the eager model's
+        pytest.fail(
+            explain(
+                f"gm runs the lowered graph's code ({case})",
+                "gm.code is still the code generated before the edit (it calls no linear)",
+                RECOMPILE,
+                SEE,
+            ),
+            pytrace=False,
+        )
+    graph_module(gm, f"lower_linear's GraphModule ({case})", SEE)  # runs its graph's code
     try:
         got = gm(x)
     except Exception as error:  # the student's graph, run
