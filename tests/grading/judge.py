@@ -41,6 +41,7 @@ from tests.grading import build
 from tests.grading.forkserver import ForkServer, ForkServerError
 from tests.grading.manifest import ROOT, Exercise, GradingError
 from tests.grading.scan import findings
+from tests.grading.worker import SCRATCH
 
 # What the judge reads from the instructor's copy, never from the submission.
 TRUSTED = ("conftest.py", "pyproject.toml", "minifx", "tests")
@@ -68,9 +69,8 @@ CUDA_SKIP = "CUDA is not available"
 # Set in each worker's environment, so that processes it leaves behind can be found.
 MARKER = "MINIFX_GRADING_RUN"
 OUTPUT_LINES = 15
-# The worker's scratch folder, in its staged folder (worker.SCRATCH): its only writable
-# place. Each file is capped (RLIMIT_FSIZE), not their number: the judge measures them.
-SCRATCH = "scratch"
+# The worker's scratch folder (SCRATCH, in its staged folder) is its only writable place.
+# Each file is capped (RLIMIT_FSIZE), not their number: the judge measures them.
 # How often the judge measures the scratch folder, in turns of its wait (0.05 s each).
 DISK_EVERY = 10
 

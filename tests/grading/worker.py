@@ -25,9 +25,9 @@ graded code's reach:
   from the exception pytest caught, never from the report objects graded code could
   change.
 - **Kernel limits.** Before pytest starts, the worker gives up the right to write files
-  outside a scratch folder of its own (and `/dev/null`) and to read the judge's copy or the other staged
-  folders (`landlock.py`, on Linux with Landlock): native code opens files without the
-  audit events that the sandbox sees.
+  outside a scratch folder of its own (and `/dev/null`) and to read the judge's copy or
+  the other staged folders (`landlock.py`, on Linux with Landlock): native code opens
+  files without the audit events that the sandbox sees.
 - **A closed dispatcher.** Once the tests are collected, `torch._C._dispatch_library` is
   taken away, so graded code cannot give torch's operators kernels of its own.
 - **A guard.** After each test, `guard.py` checks that every module, class and import
@@ -67,7 +67,7 @@ NO_MESSAGE = "assertion failed (the test gave no message)"
 # modules, as to the graders' (a test's name swapped for one call earned a stub all its
 # points), but for the modules whose names tracing swaps and puts back (`wrap`).
 STAGE_TESTS = ("tests.",)
-# The worker's scratch folder, in the folder the judge staged for it (judge.SCRATCH).
+# The worker's scratch folder, in the folder the judge staged for it (the judge measures it).
 SCRATCH = "scratch"
 # The environment variable that names the judge's folder, the instructor's copy.
 SOURCE = "MINIFX_GRADING_SOURCE"
