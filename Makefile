@@ -29,6 +29,9 @@ TORCH_INDEX_URL ?=
 BOOK_ADDR ?= 127.0.0.1:8000
 # Mermaid (the book's diagrams) from the npm registry; mkdocs-material expects version 11.
 MERMAID_VERSION ?= 11.12.2
+# axe-core, the accessibility checker that tests/test_browser.py runs on every page, from
+# the npm registry too; it is only a test's tool, so it lives in the venv, not in the book.
+AXE_VERSION ?= 4.14.1
 CH ?=
 EX ?=
 RESULTS ?=
@@ -52,12 +55,13 @@ BIN := $(VENV)/bin
 # either one reinstalls on the next target.
 STAMP := $(VENV)/.minifx-installed
 MERMAID_JS := chapters/assets/vendor/mermaid.min.js
+AXE_JS := $(VENV)/axe-core/axe.min.js
 
 .PHONY: test grade gradescope classroom student-release book book-build chromium clean
 
 # In a student release (no solutions/), the tests are what a student can pass: the graders
 # are left out of pytest (tests/conftest.py) and run afterwards as a report by `make grade`.
-test: $(STAMP) $(MERMAID_JS) chromium
+test: $(STAMP) $(MERMAID_JS) $(AXE_JS) chromium
 	$(BIN)/python -m pytest -n $(TEST_PROCESSES) --dist loadfile --cov=minifx --cov-report=term-missing:skip-covered --cov-fail-under=90
 	@if [ ! -d solutions ]; then echo; echo "Your exercises, graded (a report: it never fails make test):"; $(MAKE) --no-print-directory grade; fi
 
@@ -97,6 +101,14 @@ $(MERMAID_JS): Makefile
 	rm -rf $(VENV)/mermaid && mkdir -p $(VENV)/mermaid $(dir $@)
 	cd $(VENV)/mermaid && npm pack --silent mermaid@$(MERMAID_VERSION) >/dev/null && tar -xzf mermaid-$(MERMAID_VERSION).tgz package/dist/mermaid.min.js
 	cp $(VENV)/mermaid/package/dist/mermaid.min.js $@
+
+# The browser test runs axe-core (pinned, from the npm registry) in every page it opens.
+# After $(STAMP), which may recreate the venv this file lives in.
+$(AXE_JS): Makefile | $(STAMP)
+	@command -v npm >/dev/null || { echo "make: npm is needed to fetch axe-core for the browser test; install Node.js and npm (Debian: apt-get install npm)" >&2; exit 1; }
+	rm -rf $(dir $@) && mkdir -p $(dir $@)
+	cd $(dir $@) && npm pack --silent axe-core@$(AXE_VERSION) >/dev/null && tar -xzf axe-core-$(AXE_VERSION).tgz package/axe.min.js && mv package/axe.min.js . && rm -rf package axe-core-$(AXE_VERSION).tgz
+	touch $@  # npm dates the packed file 1985: newer than this Makefile, or it is fetched again
 
 # The browser test (tests/test_browser.py) drives the system's Chromium with Playwright;
 # it never downloads a browser. On a machine without Chromium where we are root and have

@@ -10,6 +10,10 @@ no code block or table whose content is hidden to the side, no diagram text draw
 11 px, no overlapping labels, no diagram taller than the window without a button that
 fits it (the layout is chapters/assets/layout.css and diagrams.js).
 
+A reader who does not see the page is a reader too: axe-core (pinned, fetched by `make test`
+from the npm registry, like Mermaid) checks a sample of pages in the light and the dark
+colour scheme, and every diagram carries a title and a description for a screen reader.
+
 Skipped, with the reason, where there is no Chromium; Playwright itself is a dev
 dependency, so a missing Playwright is an error, not a skip.
 """
@@ -34,6 +38,8 @@ pytestmark = pytest.mark.meta
 
 ROOT = Path(__file__).resolve().parent.parent
 MERMAID_JS = ROOT / "chapters" / "assets" / "vendor" / "mermaid.min.js"
+# axe-core, fetched by the Makefile into the venv (MINIFX_AXE: another copy of axe.min.js).
+AXE_JS = Path(os.environ.get("MINIFX_AXE") or ROOT / ".venv" / "axe-core" / "axe.min.js")
 # What a root process needs to start Chromium headless in a container with no network.
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -184,12 +190,45 @@ EMPHASISED_LABELS = """() => [...document.querySelectorAll("article div.mermaid"
     `diagram ${i + 1}: '${e.textContent}' in '${e.parentElement.textContent}'`))"""
 
 
+# Each diagram's title and description, as a screen reader gets them (Mermaid writes
+# `accTitle:` and `accDescr:` into the SVG's <title> and <desc>, and points to them).
+UNNAMED_DIAGRAMS = """() => [...document.querySelectorAll("article div.mermaid")].flatMap(
+  (diagram, i) => {
+    const svg = diagram.shadowRoot.querySelector("svg");
+    const text = (attribute) => (svg.getAttribute(attribute) || "").split(" ")
+      .map((id) => svg.querySelector(`[id="${id}"]`)?.textContent.trim() || "").join(" ").trim();
+    const missing = [];
+    if (text("aria-labelledby").length < 3) missing.push("accTitle");
+    if (text("aria-describedby").length < 20) missing.push("accDescr");
+    return missing.length ? [`diagram ${i + 1} has no ${missing.join(" and no ")}`] : [];
+  })"""
+
+
+def test_the_diagram_check_finds_a_diagram_without_a_text_alternative(browser):
+    page = browser.new_page()
+    page.set_content(
+        '<article><div class="mermaid" id="bare"></div><div class="mermaid" id="named">'
+        "</div></article><script>"
+        'document.getElementById("bare").attachShadow({mode: "open"}).innerHTML = "<svg></svg>";'
+        'document.getElementById("named").attachShadow({mode: "open"}).innerHTML = '
+        '`<svg aria-labelledby="t" aria-describedby="d"><title id="t">A graph</title>'
+        '<desc id="d">x flows through relu, which is the output.</desc></svg>`;</script>'
+    )
+    unnamed = page.evaluate(UNNAMED_DIAGRAMS)
+    page.close()
+    assert unnamed == ["diagram 1 has no accTitle and no accDescr"], unnamed
+
+
 def test_diagram_labels_are_drawn_as_written(site, reader):
     """Mermaid reads a label as Markdown: `__torch_function__` is drawn as a bold
     "torch_function", `_x_` and `a*b*c` in italics. The book writes no emphasis in its
     diagrams, so every emphasis drawn is a name that lost its underscores or stars (write
-    them `\\_\\_torch_function\\_\\_` in the diagram's source)."""
-    problems = []
+    them `\\_\\_torch_function\\_\\_` in the diagram's source).
+
+    And a diagram is a picture: a reader who cannot see it hears its title and description,
+    written after its first line (or, for a figure included from chapters/figures/, after
+    the include) as `accTitle: ...` and `accDescr: ...`, which say what it draws."""
+    problems, unnamed = [], []
     for path in site.pages():
         html = (site.directory / path / "index.html").read_text(encoding="utf-8")
         diagrams = html.count('<pre class="mermaid">')
@@ -203,7 +242,9 @@ def test_diagram_labels_are_drawn_as_written(site, reader):
             timeout=15_000,
         )
         problems += [f"/{path}: {p}" for p in page.evaluate(EMPHASISED_LABELS)]
+        unnamed += [f"/{path}: {p}" for p in page.evaluate(UNNAMED_DIAGRAMS)]
     assert not problems, "diagram text drawn as Markdown emphasis:\n" + "\n".join(problems)
+    assert not unnamed, "diagrams a screen reader cannot describe:\n" + "\n".join(unnamed)
 
 
 @pytest.mark.needs_solutions  # a student release turns the solutions into notes
@@ -368,3 +409,87 @@ def test_layout_measurement_names_each_problem(browser):
     for start in expected:
         assert any(p.startswith(start) for p in problems), (start, problems)
     assert measured["counts"]["panned"] == 1, measured["counts"]
+
+
+# axe-core's checks (WCAG 2.x A and AA, and its best practices) on the page as drawn.
+AXE_VIOLATIONS = """async (context) => {
+  const result = await axe.run(context, {resultTypes: ["violations"]});
+  return result.violations.map((v) => `${v.id} (${v.impact}): ${v.help}: ` +
+    v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join(", "));
+}"""
+# One page of each kind, as axe takes seconds a page: the home page (a diagram, tables),
+# a chapter (diagrams in tabs, code, admonitions, collapsed solutions), the glossary (a
+# page of links), Performance (the charts) and an API page (signatures, source listings,
+# parameter tables). The theme's header, navigation, search and footer are on each.
+AXE_PAGES = ["", "07-subgraph-rewriting/", "glossary/", "performance/", "api/passes/shape_prop/"]
+# Light on a phone (390 px, an iPhone's width), dark on a laptop: the book follows the
+# reader's system (prefers-color-scheme) until the reader picks a scheme.
+AXE_READERS = {"light": (390, 844, "default"), "dark": (1280, 800, "slate")}
+
+
+def _axe(page: Page, context: str | dict = "html") -> list[str]:
+    assert AXE_JS.is_file(), (
+        f"{AXE_JS} is missing: run `make test` (or `make .venv/axe-core/axe.min.js`), which "
+        "fetches axe-core from the npm registry, or set MINIFX_AXE to an axe.min.js"
+    )
+    page.add_script_tag(path=str(AXE_JS))
+    return page.evaluate(AXE_VIOLATIONS, context)
+
+
+@pytest.mark.parametrize("scheme", AXE_READERS)
+def test_pages_pass_axe_in_light_and_dark(site, browser, scheme):
+    width, height, drawn = AXE_READERS[scheme]
+    context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
+    context.add_init_script(OPEN_SHADOW_ROOTS)  # so that axe sees into the diagrams
+    page = context.new_page()
+    problems = []
+    try:
+        for path in AXE_PAGES:
+            assert page.goto(site.url + path, wait_until="load").ok, f"/{path} is gone"
+            html = (site.directory / path / "index.html").read_text(encoding="utf-8")
+            page.wait_for_function(
+                "n => [...document.querySelectorAll('article div.mermaid')].filter("
+                "d => d.shadowRoot?.querySelector('svg')).length >= n",
+                arg=html.count('<pre class="mermaid">'),
+                timeout=15_000,
+            )
+            shown = page.evaluate("document.body.dataset.mdColorScheme")
+            assert shown == drawn, f"/{path}: a reader who prefers {scheme} got {shown!r}"
+            problems += [f"/{path}: {problem}" for problem in _axe(page)]
+    finally:
+        context.close()
+    assert not problems, (
+        f"{len(problems)} accessibility problems in the {scheme} scheme at {width} px:\n"
+        + "\n".join(problems)
+    )
+
+
+# A page with one of each problem the book has had: axe finds and names every one.
+INACCESSIBLE_PAGE = """
+<html lang="en"><title>t</title><body><main>
+  <p style="color:#212121">A sentence of running text with <a href="#x"
+  style="color:#4051b5; text-decoration:none">a link</a> in it, told apart from the words
+  around it by its colour alone, which is too close to theirs.</p>
+  <p style="color:#7f7f7f; background:#171717">Small print a little too faint.</p>
+  <img src="chart.png" width="10" height="10">
+  <table><tr><th></th><th>b</th></tr><tr><td>1</td><td>2</td></tr></table>
+  <nav><a href="#a">a</a></nav><nav><a href="#b">b</a></nav>
+  <div role="dialog"><input aria-label="q"></div>
+</main></body></html>
+"""
+
+
+def test_axe_finds_each_problem(browser):
+    page = browser.new_page()
+    page.set_content(INACCESSIBLE_PAGE)
+    found = {problem.split(" ")[0] for problem in _axe(page)}
+    page.close()
+    expected = {
+        "link-in-text-block",
+        "color-contrast",
+        "image-alt",
+        "empty-table-header",
+        "landmark-unique",
+        "aria-dialog-name",
+    }
+    assert expected <= found, (expected - found, found)
