@@ -166,6 +166,24 @@ def missing_target_warning(op: str, path: str) -> str:
     )
 
 
+def no_submodule_warning(module_path: str, path: str) -> str:
+    """torch.fx's first warning for `get_attr(path)`: `module_path` is no submodule."""
+    return (
+        f"Failed to fetch module {module_path}! get_attr({path!r}) reads {path.rpartition('.')[2]!r} "
+        f"from {module_path!r}, which is no submodule of the owning module."
+    )
+
+
+def plain_attribute_warning(path: str, value: Any) -> str:
+    """The warning for `get_attr(path)` on an attribute that is no parameter, buffer or module."""
+    return (
+        "Attempted to insert a get_attr Node with no underlying reference in the owning "
+        f"GraphModule: get_attr({path!r}) names a plain {type(value).__name__}, not a "
+        "parameter, buffer or submodule. Register it (register_buffer, nn.Parameter, "
+        "add_submodule) so that copies and state_dict keep it."
+    )
+
+
 # The tracer's errors, worded here so that the tracer reads as the algorithm it is.
 
 

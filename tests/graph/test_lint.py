@@ -495,12 +495,35 @@ def test_missing_target_on_the_owning_module_warns_at_the_caller(method):
     graph = Graph(owning_module=torch.nn.Module())
     with pytest.warns(UserWarning) as record:
         getattr(graph, method)("layer.missing")
+    # As in torch.fx, get_attr first warns that the module path leads to no submodule.
+    first = (
+        [
+            "Failed to fetch module layer! get_attr('layer.missing') reads 'missing' from 'layer', "
+            "which is no submodule of the owning module."
+        ]
+        if method == "get_attr"
+        else []
+    )
     assert [str(w.message) for w in record] == [
+        *first,
         f"Attempted to insert a {method} Node with no underlying reference in the owning "
         f"GraphModule: {method}('layer.missing') names no attribute of the owning module, so the "
-        "graph will fail when it runs. Add it to the module first (add_submodule, setattr)."
+        "graph will fail when it runs. Add it to the module first (add_submodule, setattr).",
     ]
-    assert record[0].filename == __file__
+    assert {w.filename for w in record} == {__file__}
+
+
+def test_get_attr_of_a_plain_attribute_warns():
+    root = torch.nn.Module()
+    root.scale = torch.ones(2)
+    with pytest.warns(UserWarning) as record:
+        Graph(owning_module=root).get_attr("scale")
+    assert [str(w.message) for w in record] == [
+        "Attempted to insert a get_attr Node with no underlying reference in the owning "
+        "GraphModule: get_attr('scale') names a plain Tensor, not a parameter, buffer or "
+        "submodule. Register it (register_buffer, nn.Parameter, add_submodule) so that copies "
+        "and state_dict keep it."
+    ]
 
 
 def test_existing_targets_do_not_warn():
