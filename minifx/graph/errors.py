@@ -139,6 +139,15 @@ def move_across_graphs(moved: Node, anchor: Node) -> MisuseError:
     )
 
 
+def move_not_a_node(moved: object, anchor: Node) -> TypeError:
+    """`anchor.prepend(moved)` or `append` with something that is no Node."""
+    return TypeError(
+        f"cannot move {moved!r} next to %{anchor.name}: prepend and append move a Node "
+        f"of the graph (got {type(moved).__name__}). To add a new node there, use "
+        f"graph.inserting_after(%{anchor.name}) and graph.call_function (or create_node)."
+    )
+
+
 def meta_would_be_overwritten(node: Node) -> MisuseError:
     """`replace_all_uses_with(node, propagate_meta=True)` with a node that has meta."""
     return MisuseError(

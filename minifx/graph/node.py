@@ -234,6 +234,8 @@ class Node(NodeConveniences):
         self._next.prepend(x)
 
     def _check_same_graph(self, x: Node) -> None:
+        if not isinstance(x, Node):  # a TypeError, as in torch.fx
+            raise errors.move_not_a_node(x, self)
         if x.graph is not self.graph:
             raise errors.move_across_graphs(x, self)
 

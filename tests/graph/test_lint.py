@@ -16,6 +16,7 @@ import warnings
 
 import pytest
 import torch
+import torch.fx
 
 from minifx.graph import Graph, Node
 
@@ -450,6 +451,22 @@ def test_prepend_across_graphs():
         x.prepend(y)
     assert str(error.value) == MOVE_ACROSS_GRAPHS.format(anchor="x")
     assert len(graph.nodes) == 4 and y.graph is not graph
+
+
+@pytest.mark.parametrize("method", ["prepend", "append"])
+def test_moving_what_is_no_node_is_a_type_error_as_in_torch_fx(method):
+    theirs = torch.fx.Graph().placeholder("x")
+    with pytest.raises(TypeError):
+        getattr(theirs, method)(1)
+    graph, x, _, _, _ = small_graph()
+    with pytest.raises(TypeError) as error:
+        getattr(x, method)(1)
+    assert str(error.value) == (
+        "cannot move 1 next to %x: prepend and append move a Node of the graph (got int). "
+        "To add a new node there, use graph.inserting_after(%x) and graph.call_function "
+        "(or create_node)."
+    )
+    assert [n.name for n in graph.nodes] == ["x", "add", "sin", "output"]
 
 
 @pytest.mark.parametrize("anchor", ["x", "output"])
