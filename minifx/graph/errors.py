@@ -148,6 +148,14 @@ def move_not_a_node(moved: object, anchor: Node) -> TypeError:
     )
 
 
+def map_arg_not_callable(fn: object) -> MisuseError:
+    """`map_arg(a, fn)` with an `fn` that cannot be called."""
+    return MisuseError(
+        f"map_arg(a, fn): fn must be a callable, got {type(fn).__name__} {fn!r}. Pass the "
+        "function to apply to each node, such as lambda n: env[n]."
+    )
+
+
 def meta_would_be_overwritten(node: Node) -> MisuseError:
     """`replace_all_uses_with(node, propagate_meta=True)` with a node that has meta."""
     return MisuseError(

@@ -53,6 +53,8 @@ def map_aggregate(a: Any, fn: Callable[[Any], Any]) -> Any:
 
 def map_arg(a: Any, fn: Callable[[Node], Any]) -> Any:
     """Apply `fn` to every `Node` inside `a`, such as `map_arg(args, lambda n: env[n])`."""
+    if not callable(fn):  # checked first, as torch.fx does: `a` may hold no node to call it on
+        raise errors.map_arg_not_callable(fn)
     return map_aggregate(a, lambda leaf: fn(leaf) if isinstance(leaf, Node) else leaf)
 
 

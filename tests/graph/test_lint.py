@@ -18,7 +18,7 @@ import pytest
 import torch
 import torch.fx
 
-from minifx.graph import Graph, Node
+from minifx.graph import Graph, Node, map_arg
 
 pytestmark = pytest.mark.ch2
 
@@ -451,6 +451,18 @@ def test_prepend_across_graphs():
         x.prepend(y)
     assert str(error.value) == MOVE_ACROSS_GRAPHS.format(anchor="x")
     assert len(graph.nodes) == 4 and y.graph is not graph
+
+
+def test_map_arg_with_no_callable_is_torch_fx_s_assertion_error():
+    with pytest.raises(AssertionError):
+        torch.fx.map_arg((), 3)
+    with pytest.raises(AssertionError) as error:
+        map_arg((), 3)  # refused although `a` holds no node to call it on, as in torch.fx
+    assert isinstance(error.value, ValueError)
+    assert str(error.value) == (
+        "map_arg(a, fn): fn must be a callable, got int 3. Pass the function to apply to each "
+        "node, such as lambda n: env[n]."
+    )
 
 
 @pytest.mark.parametrize("method", ["prepend", "append"])
