@@ -13,6 +13,7 @@ from __future__ import annotations
 import dis
 import functools
 import sys
+import types
 from bisect import bisect_right
 from types import FrameType
 from typing import Any, Callable
@@ -45,12 +46,26 @@ def called_attribute(frame: FrameType) -> str | None:
     if call.opname not in _CALL_STEPS:
         return None
     start = _start(call)
-    for instruction in reversed(instructions[:index]):
+    for back in range(index - 1, -1, -1):
+        instruction = instructions[back]
         if _start(instruction) == start and instruction.opname not in _CALL_STEPS:
             # The first instruction back that starts where the call does loads the callee.
             attribute = instruction.opname in ("LOAD_METHOD", "LOAD_ATTR")
-            return instruction.argval if attribute else None
+            if not attribute or _is_module(frame, instructions[back - 1]):
+                return None  # `operator.__index__(x)` is a function, called with x
+            return instruction.argval
     return None
+
+
+def _is_module(frame: FrameType, load: dis.Instruction) -> bool:
+    """Whether `load` reads a module by its name (`operator` in `operator.__index__`)."""
+    if load.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+        value = frame.f_globals.get(load.argval, frame.f_builtins.get(load.argval))
+    elif load.opname == "LOAD_FAST":
+        value = frame.f_locals.get(load.argval)
+    else:
+        return False
+    return isinstance(value, types.ModuleType)
 
 
 def _start(instruction: dis.Instruction) -> tuple:

@@ -4,6 +4,7 @@ records); what Python calls by itself, `int(x)`, still raises minifx's clear err
 
 from __future__ import annotations
 
+import operator
 import sys
 
 import pytest
@@ -36,9 +37,20 @@ def assigned(x):
     return x
 
 
+def converted_by_a_function_of_a_module(x):
+    return operator.__index__(x)
+
+
 @pytest.mark.parametrize(
     "program",
-    [converted, converted_by_range, converted_to_float, converted_inside_a_call_by_name, assigned],
+    [
+        converted,
+        converted_by_range,
+        converted_to_float,
+        converted_inside_a_call_by_name,
+        assigned,
+        converted_by_a_function_of_a_module,
+    ],
     ids=lambda f: f.__name__,
 )
 def test_what_python_calls_by_itself_still_raises_the_clear_error(program):
