@@ -131,6 +131,16 @@ def insertion_point_elsewhere(method: str, node: Node) -> MisuseError:
     )
 
 
+def cannot_move(moved: object, anchor: Node) -> Exception:
+    """`anchor.prepend(moved)` or `append` with a node of another graph, or with no node
+    (a `TypeError`, as in torch.fx)."""
+    from .node import Node  # node.py imports this module
+
+    if isinstance(moved, Node):
+        return move_across_graphs(moved, anchor)
+    return move_not_a_node(moved, anchor)
+
+
 def move_across_graphs(moved: Node, anchor: Node) -> MisuseError:
     """`anchor.prepend(moved)` or `append` with nodes of two graphs."""
     return MisuseError(

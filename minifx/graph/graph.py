@@ -260,9 +260,8 @@ class Graph(GraphConveniences, GraphCopying, CodeGenHooks):
     # --8<-- [end:builders]
 
     def _warn_if_missing(self, path: str, op: str) -> None:
-        if self.owning_module is not None:
-            for message in target_warnings(self.owning_module, path, op):
-                warnings.warn(message, stacklevel=3)
+        for message in target_warnings(self.owning_module, path, op):
+            warnings.warn(message, stacklevel=3)
 
     # --8<-- [start:node_copy]
     def node_copy(self, node: Node, arg_transform: Callable[[Node], Any] = lambda n: n) -> Node:

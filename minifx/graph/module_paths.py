@@ -33,12 +33,15 @@ def has_path(root: Any, path: str) -> bool:
 
 
 def target_warnings(root: Any, path: str, op: str) -> list[str]:
-    """The warnings torch.fx gives for a `get_attr` / `call_module` node at `path` on `root`.
+    """The warnings torch.fx gives for a `get_attr` / `call_module` node at `path` on `root`
+    (none without a `root`, a graph that no module owns).
 
     A `get_attr` target must be a submodule, parameter or buffer of a submodule, as in
     torch.fx: a plain attribute (a tensor, a number) warns, and a path through something
     that is no submodule (`lin.weight.data`) warns twice, first about the submodule.
     """
+    if root is None:
+        return []
     if op == "call_module":
         return [] if has_path(root, path) else [errors.missing_target_warning(op, path)]
     module_path, _, name = path.rpartition(".")

@@ -236,10 +236,8 @@ class Node(NodeConveniences):
         self._next.prepend(x)
 
     def _check_same_graph(self, x: Node) -> None:
-        if not isinstance(x, Node):  # a TypeError, as in torch.fx
-            raise errors.move_not_a_node(x, self)
-        if x.graph is not self.graph:
-            raise errors.move_across_graphs(x, self)
+        if getattr(x, "graph", None) is not self.graph:  # also when x is no Node at all
+            raise errors.cannot_move(x, self)
 
     def _unlink(self) -> None:
         """Take this node out; it keeps its pointers, so a loop standing on it can step on."""

@@ -145,7 +145,6 @@ class Proxy(CopyableProxy):
     def __len__(self) -> int:
         raise errors.len_called(self.node.name)
 
-    # Written out, `x.__setitem__(0, y)` is recorded as a method call, as in torch.fx.
     @recorded_when_called_by_name
     def __setitem__(self, index: Any, value: Any) -> None:
         raise errors.item_assigned(self.node.name)
