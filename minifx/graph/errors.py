@@ -131,11 +131,38 @@ def insertion_point_elsewhere(method: str, node: Node) -> MisuseError:
     )
 
 
+def cannot_move(moved: object, anchor: Node) -> Exception:
+    """`anchor.prepend(moved)` or `append` with a node of another graph, or with no node
+    (a `TypeError`, as in torch.fx)."""
+    from .node import Node  # node.py imports this module
+
+    if isinstance(moved, Node):
+        return move_across_graphs(moved, anchor)
+    return move_not_a_node(moved, anchor)
+
+
 def move_across_graphs(moved: Node, anchor: Node) -> MisuseError:
     """`anchor.prepend(moved)` or `append` with nodes of two graphs."""
     return MisuseError(
         f"cannot move %{moved.name} next to %{anchor.name}: they belong to different "
         "graphs. Copy it into this graph with graph.node_copy(node, arg_transform) instead."
+    )
+
+
+def move_not_a_node(moved: object, anchor: Node) -> TypeError:
+    """`anchor.prepend(moved)` or `append` with something that is no Node."""
+    return TypeError(
+        f"cannot move {moved!r} next to %{anchor.name}: prepend and append move a Node "
+        f"of the graph (got {type(moved).__name__}). To add a new node there, use "
+        f"graph.inserting_after(%{anchor.name}) and graph.call_function (or create_node)."
+    )
+
+
+def map_arg_not_callable(fn: object) -> MisuseError:
+    """`map_arg(a, fn)` with an `fn` that cannot be called."""
+    return MisuseError(
+        f"map_arg(a, fn): fn must be a callable, got {type(fn).__name__} {fn!r}. Pass the "
+        "function to apply to each node, such as lambda n: env[n]."
     )
 
 
@@ -163,6 +190,24 @@ def missing_target_warning(op: str, path: str) -> str:
         f"Attempted to insert a {op} Node with no underlying reference in the owning "
         f"GraphModule: {op}({path!r}) names no attribute of the owning module, so the "
         "graph will fail when it runs. Add it to the module first (add_submodule, setattr)."
+    )
+
+
+def no_submodule_warning(module_path: str, path: str) -> str:
+    """torch.fx's first warning for `get_attr(path)`: `module_path` is no submodule."""
+    return (
+        f"Failed to fetch module {module_path}! get_attr({path!r}) reads {path.rpartition('.')[2]!r} "
+        f"from {module_path!r}, which is no submodule of the owning module."
+    )
+
+
+def plain_attribute_warning(path: str, value: Any) -> str:
+    """The warning for `get_attr(path)` on an attribute that is no parameter, buffer or module."""
+    return (
+        "Attempted to insert a get_attr Node with no underlying reference in the owning "
+        f"GraphModule: get_attr({path!r}) names a plain {type(value).__name__}, not a "
+        "parameter, buffer or submodule. Register it (register_buffer, nn.Parameter, "
+        "add_submodule) so that copies and state_dict keep it."
     )
 
 

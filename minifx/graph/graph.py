@@ -18,7 +18,7 @@ from . import errors, invariants
 from .codegen_hooks import CodeGenHooks
 from .copying import GraphCopying
 from .graph_conveniences import GraphConveniences
-from .module_paths import has_path
+from .module_paths import target_warnings
 from .node import Node, map_arg
 from .node_index import NodeIndex
 
@@ -260,8 +260,8 @@ class Graph(GraphConveniences, GraphCopying, CodeGenHooks):
     # --8<-- [end:builders]
 
     def _warn_if_missing(self, path: str, op: str) -> None:
-        if self.owning_module is not None and not has_path(self.owning_module, path):
-            warnings.warn(errors.missing_target_warning(op, path), stacklevel=3)
+        for message in target_warnings(self.owning_module, path, op):
+            warnings.warn(message, stacklevel=3)
 
     # --8<-- [start:node_copy]
     def node_copy(self, node: Node, arg_transform: Callable[[Node], Any] = lambda n: n) -> Node:

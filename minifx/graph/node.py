@@ -53,6 +53,8 @@ def map_aggregate(a: Any, fn: Callable[[Any], Any]) -> Any:
 
 def map_arg(a: Any, fn: Callable[[Node], Any]) -> Any:
     """Apply `fn` to every `Node` inside `a`, such as `map_arg(args, lambda n: env[n])`."""
+    if not callable(fn):  # checked first, as torch.fx does: `a` may hold no node to call it on
+        raise errors.map_arg_not_callable(fn)
     return map_aggregate(a, lambda leaf: fn(leaf) if isinstance(leaf, Node) else leaf)
 
 
@@ -234,8 +236,8 @@ class Node(NodeConveniences):
         self._next.prepend(x)
 
     def _check_same_graph(self, x: Node) -> None:
-        if x.graph is not self.graph:
-            raise errors.move_across_graphs(x, self)
+        if getattr(x, "graph", None) is not self.graph:  # also when x is no Node at all
+            raise errors.cannot_move(x, self)
 
     def _unlink(self) -> None:
         """Take this node out; it keeps its pointers, so a loop standing on it can step on."""

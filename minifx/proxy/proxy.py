@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterator
 
 from . import errors
 from .arguments import create_other_arg
+from .called_by_name import recorded_when_called_by_name
 from .copying import CopyableProxy
 from .interfaces import IRGraph, IRNode
 from .introspection import current_instruction, is_tensor_method_or_property
@@ -144,14 +145,17 @@ class Proxy(CopyableProxy):
     def __len__(self) -> int:
         raise errors.len_called(self.node.name)
 
+    @recorded_when_called_by_name
     def __setitem__(self, index: Any, value: Any) -> None:
         raise errors.item_assigned(self.node.name)
 
+    @recorded_when_called_by_name
     def __index__(self) -> int:
         raise errors.converted_to_number(self.node.name, "an int (int(), range() or a list index)")
 
     __int__ = __index__
 
+    @recorded_when_called_by_name
     def __float__(self) -> float:
         raise errors.converted_to_number(self.node.name, "a float (float() or a math function)")
 

@@ -393,6 +393,26 @@ def test_fx_pytree_is_minifx_s_and_checks_the_structure(program, structure, wron
         ours(wrong)
 
 
+def tuple_then_dict(t, d):
+    return t[0] + t[1] * d["a"]
+
+
+def test_a_tuple_then_a_dict_are_read_as_they_were_called():
+    """A function of two parameters, a tuple then a dict, traced with structured
+    `concrete_args` reads its inputs as it was called; torch.fx takes the pair for its
+    `(args, kwargs)` form, and its `forward` fails with a `KeyError`."""
+    t, d = (torch.randn(3), torch.randn(3)), {"a": torch.randn(3)}
+    theirs, ours = (
+        fx.symbolic_trace(tuple_then_dict, concrete_args={"t": (fx.PH, fx.PH), "d": {"a": fx.PH}})
+        for fx in LIBRARIES
+    )
+    assert "tree_flatten_spec(([t, d], {}), self._in_spec)" in theirs.code
+    with pytest.raises(KeyError):
+        quietly(theirs, t, d)
+    assert "tree_flatten_spec([t, d], self._in_spec)" in ours.code
+    torch.testing.assert_close(ours(t, d), tuple_then_dict(t, d))
+
+
 # -- running and saving --------------------------------------------------------------------
 
 

@@ -9,6 +9,9 @@ the book shows, so a change in torch.fx cannot silently change them.
 
 from __future__ import annotations
 
+import re
+import warnings
+
 import pytest
 import torch
 import torch.fx
@@ -151,3 +154,44 @@ graph():
 def test_golden_printout(name: str, golden: str):
     actual = str(trace_minifx(CASES_BY_NAME[name]).graph)
     assert actual == golden, f"printout changed:\n{diff(golden, actual)}"
+
+
+# -- warnings of get_attr -----------------------------------------------------------
+
+
+def owning_module() -> torch.nn.Module:
+    root = torch.nn.Module()
+    root.lin = torch.nn.Linear(2, 2)
+    root.register_buffer("buf", torch.ones(2))
+    root.plain = torch.ones(2)
+    root.number = 3
+    return root
+
+
+def get_attr_warnings(fx, path: str) -> list[tuple[type, str]]:
+    """Category and first words of each warning of `fx.Graph(...).get_attr(path)`."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fx.Graph(owning_module=owning_module()).get_attr(path)
+    return [(w.category, re.split("[!:]", str(w.message))[0]) for w in caught]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "lin.weight",
+        "buf",
+        "lin",
+        "missing",
+        "lin.missing",
+        "plain",
+        "number",
+        "a.b",
+        "a.b.c",
+        "lin.weight.data",
+        "plain.T",
+    ],
+)
+def test_get_attr_warns_as_torch_fx_does(path: str):
+    # Same count, categories and openings; minifx's messages go on to say what to do.
+    assert get_attr_warnings(minifx, path) == get_attr_warnings(torch.fx, path)

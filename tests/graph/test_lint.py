@@ -16,8 +16,9 @@ import warnings
 
 import pytest
 import torch
+import torch.fx
 
-from minifx.graph import Graph, Node
+from minifx.graph import Graph, Node, map_arg
 
 pytestmark = pytest.mark.ch2
 
@@ -452,6 +453,34 @@ def test_prepend_across_graphs():
     assert len(graph.nodes) == 4 and y.graph is not graph
 
 
+def test_map_arg_with_no_callable_is_torch_fx_s_assertion_error():
+    with pytest.raises(AssertionError):
+        torch.fx.map_arg((), 3)
+    with pytest.raises(AssertionError) as error:
+        map_arg((), 3)  # refused although `a` holds no node to call it on, as in torch.fx
+    assert isinstance(error.value, ValueError)
+    assert str(error.value) == (
+        "map_arg(a, fn): fn must be a callable, got int 3. Pass the function to apply to each "
+        "node, such as lambda n: env[n]."
+    )
+
+
+@pytest.mark.parametrize("method", ["prepend", "append"])
+def test_moving_what_is_no_node_is_a_type_error_as_in_torch_fx(method):
+    theirs = torch.fx.Graph().placeholder("x")
+    with pytest.raises(TypeError):
+        getattr(theirs, method)(1)
+    graph, x, _, _, _ = small_graph()
+    with pytest.raises(TypeError) as error:
+        getattr(x, method)(1)
+    assert str(error.value) == (
+        "cannot move 1 next to %x: prepend and append move a Node of the graph (got int). "
+        "To add a new node there, use graph.inserting_after(%x) and graph.call_function "
+        "(or create_node)."
+    )
+    assert [n.name for n in graph.nodes] == ["x", "add", "sin", "output"]
+
+
 @pytest.mark.parametrize("anchor", ["x", "output"])
 def test_append_across_graphs_names_the_node_appended_to(anchor):
     # x.append(y) must speak of %x, the node the user called, not of x.next
@@ -495,12 +524,35 @@ def test_missing_target_on_the_owning_module_warns_at_the_caller(method):
     graph = Graph(owning_module=torch.nn.Module())
     with pytest.warns(UserWarning) as record:
         getattr(graph, method)("layer.missing")
+    # As in torch.fx, get_attr first warns that the module path leads to no submodule.
+    first = (
+        [
+            "Failed to fetch module layer! get_attr('layer.missing') reads 'missing' from 'layer', "
+            "which is no submodule of the owning module."
+        ]
+        if method == "get_attr"
+        else []
+    )
     assert [str(w.message) for w in record] == [
+        *first,
         f"Attempted to insert a {method} Node with no underlying reference in the owning "
         f"GraphModule: {method}('layer.missing') names no attribute of the owning module, so the "
-        "graph will fail when it runs. Add it to the module first (add_submodule, setattr)."
+        "graph will fail when it runs. Add it to the module first (add_submodule, setattr).",
     ]
-    assert record[0].filename == __file__
+    assert {w.filename for w in record} == {__file__}
+
+
+def test_get_attr_of_a_plain_attribute_warns():
+    root = torch.nn.Module()
+    root.scale = torch.ones(2)
+    with pytest.warns(UserWarning) as record:
+        Graph(owning_module=root).get_attr("scale")
+    assert [str(w.message) for w in record] == [
+        "Attempted to insert a get_attr Node with no underlying reference in the owning "
+        "GraphModule: get_attr('scale') names a plain Tensor, not a parameter, buffer or "
+        "submodule. Register it (register_buffer, nn.Parameter, add_submodule) so that copies "
+        "and state_dict keep it."
+    ]
 
 
 def test_existing_targets_do_not_warn():

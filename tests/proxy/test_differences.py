@@ -166,6 +166,70 @@ def test_builtins_that_need_a_number_raise_python_s_type_error_in_both(program):
     assert str(ours) == str(theirs).replace("torch.fx.proxy.", "")
 
 
+def int_by_getattr(x, other):
+    return getattr(x, "__int__")()  # noqa: B009 (the case under test)
+
+
+def int_kept_in_a_variable(x, other):
+    to_int = x.__int__
+    return to_int()
+
+
+@pytest.mark.parametrize(
+    "program", [int_by_getattr, int_kept_in_a_variable], ids=["getattr", "variable"]
+)
+def test_a_dunder_records_by_name_only_where_the_call_is_written_out(program):
+    """A dunder method called by its name records as in torch.fx where the call is written
+    `x.__int__(...)`; reached another way it raises the `TraceError` of `int(x)`, where
+    torch.fx records it."""
+    graph = torch.fx.symbolic_trace(program).graph
+    assert [n.target for n in graph.nodes if n.op == "call_method"] == ["__int__"]
+    with pytest.raises(TypeError, match="was converted to an int") as ours:
+        trace_to_tape(program)
+    assert isinstance(ours.value, TraceError)
+
+
+def test_a_keyword_to_an_operator_dunder_is_a_type_error_at_the_call():
+    """A keyword to an operator's dunder is a `TypeError` at the call; torch.fx records it
+    and fails with an `IndexError` as it writes the code."""
+
+    def program(x):
+        return x.__add__(other=1)
+
+    graph = torch.fx.Tracer().trace(program)
+    assert [(n.target, n.kwargs) for n in graph.nodes][1] == (operator.add, {"other": 1})
+    with pytest.raises(IndexError):
+        torch.fx.GraphModule(torch.nn.Module(), graph)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'other'"):
+        trace_to_tape(program)
+
+
+def test_dunders_python_never_calls_record_a_method_call():
+    """Python never calls `__rgetitem__`, `__div__` or `__rdiv__`; written out, they record
+    a `call_method` here. torch.fx records `operator.getitem(1, x)` for `x.__rgetitem__(1)`,
+    and `x.__div__(y)` raises `AttributeError`."""
+
+    def rgetitem(x):
+        return x.__rgetitem__(1)
+
+    def div(x):
+        return x.__div__(2), x.__rdiv__(2)
+
+    ours = [(r.op, r.target, r.args) for r in trace_to_tape(rgetitem) if r.op == "call_method"]
+    assert [(op, target, args[1:]) for op, target, args in ours] == [
+        ("call_method", "__rgetitem__", (1,))
+    ]
+    graph = torch.fx.Tracer().trace(rgetitem)
+    getitem = next(n for n in graph.nodes if n.op == "call_function")
+    assert (getitem.target, getitem.args[0]) == (operator.getitem, 1)
+    assert [r.target for r in trace_to_tape(div) if r.op == "call_method"] == [
+        "__div__",
+        "__rdiv__",
+    ]
+    with pytest.raises(AttributeError, match="has no attribute 'div'"):
+        torch.fx.Tracer().trace(div)
+
+
 # -- printing ------------------------------------------------------------------------------
 
 

@@ -213,6 +213,27 @@ def dedup_float_method(x):
     return x.float() + x.float().float()
 
 
+def dunders_called_by_name(x, y):
+    # Written out, a dunder is a method call, or the operator it stands for (as in torch.fx).
+    x.__setitem__(0, y)
+    x.__setitem__(
+        slice(1, None),
+        y,
+    )
+    return (
+        x.__int__(),
+        x.__float__(),
+        x.__index__(),
+        x.__int__().__float__(),
+        x.__getitem__(0),
+        x.__add__(1),
+        x.__radd__(2),
+        x.__neg__(),
+        x.__abs__(),
+        x.__setitem__(x.__index__(), x.shape.__int__()),
+    )
+
+
 def long_chain(x, y):
     h = torch.relu(x @ y + 1)
     h = F.dropout(h, p=0.5, training=False)
@@ -303,6 +324,7 @@ CORPUS = [
     dedup_builtin_names,
     dedup_getattr,
     dedup_float_method,
+    dunders_called_by_name,
     long_chain,
     lambda_function,
     unpacking_shape,
