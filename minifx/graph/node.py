@@ -236,7 +236,7 @@ class Node(NodeConveniences):
         self._next.prepend(x)
 
     def _check_same_graph(self, x: Node) -> None:
-        if getattr(x, "graph", None) is not self.graph:  # also when x is no Node at all
+        if not isinstance(x, Node) or x.graph is not self.graph:
             raise errors.cannot_move(x, self)
 
     def _unlink(self) -> None:
