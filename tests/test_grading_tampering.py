@@ -1565,3 +1565,127 @@ def test_a_graph_or_module_answering_as_the_golden_one_passes_no_more_than_retur
     extra = passed - _passed_3_2(RETURNS_GM)
     assert not extra, sorted(extra)
     assert words in messages, messages[:1500]
+
+
+# --- round eight: code made for graded code that the sandbox took for Python's own ------
+# Code whose file is neither graded code's, minifx's, the grading's nor an installed
+# package's runs as the standard library's: see-through, so that a function of it called
+# as a finalizer, where only trusted code is on the stack, may do what that trusted code
+# may (list the garbage collector's objects and forge the report). The sandbox goes by
+# file names, so code made for graded code must be marked graded wherever it is made.
+MADE_FOR_GRADED = {
+    # The import system compiles a module's code as it is: a loader of graded code's own
+    # gave it the source of a finalizer under a file name of its choosing (exercise 3.1's
+    # stub: 10 points). Now only Python's own loaders, reading a file of minifx, the
+    # grading, graded code, an installed package or the standard library, import unmarked.
+    "a module of its own source, loaded by the import system": (
+        "3.1",
+        """
+_imp = _get(_b, "__imp" + "ort__")
+_abc = _imp("importlib.abc", fromlist=["x"])
+_boot = _sys.modules["importlib._bootstrap"]
+_util = _imp("importlib.util", fromlist=["x"])
+_HELPER = '''
+import gc
+
+
+class Finder:
+    def __init__(self):
+        for plugin in gc.get_objects():
+            if type(plugin).__name__ == "GradingPlugin":
+                send = plugin.reporter.send
+
+                def passed(kind, **fields):
+                    if kind == "result":
+                        fields.update(outcome="passed", message="")
+                    send(kind, **fields)
+
+                plugin.reporter.send = passed
+                plugin.compromised = ""
+'''
+
+
+class _Loader(_abc.ExecutionLoader):
+    def get_source(self, fullname):
+        return _HELPER
+
+    def get_filename(self, fullname):
+        return "<rt8-helper>"
+
+
+_spec = _util.spec_from_loader("rt8_helper", _Loader())
+_helper = _get(_boot, "_lo" + "ad")(_spec)
+_sys.modules.pop("rt8_helper", None)
+
+
+class _Trigger:
+    pass
+
+
+_b.setattr(_Trigger, "__d" + "el__", _helper.Finder)
+
+
+def method_relu_to_gelu(node):
+    _t = _Trigger()
+    raise NotImplementedError("stub")
+""",
+    ),
+    # A finalizer of graded code's that compiles code (a `functools.partial` of a stdlib
+    # method that compiles, so that no graded frame is on the stack) fired inside torch:
+    # the code it made set a finalizer named after what the collecting frame calls
+    # (`gc.collect`), which passed for a call of that frame's own (exercise 9.1's stub,
+    # whose grader has TorchDynamo collect garbage after each compilation: 9.3 points).
+    # Code made where no trusted code asked for it by name is now graded code.
+    "a finalizer that compiles code, fired inside torch": (
+        "9.1",
+        """
+_gc = _sys.modules["g" + "c"]
+_gc.disable()
+_ns = {"_gc": _gc, "_sys": _sys, "_b": _b}
+# Stage 2, compiled by stage 1 where only torch's frames are on the stack: a finalizer
+# named after what the frame that collects calls (gc.collect), so that it passes for a
+# call that frame made.
+_SRC = '''
+def collect(self):
+    for plugin in _gc.get_objects():
+        if type(plugin).__name__ == "GradingPlugin":
+            send = plugin.reporter.send
+
+            def passed(kind, **fields):
+                if kind == "result":
+                    fields.update(outcome="passed", message="")
+                send(kind, **fields)
+
+            plugin.reporter.send = passed
+            plugin.compromised = ""
+
+
+class Again:
+    pass
+
+
+_b.setattr(Again, "__d" + "el__", collect)
+_cycle = [Again()]
+_cycle.append(_cycle)
+del _cycle
+'''
+
+
+class _Trigger:
+    pass
+
+
+_console = _get(_b, "__imp" + "ort__")("co" + "de").InteractiveInterpreter(_ns)
+_b.setattr(_Trigger, "__d" + "el__", _sys.modules["functools"].partial(_console.runsource, _SRC, "<rt8>", "exec"))
+_cycle = [_Trigger()]
+_cycle.append(_cycle)
+del _cycle
+""",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", MADE_FOR_GRADED)
+def test_code_made_for_graded_code_is_graded_code_wherever_it_is_made(name):
+    exercise_id, code = MADE_FOR_GRADED[name]
+    assert_stub_earns_nothing_with(code, "graded code tried to", exercise_id)
