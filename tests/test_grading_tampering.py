@@ -1030,6 +1030,37 @@ def fuse_conv_bn_weights(conv_weight, conv_bias, bn_mean, bn_var, bn_eps, bn_wei
         "6.1",
         "a name of tests.passes.test_fuse_conv_bn (perhaps put back since)",
     ),
+    # Round eight: the stage tests compare with torch directly (`torch.testing.assert_close`
+    # decides with `torch.isclose`), where the graders check torch's names as they compare.
+    # `torch.isclose` made to answer True for as long as the task's answer is held, and put
+    # back as the test drops it: zeros earned all 5 points, before the guard counted the
+    # writes to torch's own module for a build task.
+    "torch.isclose swapped while the answer is held": (
+        "minifx/passes/fuse_conv_bn.py",
+        """
+def fuse_conv_bn_weights(conv_weight, conv_bias, bn_mean, bn_var, bn_eps, bn_weight, bn_bias):
+    state = vars(torch).setdefault("_held", {"n": 0, "real": torch.isclose})
+
+    def held():
+        torch.isclose = lambda a, b, **kwargs: torch.ones_like(a, dtype=torch.bool)
+        state["n"] += 1
+        try:
+            yield
+        finally:
+            state["n"] -= 1
+            if not state["n"]:
+                torch.isclose = state["real"]
+                del torch._held
+
+    window = held()
+    next(window)
+    weight = nn.Parameter(torch.zeros_like(conv_weight))
+    weight.window = window
+    return weight, nn.Parameter(torch.zeros_like(bn_mean))
+""",
+        "6.1",
+        "a name of torch (perhaps put back since)",
+    ),
 }
 
 
@@ -1565,3 +1596,171 @@ def test_a_graph_or_module_answering_as_the_golden_one_passes_no_more_than_retur
     extra = passed - _passed_3_2(RETURNS_GM)
     assert not extra, sorted(extra)
     assert words in messages, messages[:1500]
+
+
+# --- round eight: code made for graded code that the sandbox took for Python's own ------
+# Code whose file is neither graded code's, minifx's, the grading's nor an installed
+# package's runs as the standard library's: see-through, so that a function of it called
+# as a finalizer, where only trusted code is on the stack, may do what that trusted code
+# may (list the garbage collector's objects and forge the report). The sandbox goes by
+# file names, so code made for graded code must be marked graded wherever it is made.
+MADE_FOR_GRADED = {
+    # The import system compiles a module's code as it is: a loader of graded code's own
+    # gave it the source of a finalizer under a file name of its choosing (exercise 3.1's
+    # stub: 10 points). Now only Python's own loaders, reading a file of minifx, the
+    # grading, graded code, an installed package or the standard library, import unmarked.
+    "a module of its own source, loaded by the import system": (
+        "3.1",
+        """
+_imp = _get(_b, "__imp" + "ort__")
+_abc = _imp("importlib.abc", fromlist=["x"])
+_boot = _sys.modules["importlib._bootstrap"]
+_util = _imp("importlib.util", fromlist=["x"])
+_HELPER = '''
+import gc
+
+
+class Finder:
+    def __init__(self):
+        for plugin in gc.get_objects():
+            if type(plugin).__name__ == "GradingPlugin":
+                send = plugin.reporter.send
+
+                def passed(kind, **fields):
+                    if kind == "result":
+                        fields.update(outcome="passed", message="")
+                    send(kind, **fields)
+
+                plugin.reporter.send = passed
+                plugin.compromised = ""
+'''
+
+
+class _Loader(_abc.ExecutionLoader):
+    def get_source(self, fullname):
+        return _HELPER
+
+    def get_filename(self, fullname):
+        return "<rt8-helper>"
+
+
+_spec = _util.spec_from_loader("rt8_helper", _Loader())
+_helper = _get(_boot, "_lo" + "ad")(_spec)
+_sys.modules.pop("rt8_helper", None)
+
+
+class _Trigger:
+    pass
+
+
+_b.setattr(_Trigger, "__d" + "el__", _helper.Finder)
+
+
+def method_relu_to_gelu(node):
+    _t = _Trigger()
+    raise NotImplementedError("stub")
+""",
+    ),
+    # A finalizer of graded code's that compiles code (a `functools.partial` of a stdlib
+    # method that compiles, so that no graded frame is on the stack) fired inside torch:
+    # the code it made set a finalizer named after what the collecting frame calls
+    # (`gc.collect`), which passed for a call of that frame's own (exercise 9.1's stub,
+    # whose grader has TorchDynamo collect garbage after each compilation: 9.3 points).
+    # Code made where no trusted code asked for it by name is now graded code.
+    "a finalizer that compiles code, fired inside torch": (
+        "9.1",
+        """
+_gc = _sys.modules["g" + "c"]
+_gc.disable()
+_ns = {"_gc": _gc, "_sys": _sys, "_b": _b}
+# Stage 2, compiled by stage 1 where only torch's frames are on the stack: a finalizer
+# named after what the frame that collects calls (gc.collect), so that it passes for a
+# call that frame made.
+_SRC = '''
+def collect(self):
+    for plugin in _gc.get_objects():
+        if type(plugin).__name__ == "GradingPlugin":
+            send = plugin.reporter.send
+
+            def passed(kind, **fields):
+                if kind == "result":
+                    fields.update(outcome="passed", message="")
+                send(kind, **fields)
+
+            plugin.reporter.send = passed
+            plugin.compromised = ""
+
+
+class Again:
+    pass
+
+
+_b.setattr(Again, "__d" + "el__", collect)
+_cycle = [Again()]
+_cycle.append(_cycle)
+del _cycle
+'''
+
+
+class _Trigger:
+    pass
+
+
+_console = _get(_b, "__imp" + "ort__")("co" + "de").InteractiveInterpreter(_ns)
+_b.setattr(_Trigger, "__d" + "el__", _sys.modules["functools"].partial(_console.runsource, _SRC, "<rt8>", "exec"))
+_cycle = [_Trigger()]
+_cycle.append(_cycle)
+del _cycle
+""",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", MADE_FOR_GRADED)
+def test_code_made_for_graded_code_is_graded_code_wherever_it_is_made(name):
+    exercise_id, code = MADE_FOR_GRADED[name]
+    assert_stub_earns_nothing_with(code, "graded code tried to", exercise_id)
+
+
+# Round eight, hole 3 of the guide: a graph prints a string argument as it is, so the
+# string "%layer1_fc_bias" reads as that node, and with the node's `users` set by hand (a
+# bias that F.linear never gets) the graphs printed as 3.2's golden ones: 3 tests of the
+# printed graph passed, from a pass that computes no bias. graph_text now refuses them.
+NAME_AS_A_STRING = """
+def lower_linear(gm):
+    graph = gm.graph
+    for node in graph.nodes:
+        if node.op != "call_module" or not isinstance(gm.get_submodule(node.target), nn.Linear):
+            continue
+        linear = gm.get_submodule(node.target)
+        gm.register_parameter(state_name(node.target, "weight"), linear.weight)
+        if linear.bias is not None:
+            gm.register_parameter(state_name(node.target, "bias"), linear.bias)
+        with graph.inserting_before(node):
+            weight = graph.get_attr(state_name(node.target, "weight"))
+            bias = (
+                graph.get_attr(state_name(node.target, "bias")) if linear.bias is not None else None
+            )
+            # The bias as a string that prints as its node: the graph reads as the golden one.
+            shown = "%" + bias.name if bias is not None else None
+            call = graph.call_function(F.linear, (node.args[0], weight, shown))
+            if bias is not None:
+                bias.users[call] = None
+        node.replace_all_uses_with(call)
+        graph.erase_node(node)
+    gm.recompile()
+    gm.delete_all_unused_submodules()
+    return gm
+"""
+
+
+def test_a_string_that_prints_as_a_node_s_name_passes_no_printed_graph():
+    score, messages = graded_with(NAME_AS_A_STRING, "3.2", "exercises")
+    printed = {
+        t.nodeid.split("::")[-1]
+        for t in score.tests
+        if t.outcome == "passed"
+        and t.nodeid.split("::")[-1].startswith(("test_graph[", "test_the_net"))
+    }
+    assert not printed, sorted(printed)
+    assert "which prints as a node's name" in messages, messages[:1500]

@@ -659,7 +659,40 @@ def graph_text(graph: object, what: str, see: str) -> str:
             ),
             pytrace=False,
         )
+    _refuse_node_names_as_strings(nodes, what, see)
     return text
+
+
+def _refuse_node_names_as_strings(nodes: list[_Node], what: str, see: str) -> None:
+    """Fail the test if an argument of a node is a string with a `%` in it: a graph prints
+    a string as it is, so `"%bias"` reads as the node `%bias` (with its `users` set by hand,
+    a graph that computes no bias printed as 3.2's golden one: eighth red-team round)."""
+    for node in nodes:
+        found = _strings_with_percent((node.args, node.kwargs))
+        if found:
+            pytest.fail(
+                explain(
+                    f"{what}: the arguments of %{node.name} are nodes and constants",
+                    f"the string {found!r}, which prints as a node's name",
+                    "pass the node itself (the value graph.get_attr or graph.call_function "
+                    "returned), not a string of its name.",
+                    see,
+                ),
+                pytrace=False,
+            )
+
+
+def _strings_with_percent(value: object) -> str:
+    """The first string with a `%` among the containers a node's arguments are made of."""
+    if type(value) is str:
+        return value if "%" in value else ""
+    if type(value) is slice:
+        value = (value.start, value.stop, value.step)
+    if type(value) is dict:
+        value = (*value.keys(), *value.values())
+    if type(value) in (tuple, list):
+        return next((found for item in value if (found := _strings_with_percent(item))), "")
+    return ""
 
 
 def _refuse_printing_swaps(graph: _Graph) -> list[_Node]:

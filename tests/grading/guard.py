@@ -83,6 +83,11 @@ DATA_MODULES = ("tests.graders", "tests.conftest")
 # swaps and puts back, as `wrap` does to `tests/graph/wrapped_helpers.py`.)
 DECIDING = ("builtins", "pytest", "_pytest.outcomes", "_pytest.python_api", "_pytest.raises")
 DECIDING_PREFIXES = ("tests.graders", "tests.conftest", "tests.models", "torch.testing")
+# And, for a build task, torch's own names: its stage tests compare with torch directly
+# (`torch.testing.assert_close` decides with `torch.isclose`), where the graders compare
+# through support's checks of torch's names. `torch.isclose` made to answer True while
+# the task's answer was held earned zeros all 5 points of task 6.1 (eighth round).
+TORCH_DECIDING = ("torch", "torch.nn.functional")
 # And the registries that change what every module call or copy does: torch's global
 # module hooks (a forward hook that returns zeros makes every output agree) and `copy`'s
 # dispatch tables (a deepcopy that shares tensors makes a grader's "before" move with
@@ -185,6 +190,8 @@ class Guard:
             deciding = name in DECIDING or name.startswith(DECIDING_PREFIXES)
             if self._stage_tests and name.startswith(self._stage_tests):
                 deciding = id(namespace) not in self._wrapped
+            if self._stage_tests and name in TORCH_DECIDING:
+                deciding = True
             if deciding and name not in COMPILED_BY_DYNAMO:
                 self._count_writes(f"a name of {name}", namespace)
             for key, value in list(namespace.items()) if name in REGISTRIES else ():

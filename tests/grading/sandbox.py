@@ -31,10 +31,12 @@ it is one they make: an introspection whose code names it (and, through the stan
 library, a call that names the function it calls; for minifx and the grading, code made
 or run, and a published function's code or defaults set, too), never a process, a trace
 or ctypes. Code compiled while graded code runs is graded code, whatever file name it
-claims; code that claims a file of minifx, the grading or an installed package is made
-only by the import system, or by an installed package on its own (code read from bytes,
-by `marshal`, could claim any file: it is refused), and a function's code is replaced
-only by code of the same file. And some files are refused to everyone: writing what the
+claims, and so is code run where no trusted code asked for it by name (a finalizer of
+graded code's, fired while only torch's frames are on the stack); code that claims a file
+of minifx, the grading or an installed package is made only by the import system, reading
+a file with Python's own loaders, or by an installed package on its own (code read from
+bytes, by `marshal`, could claim any file: it is refused), and a function's code is
+replaced only by code of the same file. And some files are refused to everyone: writing what the
 run's workers import (the staged minifx, graders and exercises), reading the other staged
 folders or the judge's copy (whose minifx holds the build tasks' solutions), and reading a
 process's memory (`/proc/self/mem`: the worker's holds the key that signs its report).
@@ -53,6 +55,14 @@ builtin changes nothing here.
 
 from __future__ import annotations
 
+from importlib.machinery import (
+    BuiltinImporter,
+    ExtensionFileLoader,
+    FrozenImporter,
+    ModuleSpec,
+    SourceFileLoader,
+    SourcelessFileLoader,
+)
 from linecache import getline
 from os import O_APPEND, O_CREAT, O_RDWR, O_TRUNC, O_WRONLY, PathLike, fsdecode, sep
 from os.path import basename, dirname, join, realpath
@@ -152,6 +162,10 @@ CODE_CALLS = {
     "code.__new__": ("CodeType", "replace"),
     "function.__new__": ("FunctionType",),
 }
+# Code run, or made into a function: where no graded code is on the stack, code is graded
+# code's when it is run for it (compiling is not enough: Python compiles a line of a file
+# to point at it in a traceback that it prints, as an exception in a finalizer's).
+RUN = frozenset({"exec", "function.__new__"})
 # Code objects read from bytes: no file name in them is checked (`_code_claims`).
 MARSHAL = frozenset({"marshal.loads", "marshal.load"})
 PATCHES = frozenset({"object.__setattr__", "object.__delattr__"})
@@ -180,6 +194,10 @@ COMPREHENSIONS = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"
 CONSTRUCTORS = frozenset({"__init__", "__new__"})
 # A process's memory, as files: the worker's holds the key that signs its report.
 MEMORY_FILES = frozenset({"mem", "pagemap", "kcore"})
+# The loaders with which the import system reads a module from a file (or from Python
+# itself) that it compiles as it is: a loader of graded code's, or one of these given
+# methods of graded code's, would hand it any source under any file name (`_importing`).
+FILE_LOADERS = frozenset({SourceFileLoader, SourcelessFileLoader, ExtensionFileLoader})
 
 
 class Sandbox:
@@ -267,7 +285,11 @@ class Sandbox:
         at = next((i for i, (kind, _) in enumerate(stack) if kind != SEE_THROUGH), None)
         requester = None if at is None else stack[at][0]
         graded_below = any(kind == GRADED for kind, _ in stack)
-        if event in CODE and graded_below and not _importing(stack):
+        if (
+            event in CODE
+            and (graded_below or (event in RUN and not self._asked(CODE_CALLS[event], stack, at)))
+            and not self._importing(stack)
+        ):
             self._made_for_graded(event, args)
         refused = self._refused_to_anyone(event, args, stack, requester, graded_below)
         if refused:
@@ -340,7 +362,7 @@ class Sandbox:
         """
         if event in MARSHAL:
             on_its_own = requester == INSTALLED and not graded_below
-            if on_its_own or _importing(stack):
+            if on_its_own or self._importing(stack):
                 return ""
             return f"load code from bytes ({event})"
         if event == "object.__setattr__" and len(args) > 2 and args[1] == "__code__":
@@ -356,7 +378,7 @@ class Sandbox:
         filename = _code_filename(event, args)
         if self._classify(filename) not in (OWN, INSTALLED):
             return ""
-        if (requester == INSTALLED and not graded_below) or _importing(stack):
+        if (requester == INSTALLED and not graded_below) or self._importing(stack):
             return ""
         return f"make or run code that claims to be {filename} ({event})"
 
@@ -407,19 +429,29 @@ class Sandbox:
             what = f"inspect the running interpreter ({event})"
         elif stack[at][0] != OWN:
             return ""  # an installed package: it calls exec and eval by names of its own
-        elif event in CODE and not _importing(stack):
+        elif event in CODE and not self._importing(stack):
             named, what = CODE_CALLS[event], f"make or run code ({event})"
         elif event in PATCHES and self._published(args[0], getattr(args[0], "__module__", None)):
             named = (args[1], "setattr", "delattr")
             what = f"change {getattr(args[0], '__qualname__', '?')}.{args[1]} ({event})"
         else:
             return ""
-        asked = any(name in stack[0][1].f_code.co_names for name in named)
-        if asked and at > 0:
-            asked = _calls(stack[at][1], stack[at - 1][1].f_code.co_name)
-        if asked:
+        if self._asked(named, stack, at):
             return ""
         return f"{what} through code it handed over{self._where(stack)}"
+
+    def _asked(self, named: tuple[str, ...], stack: list, at: int | None) -> bool:
+        """Whether the trusted code at `stack[at]` asked for the operation by one of the
+        names in `named`: the code that made the call names it, and the trusted code that
+        called into the standard library for it names the function it called. Not so where
+        a finalizer or a callback of graded code's runs while only trusted code is on the
+        stack: `__del__` set to `functools.partial(exec, source)` and fired as torch frees
+        an object (hole 1 of the instructor guide: 9.3 points on exercise 9.1's stub)."""
+        if at is None:
+            return False  # a thread or an atexit function: nobody trusted asked
+        if not any(name in stack[0][1].f_code.co_names for name in named):
+            return False
+        return at == 0 or _calls(stack[at][1], stack[at - 1][1].f_code.co_name)
 
     def _made_for_graded(self, event: str, args: tuple) -> None:
         """Code made at run time while graded code runs is graded code: a function compiled
@@ -517,9 +549,46 @@ class Sandbox:
         # In a build task's file, code counts as graded or as the reference's by the line it
         # starts on: made under that file's name, it could claim any line.
         claims = (OWN, INSTALLED, GRADED) if self.regions else (OWN, INSTALLED)
-        if kind not in claims or _importing(stack):
+        if kind not in claims or self._importing(stack):
             return ""
         return f"make or run code that claims to be {filename} ({event}){where}"
+
+    def _importing(self, stack: list) -> bool:
+        """Whether the import system is loading a module from a file of minifx, the grading,
+        graded code, an installed package or the standard library, which it compiles and
+        runs as it is. A loader of graded code's own (`importlib.abc.ExecutionLoader` with a
+        `get_source` and a `get_filename`) made the import system compile any source under
+        any file name, which the hook then took for the standard library's (eighth red-team
+        round: exercise 3.1's stub earned 10 points with a finalizer made that way)."""
+        for kind, frame in stack:
+            if kind != SEE_THROUGH:
+                return False
+            code = frame.f_code
+            if code.co_name == "_load_unlocked" and code.co_filename.startswith(
+                "<frozen importlib"
+            ):
+                return self._read_as_it_is(frame.f_locals.get("spec"))
+        return False
+
+    def _read_as_it_is(self, spec) -> bool:
+        """Whether `spec` loads a module that Python holds (frozen or built in) or a file of
+        ours, of graded code, of an installed package or of the standard library, by one
+        of Python's own file loaders, none of whose methods graded code replaced. Nothing
+        here runs code of the spec's or the loader's: only exact types and their dicts."""
+        if type(spec) is not ModuleSpec:
+            return False
+        loader = vars(spec).get("loader")
+        if loader is FrozenImporter or loader is BuiltinImporter:
+            return True
+        if type(loader) not in FILE_LOADERS:
+            return False
+        fields = vars(loader)
+        path = fields.get("path")
+        return (
+            fields.keys() <= {"name", "path"}
+            and isinstance(path, str)
+            and realpath(path).startswith((*self.own, *self.readable))
+        )
 
     def _where(self, stack: list) -> str:
         """` (exercises/x.py:12: <line>)`: the innermost graded frame."""
@@ -568,18 +637,6 @@ def _calls(frame, name: str) -> bool:
         and outer.f_code.co_filename == frame.f_code.co_filename
         and name in outer.f_code.co_names
     )
-
-
-def _importing(stack: list) -> bool:
-    """Whether the import system is loading a module: it compiles and runs the module's code."""
-    for kind, frame in stack:
-        if kind != SEE_THROUGH:
-            return False
-        if frame.f_code.co_name == "_load_unlocked" and frame.f_code.co_filename.startswith(
-            "<frozen importlib"
-        ):
-            return True
-    return False
 
 
 def _folder(*parts: str) -> str:
