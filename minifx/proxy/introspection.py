@@ -15,14 +15,27 @@ from typing import Callable
 
 import torch
 
+from . import errors
+
 
 def is_tensor_method_or_property(function: Callable) -> bool:
     """`torch.overrides.is_tensor_method_or_property`, without its cost per call.
 
     torch's version enters `warnings.catch_warnings()` on every call (about 2 µs,
     a sixth of recording a node); the set of tensor methods it looks in is
-    fixed, so it is read once.
+    fixed, so it is read once. A TorchBind object's method, which has no
+    `__name__` to record, is refused with a clear `TraceError`.
     """
+    if isinstance(function, torch.ScriptMethod) and not hasattr(function, "__name__"):
+        raise errors.untraceable(
+            f"`{function.name}`, a method of a TorchScript class (TorchBind) object, "
+            "was called with a Proxy.",
+            "minifx does not cover TorchScript methods: it records a call under the "
+            "function's __name__, which a TorchBind method lacks (torch.fx records it "
+            "as a call_method on the object).",
+            "make the module that calls it a leaf (override Tracer.is_leaf_module), or "
+            "move the call into a function registered with minifx.wrap.",
+        )
     return function in tensor_methods() or function.__name__ == "__get__"
 
 

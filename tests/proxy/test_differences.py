@@ -15,6 +15,7 @@ from __future__ import annotations
 import inspect
 import operator
 import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -344,6 +345,35 @@ def test_torchscript_methods_are_not_covered():
     assert [(n.op, n.target) for n in theirs.nodes][2] == ("call_method", "double")
     ours = trace_to_tape(call_method)
     assert [(r.op, type(r.target)) for r in ours][1] == ("call_function", torch.ScriptMethod)
+
+
+def _torchbind_relu():
+    """A TorchBind object from torch's test library (shipped in torch/lib), or skip."""
+    library = Path(torch.__file__).parent / "lib" / "libtorchbind_test.so"
+    if not library.exists():
+        pytest.skip("torch's libtorchbind_test.so is not installed")
+    torch.ops.load_library(str(library))
+    return torch.classes._TorchScriptTesting._ReLUClass()
+
+
+class CallsTorchBind(nn.Module):
+    def __init__(self, relu):
+        super().__init__()
+        self.relu = relu
+
+    def forward(self, x):
+        return self.relu.run(x)
+
+
+def test_torchbind_methods_are_refused_clearly():
+    """Not covered: a TorchBind object's method, which has no `__name__`, called with a
+    Proxy (torch.fx records a call_method on the object; minifx raises its TraceError
+    saying what is not covered and how to trace around it, not an AttributeError)."""
+    module = CallsTorchBind(_torchbind_relu())
+    theirs = torch.fx.symbolic_trace(module).graph
+    assert [(n.op, n.target) for n in theirs.nodes][2] == ("call_method", "run")
+    with pytest.raises(TraceError, match=r"(?s)`run`, a method of a TorchScript.*leaf"):
+        trace_to_tape(module)
 
 
 def test_higher_order_operators_are_not_covered():
