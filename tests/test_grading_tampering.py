@@ -21,6 +21,7 @@ import functools
 import marshal
 import shutil
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -1599,6 +1600,33 @@ def test_a_graph_or_module_answering_as_the_golden_one_passes_no_more_than_retur
 
 
 # --- round eight: code made for graded code that the sandbox took for Python's own ------
+# What each payload below runs once it runs unmarked: it finds the grading plugin among
+# the garbage collector's objects and makes its reporter say "passed" (indented into the
+# payload where FORGE_REPORT_<spaces> stands).
+FORGE_REPORT = """\
+for plugin in gc.get_objects():
+    if type(plugin).__name__ == "GradingPlugin":
+        send = plugin.reporter.send
+
+        def passed(kind, **fields):
+            if kind == "result":
+                fields.update(outcome="passed", message="")
+            send(kind, **fields)
+
+        plugin.reporter.send = passed
+        plugin.compromised = ""
+"""
+
+
+def with_forged_report(payload: str) -> str:
+    """`payload` with each `FORGE_REPORT_<n>` line replaced by FORGE_REPORT indented n spaces."""
+    for spaces in (4, 8):
+        payload = payload.replace(
+            f"FORGE_REPORT_{spaces}\n", textwrap.indent(FORGE_REPORT, " " * spaces)
+        )
+    return payload
+
+
 # Code whose file is neither graded code's, minifx's, the grading's nor an installed
 # package's runs as the standard library's: see-through, so that a function of it called
 # as a finalizer, where only trusted code is on the stack, may do what that trusted code
@@ -1622,17 +1650,7 @@ import gc
 
 class Finder:
     def __init__(self):
-        for plugin in gc.get_objects():
-            if type(plugin).__name__ == "GradingPlugin":
-                send = plugin.reporter.send
-
-                def passed(kind, **fields):
-                    if kind == "result":
-                        fields.update(outcome="passed", message="")
-                    send(kind, **fields)
-
-                plugin.reporter.send = passed
-                plugin.compromised = ""
+FORGE_REPORT_8
 '''
 
 
@@ -1672,23 +1690,13 @@ def method_relu_to_gelu(node):
         """
 _gc = _sys.modules["g" + "c"]
 _gc.disable()
-_ns = {"_gc": _gc, "_sys": _sys, "_b": _b}
+_ns = {"gc": _gc, "_sys": _sys, "_b": _b}
 # Stage 2, compiled by stage 1 where only torch's frames are on the stack: a finalizer
 # named after what the frame that collects calls (gc.collect), so that it passes for a
 # call that frame made.
 _SRC = '''
 def collect(self):
-    for plugin in _gc.get_objects():
-        if type(plugin).__name__ == "GradingPlugin":
-            send = plugin.reporter.send
-
-            def passed(kind, **fields):
-                if kind == "result":
-                    fields.update(outcome="passed", message="")
-                send(kind, **fields)
-
-            plugin.reporter.send = passed
-            plugin.compromised = ""
+FORGE_REPORT_4
 
 
 class Again:
@@ -1719,7 +1727,7 @@ del _cycle
 @pytest.mark.parametrize("name", MADE_FOR_GRADED)
 def test_code_made_for_graded_code_is_graded_code_wherever_it_is_made(name):
     exercise_id, code = MADE_FOR_GRADED[name]
-    assert_stub_earns_nothing_with(code, "graded code tried to", exercise_id)
+    assert_stub_earns_nothing_with(with_forged_report(code), "graded code tried to", exercise_id)
 
 
 # Round eight, hole 3 of the guide: a graph prints a string argument as it is, so the
