@@ -21,7 +21,6 @@ import functools
 import marshal
 import shutil
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -35,13 +34,8 @@ pytestmark = pytest.mark.meta
 ROOT = Path(__file__).resolve().parent.parent
 EXERCISES = load_manifest()
 
-# Shared by the attacks: what the scan would refuse, reached through sys.modules.
-PRELUDE = '''
-import sys as _sys
-_b = _sys.modules["built" + "ins"]
-_get = _b.getattr
-
-
+# What an attack does once it reaches the worker's grading plugin: every test passes.
+FORGE = '''
 def _forge(plugin):
     """Make every test of this exercise pass: what an attack does once it reaches the worker."""
     send = plugin.reporter.send
@@ -53,7 +47,17 @@ def _forge(plugin):
 
     plugin.reporter.send = passed
     plugin.compromised = ""
+'''
 
+# Shared by the attacks: what the scan would refuse, reached through sys.modules.
+PRELUDE = (
+    """
+import sys as _sys
+_b = _sys.modules["built" + "ins"]
+_get = _b.getattr
+"""
+    + FORGE
+    + """
 
 def _search_frames(frame):
     while frame is not None:
@@ -61,7 +65,8 @@ def _search_frames(frame):
             if type(value).__name__ == "GradingPlugin":
                 _forge(value)
         frame = _get(frame, "f_" + "back")
-'''
+"""
+)
 
 
 def _marshalled(source: str, filename: str) -> bytes:
@@ -1600,31 +1605,9 @@ def test_a_graph_or_module_answering_as_the_golden_one_passes_no_more_than_retur
 
 
 # --- round eight: code made for graded code that the sandbox took for Python's own ------
-# What each payload below runs once it runs unmarked: it finds the grading plugin among
-# the garbage collector's objects and makes its reporter say "passed" (indented into the
-# payload where FORGE_REPORT_<spaces> stands).
-FORGE_REPORT = """\
-for plugin in gc.get_objects():
-    if type(plugin).__name__ == "GradingPlugin":
-        send = plugin.reporter.send
-
-        def passed(kind, **fields):
-            if kind == "result":
-                fields.update(outcome="passed", message="")
-            send(kind, **fields)
-
-        plugin.reporter.send = passed
-        plugin.compromised = ""
-"""
-
-
-def with_forged_report(payload: str) -> str:
-    """`payload` with each `FORGE_REPORT_<n>` line replaced by FORGE_REPORT indented n spaces."""
-    for spaces in (4, 8):
-        payload = payload.replace(
-            f"FORGE_REPORT_{spaces}\n", textwrap.indent(FORGE_REPORT, " " * spaces)
-        )
-    return payload
+def with_forge(payload: str) -> str:
+    """`payload` with its line `FORGE` replaced by the definition of `_forge` (FORGE)."""
+    return payload.replace("FORGE\n", FORGE)
 
 
 # Code whose file is neither graded code's, minifx's, the grading's nor an installed
@@ -1646,11 +1629,14 @@ _boot = _sys.modules["importlib._bootstrap"]
 _util = _imp("importlib.util", fromlist=["x"])
 _HELPER = '''
 import gc
+FORGE
 
 
 class Finder:
     def __init__(self):
-FORGE_REPORT_8
+        for plugin in gc.get_objects():
+            if type(plugin).__name__ == "GradingPlugin":
+                _forge(plugin)
 '''
 
 
@@ -1695,8 +1681,12 @@ _ns = {"gc": _gc, "_sys": _sys, "_b": _b}
 # named after what the frame that collects calls (gc.collect), so that it passes for a
 # call that frame made.
 _SRC = '''
+FORGE
+
 def collect(self):
-FORGE_REPORT_4
+    for plugin in gc.get_objects():
+        if type(plugin).__name__ == "GradingPlugin":
+            _forge(plugin)
 
 
 class Again:
@@ -1727,7 +1717,7 @@ del _cycle
 @pytest.mark.parametrize("name", MADE_FOR_GRADED)
 def test_code_made_for_graded_code_is_graded_code_wherever_it_is_made(name):
     exercise_id, code = MADE_FOR_GRADED[name]
-    assert_stub_earns_nothing_with(with_forged_report(code), "graded code tried to", exercise_id)
+    assert_stub_earns_nothing_with(with_forge(code), "graded code tried to", exercise_id)
 
 
 # Round eight, hole 3 of the guide: a graph prints a string argument as it is, so the
