@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import builtins
 import ctypes
+import gc
 import sys
 from itertools import repeat
 from operator import is_
@@ -88,6 +89,10 @@ DECIDING_PREFIXES = ("tests.graders", "tests.conftest", "tests.models", "torch.t
 # through support's checks of torch's names. `torch.isclose` made to answer True while
 # the task's answer was held earned zeros all 5 points of task 6.1 (eighth round).
 TORCH_DECIDING = ("torch", "torch.nn.functional")
+# And the classes of torch's tensors, whose methods the stage tests' comparisons call
+# (`if torch.all(matches)` asks `Tensor.__bool__`): `Tensor.__bool__` made to answer True
+# while the task's answer was held earned zeros all 5 points of task 6.1 (ninth round).
+TORCH_DECIDING_CLASSES = {"torch._tensor": ("Tensor",), "torch.nn.parameter": ("Parameter",)}
 # And the registries that change what every module call or copy does: torch's global
 # module hooks (a forward hook that returns zeros makes every output agree) and `copy`'s
 # dispatch tables (a deepcopy that shares tensors makes a grader's "before" move with
@@ -192,6 +197,10 @@ class Guard:
                 deciding = id(namespace) not in self._wrapped
             if self._stage_tests and name in TORCH_DECIDING:
                 deciding = True
+            for kind in TORCH_DECIDING_CLASSES.get(name, ()) if self._stage_tests else ():
+                # vars(cls) is a read-only view; its one referent is the class's own dict.
+                (own,) = gc.get_referents(vars(getattr(module, kind)))
+                self._count_writes(f"an attribute of {name}.{kind}", own)
             if deciding and name not in COMPILED_BY_DYNAMO:
                 self._count_writes(f"a name of {name}", namespace)
             for key, value in list(namespace.items()) if name in REGISTRIES else ():

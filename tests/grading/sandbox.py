@@ -169,6 +169,11 @@ RUN = frozenset({"exec", "function.__new__"})
 # Code objects read from bytes: no file name in them is checked (`_code_claims`).
 MARSHAL = frozenset({"marshal.loads", "marshal.load"})
 PATCHES = frozenset({"object.__setattr__", "object.__delattr__"})
+# Raised, for a build task, by the `__init_subclass__` that the worker gives torch.Tensor:
+# a subclass's `__torch_function__` answers every torch call on its tensors, and the stage
+# tests compare with torch directly (ninth round: `torch.isclose` answered True for a
+# returned `nn.Parameter` subclass, and zeros earned all 5 points of task 6.1).
+TENSOR_SUBCLASS = "grading.tensor_subclass"
 OTHER = (
     "ctypes.",
     "socket.",
@@ -184,7 +189,8 @@ OTHER = (
     "_winapi.",
     "winreg.",
 )
-WATCHED = INTROSPECTION | TRACING | PROCESSES | FILE_CHANGES | CODE | PATCHES | MARSHAL | {"open"}
+WATCHED = INTROSPECTION | TRACING | PROCESSES | FILE_CHANGES | CODE | PATCHES | MARSHAL
+WATCHED |= {"open", TENSOR_SUBCLASS}
 WRITE_FLAGS = O_WRONLY | O_RDWR | O_APPEND | O_CREAT | O_TRUNC
 # In each staged folder of a grading run, what workers import: nobody writes there while
 # graded code runs (on Linux, every exercise's worker imports the fork server's copy).
@@ -285,6 +291,8 @@ class Sandbox:
         at = next((i for i, (kind, _) in enumerate(stack) if kind != SEE_THROUGH), None)
         requester = None if at is None else stack[at][0]
         graded_below = any(kind == GRADED for kind, _ in stack)
+        if event == TENSOR_SUBCLASS:
+            return self._subclass_refusal(args, stack)
         if (
             event in CODE
             and (graded_below or (event in RUN and not self._asked(CODE_CALLS[event], stack, at)))
@@ -569,6 +577,25 @@ class Sandbox:
             ):
                 return self._read_as_it_is(frame.f_locals.get("spec"))
         return False
+
+    def _subclass_refusal(self, args: tuple, stack: list) -> str:
+        """A subclass of torch.Tensor made while graded code runs (directly, or through a
+        function it handed over), unless a module that Python's own loaders import as it
+        is defines it (torch loading a part of itself on first use)."""
+        name = getattr(args[0], "__qualname__", "?") if args else "?"
+        refusal = (
+            f"define a subclass of torch.Tensor ({name}): its `__torch_function__` would "
+            f"answer the tests' comparisons{self._where(stack)}"
+        )
+        for kind, frame in stack:
+            if kind == GRADED:
+                return refusal
+            code = frame.f_code
+            if code.co_name == "_load_unlocked" and code.co_filename.startswith(
+                "<frozen importlib"
+            ):
+                return "" if self._read_as_it_is(frame.f_locals.get("spec")) else refusal
+        return ""
 
     def _read_as_it_is(self, spec) -> bool:
         """Whether `spec` loads a module that Python holds (frozen or built in) or a file of

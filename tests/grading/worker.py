@@ -165,6 +165,8 @@ class GradingPlugin:
             # torch's own classes when it loads: loaded now, before the guard looks.
             import torch.distributed.tensor
         _close_the_dispatcher(torch)
+        if self.task:
+            _watch_tensor_subclasses(torch)
         # hypothesis (some stage tests use it) sets its own flags while the first test runs.
         self.guard = self._guard_class(
             skip=self.graded_modules + (("hypothesis",) if self.task else ()),
@@ -244,6 +246,26 @@ def _close_the_dispatcher(torch) -> None:
     namespace = {"__builtins__": {"PermissionError": PermissionError}}
     exec(_REFUSED_DISPATCH_LIBRARY, namespace)
     torch._C._dispatch_library = namespace["_dispatch_library"]
+
+
+_WATCHED_SUBCLASSES = """
+def __init_subclass__(cls, **kwargs):
+    _audit("grading.tensor_subclass", cls)
+    if kwargs:
+        raise TypeError(f"{cls.__name__}: unexpected class arguments {sorted(kwargs)}")
+"""
+
+
+def _watch_tensor_subclasses(torch) -> None:
+    """For a build task, have each new subclass of torch.Tensor raise an audit event, which
+    the sandbox refuses while graded code runs: the stage tests compare with torch directly,
+    and a subclass's `__torch_function__` answers `torch.isclose` for its tensors (the
+    graders refuse them through support's checks of types). torch.Tensor is the only base a
+    tensor class can have (torch._C.TensorBase refuses subclasses of its own). Compiled
+    apart, like the dispatcher's stand-in."""
+    namespace = {"__builtins__": {"TypeError": TypeError, "sorted": sorted}, "_audit": sys.audit}
+    exec(_WATCHED_SUBCLASSES, namespace)
+    torch.Tensor.__init_subclass__ = classmethod(namespace["__init_subclass__"])
 
 
 def _limit_files(restrict_files, sandbox, graded: Path) -> None:
