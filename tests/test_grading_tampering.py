@@ -1074,19 +1074,19 @@ def fuse_conv_bn_weights(conv_weight, conv_bias, bn_mean, bn_var, bn_eps, bn_wei
         "minifx/passes/fuse_conv_bn.py",
         """
 def fuse_conv_bn_weights(conv_weight, conv_bias, bn_mean, bn_var, bn_eps, bn_weight, bn_bias):
-    tensor = torch.Tensor
+    tensor, name = torch.Tensor, "__bo" + "ol__"  # built: the regions' rule refuses `__bool__`
     state = tensor.__dict__.get("_held") or {"n": 0}
     tensor._held = state
 
     def held():
-        tensor.__bool__ = lambda self: True
+        setattr(tensor, name, lambda self: True)
         state["n"] += 1
         try:
             yield
         finally:
             state["n"] -= 1
             if not state["n"]:
-                del tensor.__bool__
+                delattr(tensor, name)
                 del tensor._held
 
     window = held()
@@ -1098,21 +1098,24 @@ def fuse_conv_bn_weights(conv_weight, conv_bias, bn_mean, bn_var, bn_eps, bn_wei
         "6.1",
         "an attribute of torch._tensor.Tensor (perhaps put back since)",
     ),
-    # Round nine: an `nn.Parameter` subclass, defined inside the task's function, whose
+    # Round nine: an `nn.Parameter` subclass, made inside the task's function, whose
     # `__torch_function__` answers `torch.isclose` with True (the graders check types; the
     # stage tests compare with torch directly): zeros earned all 5 points.
     "a Parameter subclass that answers torch.isclose": (
         "minifx/passes/fuse_conv_bn.py",
         """
 def fuse_conv_bn_weights(conv_weight, conv_bias, bn_mean, bn_var, bn_eps, bn_weight, bn_bias):
-    class Fused(nn.Parameter):
-        @classmethod
-        def __torch_function__(cls, func, types, args=(), kwargs=None):
-            if func is torch.isclose:
-                return torch.ones(args[0].shape, dtype=torch.bool)
-            with torch._C.DisableTorchFunctionSubclass():
-                return func(*args, **(kwargs or {}))
+    def answer(cls, func, types, args=(), kwargs=None):
+        if func is torch.isclose:
+            return torch.ones(args[0].shape, dtype=torch.bool)
+        with torch._C.DisableTorchFunctionSubclass():
+            return func(*args, **(kwargs or {}))
 
+    class Fused(nn.Parameter):
+        pass
+
+    # Set by a name built from strings, which no reading of the source sees.
+    setattr(Fused, "__torch_" + "function__", classmethod(answer))
     return Fused(torch.zeros_like(conv_weight)), Fused(torch.zeros_like(bn_mean))
 """,
         "6.1",
@@ -1148,6 +1151,47 @@ def test_task_code_that_runs_on_import_or_claims_the_reference_s_lines_earns_not
     messages = "\n".join([score.problem, *(t.message for t in score.tests)])
     assert not score.earned, f"{name!r} earned {score.earned:g} points"
     assert words in messages, messages[:1500]
+
+
+# Round nine: the stage test compares `calculate_qparams()` and `quant_range` with tuples
+# by `==`; an object of a class made inside them, whose `__eq__` answers True, earned all
+# 5 points of task 8.1 (with a forward that records the range), before the regions were
+# held to the exercises' rule on special methods. Planted in the file's last region (the
+# class body's second), so that these definitions come after the carved stubs.
+SAME_AS_ANYTHING = """
+    def forward(self, x):
+        self.min_val.copy_(torch.minimum(self.min_val, x.detach().min()))
+        self.max_val.copy_(torch.maximum(self.max_val, x.detach().max()))
+        return x
+
+    @property
+    def quant_range(self):
+        class Same:
+            def __eq__(self, other):
+                return True
+
+        return Same()
+
+    def calculate_qparams(self):
+        return self.quant_range
+"""
+
+
+def test_an_object_that_equals_anything_made_in_a_task_region_earns_nothing():
+    from tests.grading import build, judge
+
+    trusted = judge.snapshot()
+    package = _carved_package(trusted)
+    path = "minifx/passes/observers.py"
+    text = package[path].decode()
+    end = "    # --8<-- [end-task:8.1]"
+    at = text.rindex(end)
+    package[path] = (text[:at] + SAME_AS_ANYTHING + "\n" + text[at:]).encode()
+    (entry,) = [e for e in build.load_tasks(trusted) if e.id == "8.1"]
+    (score,) = judge.grade([entry], {}, Limits(timeout=60), trusted, package)
+    messages = "\n".join([score.problem, *(t.message for t in score.tests)])
+    assert not score.earned, f"earned {score.earned:g} points"
+    assert "`Same.__eq__`: an object of graded code may not choose how it compares" in messages
 
 
 def test_a_task_file_missing_from_the_submission_is_staged_carved_not_solved():

@@ -147,8 +147,10 @@ def file_problem(path: str, data: bytes, trusted: dict[str, bytes] | None, task:
         return f"{path} cannot be read as Python ({type(exc).__name__}); task {task} imports it"
     if not trusted or path not in trusted:
         return ""
-    problem = changed_outside(path, data, trusted[path]) or runs_on_import(
-        path, data, trusted[path]
+    problem = (
+        changed_outside(path, data, trusted[path])
+        or runs_on_import(path, data, trusted[path])
+        or pretends(path, data)
     )
     return problem + f"; task {task} imports it, so its tests did not run" if problem else ""
 
@@ -267,6 +269,31 @@ def runs_on_import(path: str, submitted: bytes, reference: bytes) -> str:
                 "a task region holds whole functions only, and defining them may run no code"
             )
     return ""
+
+
+def pretends(path: str, submitted: bytes) -> str:
+    """Why an object that a task region's code makes could pass for what it is not, or '':
+    the exercises' rule (`scan.py`), applied to what the regions hold. The stage tests
+    compare with `==`: a class made inside observers' `quant_range`, whose `__eq__`
+    answered True, earned all 5 points of task 8.1 (ninth red-team round). The reference's
+    regions make no such object."""
+    from tests.grading import scan
+
+    text = submitted.decode("utf-8", "replace")
+    tree = ast.parse(submitted)
+    found: list[tuple[int, str]] = []
+    for statement, inside, _ in _statements(tree.body, region_spans(text)):
+        for node in ast.walk(statement) if inside else ():
+            if isinstance(node, ast.ClassDef):
+                found += scan._class_rules(node)
+            elif node is not statement:
+                found += [
+                    (node.lineno, t) for t in scan._check(node, set()) if scan.WHY["pretend"] in t
+                ]
+    if not found:
+        return ""
+    line, problem = min(found)
+    return f"{path}, line {line}: {problem}"
 
 
 def region_spans(text: str) -> list[tuple[int, int]]:
