@@ -915,6 +915,40 @@ def graded_with(code: str, exercise_id: str, folder: str):
 # A build task's graded code is the submission's minifx task files, imported while pytest
 # collects the tests (before the sandbox is armed), and trusted outside the task regions.
 
+
+def held_while_answered(setup: str, swap: str, put_back: str) -> str:
+    """Task 6.1's function, answering zeros, with `swap` made while its answer is held:
+    from the call until the stage test drops the last answer (the generator kept on the
+    weight is closed with it), when `put_back` undoes it before the guard looks."""
+    template = """
+def fuse_conv_bn_weights(conv_weight, conv_bias, bn_mean, bn_var, bn_eps, bn_weight, bn_bias):
+    SETUP
+
+    def held():
+        SWAP
+        state["n"] += 1
+        try:
+            yield
+        finally:
+            state["n"] -= 1
+            if not state["n"]:
+                PUT_BACK
+
+    window = held()
+    next(window)
+    weight = nn.Parameter(torch.zeros_like(conv_weight))
+    weight.window = window
+    return weight, nn.Parameter(torch.zeros_like(bn_mean))
+"""
+    for placeholder, code, indent in (
+        ("SETUP", setup, 4),
+        ("SWAP", swap, 8),
+        ("PUT_BACK", put_back, 16),
+    ):
+        template = template.replace(placeholder, code.replace("\n", "\n" + " " * indent))
+    return template
+
+
 # Forges the report the way `_forge` above does, once it has found the worker's objects.
 FORGE_FROM_GC = """
     for _o in _sys.modules["g" + "c"].get_objects():
@@ -1044,27 +1078,11 @@ def fuse_conv_bn_weights(conv_weight, conv_bias, bn_mean, bn_var, bn_eps, bn_wei
     # writes to torch's own module for a build task.
     "torch.isclose swapped while the answer is held": (
         "minifx/passes/fuse_conv_bn.py",
-        """
-def fuse_conv_bn_weights(conv_weight, conv_bias, bn_mean, bn_var, bn_eps, bn_weight, bn_bias):
-    state = vars(torch).setdefault("_held", {"n": 0, "real": torch.isclose})
-
-    def held():
-        torch.isclose = lambda a, b, **kwargs: torch.ones_like(a, dtype=torch.bool)
-        state["n"] += 1
-        try:
-            yield
-        finally:
-            state["n"] -= 1
-            if not state["n"]:
-                torch.isclose = state["real"]
-                del torch._held
-
-    window = held()
-    next(window)
-    weight = nn.Parameter(torch.zeros_like(conv_weight))
-    weight.window = window
-    return weight, nn.Parameter(torch.zeros_like(bn_mean))
-""",
+        held_while_answered(
+            setup='state = vars(torch).setdefault("_held", {"n": 0, "real": torch.isclose})',
+            swap="torch.isclose = lambda a, b, **kwargs: torch.ones_like(a, dtype=torch.bool)",
+            put_back='torch.isclose = state["real"]\ndel torch._held',
+        ),
         "6.1",
         "a name of torch (perhaps put back since)",
     ),
@@ -1073,29 +1091,13 @@ def fuse_conv_bn_weights(conv_weight, conv_bias, bn_mean, bn_var, bn_eps, bn_wei
     # task's answer is held: zeros earned all 5 points.
     "Tensor.__bool__ swapped while the answer is held": (
         "minifx/passes/fuse_conv_bn.py",
-        """
-def fuse_conv_bn_weights(conv_weight, conv_bias, bn_mean, bn_var, bn_eps, bn_weight, bn_bias):
-    tensor, name = torch.Tensor, "__bo" + "ol__"  # built: the regions' rule refuses `__bool__`
-    state = tensor.__dict__.get("_held") or {"n": 0}
-    tensor._held = state
-
-    def held():
-        setattr(tensor, name, lambda self: True)
-        state["n"] += 1
-        try:
-            yield
-        finally:
-            state["n"] -= 1
-            if not state["n"]:
-                delattr(tensor, name)
-                del tensor._held
-
-    window = held()
-    next(window)
-    weight = nn.Parameter(torch.zeros_like(conv_weight))
-    weight.window = window
-    return weight, nn.Parameter(torch.zeros_like(bn_mean))
-""",
+        held_while_answered(
+            # The name is built: the regions' rule refuses `__bool__` as written.
+            setup='tensor, name = torch.Tensor, "__bo" + "ol__"\n'
+            'state = tensor.__dict__.get("_held") or {"n": 0}\ntensor._held = state',
+            swap="setattr(tensor, name, lambda self: True)",
+            put_back="delattr(tensor, name)\ndel tensor._held",
+        ),
         "6.1",
         "an attribute of torch._tensor.Tensor (perhaps put back since)",
     ),
