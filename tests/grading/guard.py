@@ -37,7 +37,17 @@ import gc
 import sys
 from itertools import repeat
 from operator import is_
-from types import BuiltinFunctionType, FunctionType, ModuleType
+from types import (
+    BuiltinFunctionType,
+    ClassMethodDescriptorType,
+    FunctionType,
+    GetSetDescriptorType,
+    MemberDescriptorType,
+    MethodDescriptorType,
+    MethodWrapperType,
+    ModuleType,
+    WrapperDescriptorType,
+)
 
 # Names that change while any program runs, each with the reason.
 VOLATILE = {
@@ -112,7 +122,17 @@ WRAP_REGISTRIES = (
 COMPILED_BY_DYNAMO = ("tests.graders.ex9_1_programs",)
 MISSING = object()
 # Module-level values that are code, not data: checked by identity like every other name.
+# (A builtin's descriptors have no state of their own to read; `support._BOUND` holds
+# about 700 of torch's.)
 CODE_KINDS = (type, FunctionType, BuiltinFunctionType, ModuleType)
+CODE_KINDS += (
+    MethodDescriptorType,
+    WrapperDescriptorType,
+    MethodWrapperType,
+    ClassMethodDescriptorType,
+    GetSetDescriptorType,
+    MemberDescriptorType,
+)
 WRAPPERS = (staticmethod, classmethod)
 # A grader's data: what is read item by item (other objects are checked by identity).
 DATA_KINDS = (list, tuple, dict, set, frozenset, str, bytes, int, float, bool)
@@ -139,9 +159,13 @@ class Guard:
         self._stage_tests = stage_tests
         self._wrapped = _wrapped_globals() if stage_tests else set()
         self._modules: dict[str, object] = {}
-        # (namespace, names, objects, where, owner): the names of each module and class, their
-        # objects, and the class (None for a module).
-        self._namespaces: list[tuple[object, tuple, tuple, str, type | None]] = []
+        # (namespace, names, objects, where, owner, writes, at_snapshot): the names of each
+        # module and class, their objects, the class (None for a module), and the count of
+        # writes to its dict (None if first seen once the sandbox was armed) with its reading.
+        self._namespaces: list[
+            tuple[object, tuple, tuple, str, type | None, WriteCount | None, int]
+        ]
+        self._namespaces = []
         self._classes: set[int] = set()
         self._data: dict[str, str] = {}
         # (function, its keyword defaults dict, its keys, its values): the one mutable part
@@ -159,7 +183,11 @@ class Guard:
         torch = sys.modules["torch"]._C
         self._mode_counts = (torch._len_torch_function_stack, torch._len_torch_dispatch_stack)
         self._baseline_modes = self._modes()
+        # Counts of writes use ctypes, which the sandbox refuses once it is armed (after this
+        # snapshot): a namespace first seen later is compared name by name every time.
+        self._counting = True
         self.add_new_modules()
+        self._counting = False
 
     def add_new_modules(self) -> None:
         """Take modules imported since the last snapshot into it (called after each check)."""
@@ -198,8 +226,7 @@ class Guard:
             if self._stage_tests and name in TORCH_DECIDING:
                 deciding = True
             for kind in TORCH_DECIDING_CLASSES.get(name, ()) if self._stage_tests else ():
-                # vars(cls) is a read-only view; its one referent is the class's own dict.
-                (own,) = gc.get_referents(vars(getattr(module, kind)))
+                own = _own_dict(vars(getattr(module, kind)))
                 self._count_writes(f"an attribute of {name}.{kind}", own)
             if deciding and name not in COMPILED_BY_DYNAMO:
                 self._count_writes(f"a name of {name}", namespace)
@@ -215,7 +242,9 @@ class Guard:
         self, namespace, where: str, items: list[tuple[str, object]], owner: type | None
     ) -> None:
         names, objects = zip(*items) if items else ((), ())
-        self._namespaces.append((namespace, names, objects, where, owner))
+        writes = WriteCount(_own_dict(namespace)) if self._counting else None
+        at_snapshot = writes.read() if writes else 0
+        self._namespaces.append((namespace, names, objects, where, owner, writes, at_snapshot))
         for value in objects:
             function = getattr(value, "__func__", value) if type(value) in WRAPPERS else value
             if type(function) is FunctionType and id(function) not in self._kwdefaults:
@@ -235,7 +264,9 @@ class Guard:
             for name, module in self._modules.items()
             if self._sys_modules.get(name, MISSING) is not module
         ]
-        for namespace, names, objects, where, owner in self._namespaces:
+        for namespace, names, objects, where, owner, writes, at_snapshot in self._namespaces:
+            if writes and writes.read() == at_snapshot:
+                continue  # a dict not written to since the snapshot holds what it held then
             # One pass in C over the names; only a namespace that changed is looked at in Python.
             if not all(map(is_, map(namespace.get, names, repeat(MISSING)), objects)):
                 changed += [
@@ -383,6 +414,15 @@ def _check_write_count() -> None:
 
 
 _check_write_count()
+
+
+def _own_dict(namespace) -> dict:
+    """The dict itself: a module's namespace, or the one behind a class's read-only view
+    (`vars(cls)`, whose one referent it is)."""
+    if type(namespace) is dict:
+        return namespace
+    (own,) = gc.get_referents(namespace)
+    return own
 
 
 def _wrapped_globals() -> set[int]:
