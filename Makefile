@@ -62,7 +62,7 @@ AXE_JS := $(VENV)/axe-core/axe.min.js
 # In a student release (no solutions/), the tests are what a student can pass: the graders
 # are left out of pytest (tests/conftest.py) and run afterwards as a report by `make grade`.
 test: $(STAMP) $(MERMAID_JS) $(AXE_JS) chromium
-	$(BIN)/python -m pytest -n $(TEST_PROCESSES) --dist loadfile --cov=minifx --cov-report=term-missing:skip-covered --cov-fail-under=90
+	$(BIN)/python -m pytest -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder --cov=minifx --cov-report=term-missing:skip-covered --cov-fail-under=90
 	@if [ ! -d solutions ]; then echo; echo "Your exercises, graded (a report: it never fails make test):"; $(MAKE) --no-print-directory grade; fi
 
 # A report, not a gate: tests.grading exits 0 whatever the score, non-zero only if it breaks.

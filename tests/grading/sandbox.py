@@ -571,10 +571,7 @@ class Sandbox:
         for kind, frame in stack:
             if kind != SEE_THROUGH:
                 return False
-            code = frame.f_code
-            if code.co_name == "_load_unlocked" and code.co_filename.startswith(
-                "<frozen importlib"
-            ):
+            if _loads_a_module(frame):
                 return self._read_as_it_is(frame.f_locals.get("spec"))
         return False
 
@@ -590,10 +587,7 @@ class Sandbox:
         for kind, frame in stack:
             if kind == GRADED:
                 return refusal
-            code = frame.f_code
-            if code.co_name == "_load_unlocked" and code.co_filename.startswith(
-                "<frozen importlib"
-            ):
+            if _loads_a_module(frame):
                 return "" if self._read_as_it_is(frame.f_locals.get("spec")) else refusal
         return ""
 
@@ -641,6 +635,12 @@ def _trusted(requester: str | None, event: str, graded_below: bool) -> bool:
     return requester == OWN and not (
         event in PROCESSES or event in TRACING or event.startswith(OTHER)
     )
+
+
+def _loads_a_module(frame) -> bool:
+    """Whether `frame` is the import system's, running the module its local `spec` names."""
+    code = frame.f_code
+    return code.co_name == "_load_unlocked" and code.co_filename.startswith("<frozen importlib")
 
 
 def _code_filename(event: str, args: tuple) -> str:

@@ -1,0 +1,61 @@
+"""The guard's snapshot (tests/grading/guard.py), outside a worker: what it sees change."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+
+from tests.grading.guard import Guard, WriteCount, _own_dict
+
+pytestmark = pytest.mark.meta
+
+
+class Watched:
+    """A class of a module in the snapshot, as torch's and the graders' are."""
+
+    def method(self) -> int:
+        return 1
+
+
+@pytest.fixture
+def module():
+    """A module of its own, in sys.modules while the test runs."""
+    module = types.ModuleType("guard_probe")
+    module.Watched = Watched
+    module.value = 1
+    Watched.__module__ = "guard_probe"
+    sys.modules["guard_probe"] = module
+    yield module
+    del sys.modules["guard_probe"]
+    Watched.__module__ = __name__
+
+
+def test_a_write_to_a_class_through_setattr_is_counted():
+    count = WriteCount(_own_dict(vars(Watched)))
+    before = count.read()
+    Watched.extra = 1
+    del Watched.extra
+    assert count.read() != before
+
+
+def test_a_name_swapped_is_seen_and_one_put_back_is_not(module):
+    guard = Guard(skip=("exercises",))
+    assert guard.changes() == []
+    original = Watched.method
+    Watched.method = lambda self: 2
+    module.value = 2
+    assert set(guard.changes()) == {"guard_probe.Watched.method", "guard_probe.value"}
+    Watched.method = original
+    module.value = 1
+    assert guard.changes() == []  # written since the snapshot: compared name by name
+
+
+def test_a_special_method_added_to_a_class_is_seen(module):
+    guard = Guard(skip=("exercises",))
+    Watched.__eq__ = lambda self, other: True
+    try:
+        assert "guard_probe.Watched.__eq__ (added)" in guard.changes()
+    finally:
+        del Watched.__eq__
