@@ -12,13 +12,6 @@ from tests.grading.guard import Guard, WriteCount, _own_dict
 pytestmark = pytest.mark.meta
 
 
-class Watched:
-    """A class of a module in the snapshot, as torch's and the graders' are."""
-
-    def method(self) -> int:
-        return 1
-
-
 def changes_here(guard: Guard) -> list[str]:
     """The changes the guard sees in the probe module (this process runs other tests too)."""
     return [change for change in guard.changes() if change.startswith("guard_probe.")]
@@ -26,18 +19,17 @@ def changes_here(guard: Guard) -> list[str]:
 
 @pytest.fixture
 def module():
-    """A module of its own, in sys.modules while the test runs."""
+    """A module of its own with a class of its own, in sys.modules while the test runs."""
     module = types.ModuleType("guard_probe")
-    module.Watched = Watched
+    module.Watched = type("Watched", (), {"__module__": "guard_probe", "method": lambda self: 1})
     module.value = 1
-    Watched.__module__ = "guard_probe"
     sys.modules["guard_probe"] = module
     yield module
     del sys.modules["guard_probe"]
-    Watched.__module__ = __name__
 
 
-def test_a_write_to_a_class_through_setattr_is_counted():
+def test_a_write_to_a_class_through_setattr_is_counted(module):
+    Watched = module.Watched
     count = WriteCount(_own_dict(vars(Watched)))
     before = count.read()
     Watched.extra = 1
@@ -46,6 +38,7 @@ def test_a_write_to_a_class_through_setattr_is_counted():
 
 
 def test_a_name_swapped_is_seen_and_one_put_back_is_not(module):
+    Watched = module.Watched
     guard = Guard(skip=("exercises",))
     assert changes_here(guard) == []
     original = Watched.method
@@ -58,6 +51,7 @@ def test_a_name_swapped_is_seen_and_one_put_back_is_not(module):
 
 
 def test_a_special_method_added_to_a_class_is_seen(module):
+    Watched = module.Watched
     guard = Guard(skip=("exercises",))
     Watched.__eq__ = lambda self, other: True
     try:

@@ -124,8 +124,11 @@ MISSING = object()
 # Module-level values that are code, not data: checked by identity like every other name.
 # (A builtin's descriptors have no state of their own to read; `support._BOUND` holds
 # about 700 of torch's.)
-CODE_KINDS = (type, FunctionType, BuiltinFunctionType, ModuleType)
-CODE_KINDS += (
+CODE_KINDS = (
+    type,
+    FunctionType,
+    BuiltinFunctionType,
+    ModuleType,
     MethodDescriptorType,
     WrapperDescriptorType,
     MethodWrapperType,
@@ -162,10 +165,7 @@ class Guard:
         # (namespace, names, objects, where, owner, writes, at_snapshot): the names of each
         # module and class, their objects, the class (None for a module), and the count of
         # writes to its dict (None if first seen once the sandbox was armed) with its reading.
-        self._namespaces: list[
-            tuple[object, tuple, tuple, str, type | None, WriteCount | None, int]
-        ]
-        self._namespaces = []
+        self._namespaces: list[tuple] = []
         self._classes: set[int] = set()
         self._data: dict[str, str] = {}
         # (function, its keyword defaults dict, its keys, its values): the one mutable part
