@@ -73,6 +73,9 @@ OUTPUT_LINES = 15
 # Each file is capped (RLIMIT_FSIZE), not their number: the judge measures them.
 # How often the judge measures the scratch folder, in turns of its wait (0.05 s each).
 DISK_EVERY = 10
+# How often it looks for the processes of a worker's group, which reads all of /proc; it
+# reads the memory of those it knows every turn.
+MEMBERS_EVERY = 5
 
 
 @dataclass(frozen=True)
@@ -381,11 +384,13 @@ def _wait(
 ) -> str:
     """Wait for the worker; `finished` when it ended, `timeout` / `memory` / `disk` if we
     stopped it (`disk`: its scratch folder holds more than `limits.disk` bytes)."""
-    turn = 0
+    turn, members = 0, [group]
     while returncode() is None:
         if time.monotonic() - started > limits.timeout:
             return "timeout"
-        if _group_memory(group) > limits.memory:
+        if turn % MEMBERS_EVERY == 0:
+            members = _group_members(group)
+        if _resident(members, group) > limits.memory:
             return "memory"
         turn += 1
         if scratch is not None and turn % DISK_EVERY == 0 and _written(scratch, limits.disk):
@@ -411,18 +416,35 @@ def _written(folder: Path, most: int) -> bool:
     return total > most
 
 
-def _group_memory(group: int) -> int:
-    """Resident bytes of the processes in a process group (0 where /proc is missing)."""
-    total = 0
-    page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+def _group_members(group: int) -> list[int]:
+    """The processes of a process group (none where /proc is missing). This reads every
+    process's stat file, a few milliseconds: `_wait` does it every `MEMBERS_EVERY` turns."""
+    members = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[2]) == group:
+        if _stat_fields(stat)[2:3] == [str(group)]:
+            members.append(int(stat.parent.name))
+    return members
+
+
+def _resident(members: list[int], group: int) -> int:
+    """Resident bytes of those `members` that are still in the process group (a pid that
+    ended may have been given to another process since)."""
+    page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+    total = 0
+    for pid in members:
+        fields = _stat_fields(Path(f"/proc/{pid}/stat"))
+        if fields[2:3] == [str(group)]:
             total += int(fields[21]) * page
     return total
+
+
+def _stat_fields(stat: Path) -> list[str]:
+    """The fields of a `/proc/<pid>/stat` after the command's name (the state is the first,
+    the process group the third), or [] if the process is gone."""
+    try:
+        return stat.read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
 
 
 def _kill_group(group: int) -> None:
