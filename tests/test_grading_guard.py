@@ -37,9 +37,16 @@ def test_a_write_to_a_class_through_setattr_is_counted(module):
     assert count.read() != before
 
 
+def taken(skip: tuple[str, ...]) -> Guard:
+    """A snapshot as a worker has it: taken, then begun."""
+    guard = Guard()
+    guard.begin(skip)
+    return guard
+
+
 def test_a_name_swapped_is_seen_and_one_put_back_is_not(module):
     Watched = module.Watched
-    guard = Guard(skip=("exercises",))
+    guard = taken(skip=("exercises",))
     assert changes_here(guard) == []
     original = Watched.method
     Watched.method = lambda self: 2
@@ -52,9 +59,19 @@ def test_a_name_swapped_is_seen_and_one_put_back_is_not(module):
 
 def test_a_special_method_added_to_a_class_is_seen(module):
     Watched = module.Watched
-    guard = Guard(skip=("exercises",))
+    guard = taken(skip=("exercises",))
     Watched.__eq__ = lambda self, other: True
     try:
         assert changes_here(guard) == ["guard_probe.Watched.__eq__ (added)"]
     finally:
         del Watched.__eq__
+
+
+def test_begin_takes_in_what_trusted_code_changed_since_the_snapshot(module):
+    guard = Guard()  # as the fork server takes it
+    module.value = 3  # as pytest's start and the graders' imports do, before graded code
+    module.Watched.method = lambda self: 3
+    guard.begin(skip=("exercises",))
+    assert changes_here(guard) == []
+    module.value = 4
+    assert changes_here(guard) == ["guard_probe.value"]

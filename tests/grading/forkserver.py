@@ -55,6 +55,10 @@ PRELOAD = (
 )
 
 
+# The guard's snapshot (tests/grading/guard.py), taken before the first fork.
+GUARD: list = []
+
+
 class ForkServerError(RuntimeError):
     """The fork server could not start a worker or stopped answering."""
 
@@ -237,7 +241,7 @@ def _become_worker(channel: socket.socket, request: dict, fds: list[int]) -> Non
                 request["grader"], report_fd, key, graded, request["task"], request["task_files"]
             )
         else:
-            code = WORKER["run"](request["grader"], report_fd, key, graded)
+            code = WORKER["run"](request["grader"], report_fd, key, graded, guard=GUARD[0])
     finally:
         try:
             sys.stdout.flush()
@@ -255,6 +259,10 @@ def main() -> None:
         __import__(name)
     if not tasks and (WORKER["ROOT"] / "minifx").is_dir():  # a course without minifx still grades
         WORKER["_import_all"]("minifx")
+    if not tasks:
+        # The guard's snapshot of all that, taken once here instead of in every worker
+        # (a build task's worker runs code of its own folder's, and takes its own).
+        GUARD.append(WORKER["load_private"](WORKER["HERE"] / "guard.py")["Guard"]())
     # What is imported now lives as long as every worker: out of the garbage collector's
     # sight, a worker's collections do not walk it (nor copy its pages, which the fork
     # shares until one is written).

@@ -141,6 +141,7 @@ WRAPPERS = (staticmethod, classmethod)
 DATA_KINDS = (list, tuple, dict, set, frozenset, str, bytes, int, float, bool)
 # How deep a grader's data is read, and where tensors come from (torch.Tensor, Parameter).
 MAX_DEPTH = 6
+SCALARS = (str, int, bool, bytes, type(None), float)
 TENSOR_KINDS = {
     ("torch", "Tensor"),
     ("torch.nn.parameter", "Parameter"),
@@ -151,43 +152,91 @@ TENSOR_KINDS = {
 class Guard:
     """A snapshot of the process's modules, classes and hooks, and the check against it.
 
-    Args:
-        skip: Prefixes of module names to leave out (graded code's own modules).
+    Taking it reads every name of some 9,000 modules and classes, a third of a second. So
+    the fork server takes it once, before it forks any worker (`Guard()`), and each worker
+    brings it up to date just before graded code runs (`begin`), reading again only what
+    was written to since.
     """
 
-    def __init__(self, skip: tuple[str, ...], stage_tests: tuple[str, ...] = ()) -> None:
-        self._skip = skip
-        # A build task's stage tests (module prefixes), whose writes are counted too, but
-        # for the modules whose names tracing swaps and puts back (`wrap`).
-        self._stage_tests = stage_tests
-        self._wrapped = _wrapped_globals() if stage_tests else set()
+    def __init__(self) -> None:
+        self._skip: tuple[str, ...] = ()
+        self._stage_tests: tuple[str, ...] = ()
+        self._wrapped: set[int] = set()
         self._modules: dict[str, object] = {}
         # (namespace, names, objects, where, owner, writes, at_snapshot): the names of each
         # module and class, their objects, the class (None for a module), and the count of
         # writes to its dict (None if first seen once the sandbox was armed) with its reading.
         self._namespaces: list[tuple] = []
         self._classes: set[int] = set()
-        self._data: dict[str, str] = {}
+        self._data: dict[str, tuple] = {}
+        # The dicts of the graders' data read while counting writes, by id: (the dict, its
+        # count of writes, the reading, its items as plain values, and the items to read
+        # again each time, those whose values can change in place). `_dict_value` uses it.
+        self._data_dicts: dict[int, tuple[dict, WriteCount, int, tuple, list]] = {}
         # (function, its keyword defaults dict, its keys, its values): the one mutable part
         # of a function that a build task may read (the sandbox lets it read signatures).
         self._kwdefaults: dict[int, tuple[FunctionType, dict, tuple, tuple]] = {}
-        self._hooks = (tuple(sys.meta_path), tuple(sys.path_hooks))
-        self._sys_modules, self._meta_path, self._path_hooks = (
-            sys.modules,
-            sys.meta_path,
-            sys.path_hooks,
-        )
         # (what is watched, its dict, its write count, the count at the snapshot)
         self._writes: list[tuple[str, dict, WriteCount, int]] = []
+        self._sys_modules = sys.modules
+        # Counts of writes use ctypes, which the sandbox refuses once it is armed (after
+        # `begin`): a namespace first seen later is compared name by name every time.
+        self._counting = True
+        self.add_new_modules()
+        self._counting = False
+
+    def begin(self, skip: tuple[str, ...], stage_tests: tuple[str, ...] = ()) -> None:
+        """Make the snapshot as good as one taken now, just before graded code runs.
+
+        Args:
+            skip: Prefixes of module names to leave out (graded code's own modules).
+            stage_tests: A build task's stage tests (module prefixes), whose writes are
+                counted too, but for the modules whose names tracing swaps and puts back
+                (`wrap`).
+        """
+        self._skip, self._stage_tests = skip, stage_tests
+        self._wrapped = _wrapped_globals() if stage_tests else set()
+        self._counting = True
+        self._forget_replaced_modules()
+        self._namespaces = [self._read_again_if_written(entry) for entry in self._namespaces]
+        self._kwdefaults = {
+            key: (function, defaults, *_keys_and_values(defaults))
+            for key, (function, *_) in self._kwdefaults.items()
+            if (defaults := function.__kwdefaults__)
+        }
+        self._writes, self._data = [], {}
+        for name, module in list(self._modules.items()):
+            self._watch(name, module)
+        self.add_new_modules()
+        self._counting = False
+        self._hooks = (tuple(sys.meta_path), tuple(sys.path_hooks))
+        self._meta_path, self._path_hooks = sys.meta_path, sys.path_hooks
         self._threads = self._thread_count()
         torch = sys.modules["torch"]._C
         self._mode_counts = (torch._len_torch_function_stack, torch._len_torch_dispatch_stack)
         self._baseline_modes = self._modes()
-        # Counts of writes use ctypes, which the sandbox refuses once it is armed (after this
-        # snapshot): a namespace first seen later is compared name by name every time.
-        self._counting = True
-        self.add_new_modules()
-        self._counting = False
+
+    def _forget_replaced_modules(self) -> None:
+        """Leave out the modules that were removed from `sys.modules` or replaced there, or
+        that are graded code's, since the snapshot: `add_new_modules` takes in the new ones."""
+        gone = {
+            name: module
+            for name, module in self._modules.items()
+            if self._sys_modules.get(name) is not module or name.startswith(self._skip)
+        }
+        if not gone:
+            return
+        dicts = {id(module.__dict__) for module in gone.values()}
+        self._namespaces = [entry for entry in self._namespaces if id(entry[0]) not in dicts]
+        for name in gone:
+            del self._modules[name]
+
+    def _read_again_if_written(self, entry: tuple) -> tuple:
+        namespace, names, objects, where, owner, writes, at_snapshot = entry
+        if writes is not None and writes.read() == at_snapshot:
+            return entry
+        items = [(k, v) for k, v in namespace.items() if not _volatile(where, k)]
+        return self._remembered(namespace, where, items, owner)
 
     def add_new_modules(self) -> None:
         """Take modules imported since the last snapshot into it (called after each check)."""
@@ -218,21 +267,27 @@ class Guard:
                     # vars(cls) is a live view of the class's namespace: kept, it shows changes.
                     items = [(k, v) for k, v in vars(value).items() if not _volatile(where, k)]
                     self._remember(vars(value), where, items, value)
-            if name.startswith(DATA_MODULES):
-                self._data[name] = self._fingerprint(namespace)
-            deciding = name in DECIDING or name.startswith(DECIDING_PREFIXES)
-            if self._stage_tests and name.startswith(self._stage_tests):
-                deciding = id(namespace) not in self._wrapped
-            if self._stage_tests and name in TORCH_DECIDING:
-                deciding = True
-            for kind in TORCH_DECIDING_CLASSES.get(name, ()) if self._stage_tests else ():
-                own = _own_dict(vars(getattr(module, kind)))
-                self._count_writes(f"an attribute of {name}.{kind}", own)
-            if deciding and name not in COMPILED_BY_DYNAMO:
-                self._count_writes(f"a name of {name}", namespace)
-            for key, value in list(namespace.items()) if name in REGISTRIES else ():
-                if REGISTRIES[name](key) and isinstance(value, dict):
-                    self._count_writes(f"an entry of {name}.{key}", value)
+            self._watch(name, module)
+
+    def _watch(self, name: str, module) -> None:
+        """What is checked of a module beyond its names: its data if it is a grader's, and
+        the count of writes to it (or to its registries) if the graders decide with it."""
+        namespace = module.__dict__
+        if name.startswith(DATA_MODULES):
+            self._data[name] = self._fingerprint(namespace)
+        deciding = name in DECIDING or name.startswith(DECIDING_PREFIXES)
+        if self._stage_tests and name.startswith(self._stage_tests):
+            deciding = id(namespace) not in self._wrapped
+        if self._stage_tests and name in TORCH_DECIDING:
+            deciding = True
+        for kind in TORCH_DECIDING_CLASSES.get(name, ()) if self._stage_tests else ():
+            own = _own_dict(vars(getattr(module, kind)))
+            self._count_writes(f"an attribute of {name}.{kind}", own)
+        if deciding and name not in COMPILED_BY_DYNAMO:
+            self._count_writes(f"a name of {name}", namespace)
+        for key, value in list(namespace.items()) if name in REGISTRIES else ():
+            if REGISTRIES[name](key) and isinstance(value, dict):
+                self._count_writes(f"an entry of {name}.{key}", value)
 
     def _count_writes(self, what: str, namespace: dict) -> None:
         count = WriteCount(namespace)
@@ -241,10 +296,16 @@ class Guard:
     def _remember(
         self, namespace, where: str, items: list[tuple[str, object]], owner: type | None
     ) -> None:
+        self._namespaces.append(self._remembered(namespace, where, items, owner))
+
+    def _remembered(
+        self, namespace, where: str, items: list[tuple[str, object]], owner: type | None
+    ) -> tuple:
+        """The entry of `_namespaces` for a namespace and its `items` (the keyword defaults
+        of its functions are taken in too)."""
         names, objects = zip(*items) if items else ((), ())
         writes = WriteCount(_own_dict(namespace)) if self._counting else None
         at_snapshot = writes.read() if writes else 0
-        self._namespaces.append((namespace, names, objects, where, owner, writes, at_snapshot))
         for value in objects:
             function = getattr(value, "__func__", value) if type(value) in WRAPPERS else value
             if type(function) is FunctionType and id(function) not in self._kwdefaults:
@@ -253,9 +314,9 @@ class Guard:
                     self._kwdefaults[id(function)] = (
                         function,
                         defaults,
-                        tuple(defaults),
-                        tuple(defaults.values()),
+                        *_keys_and_values(defaults),
                     )
+        return (namespace, names, objects, where, owner, writes, at_snapshot)
 
     def changes(self) -> list[str]:
         """What differs from the snapshot: `module.name`, `Class.attribute`, or a hook."""
@@ -322,8 +383,7 @@ class Guard:
     def _modes(self) -> tuple[int, int]:
         return tuple(count() for count in self._mode_counts)
 
-    @classmethod
-    def _fingerprint(cls, namespace: dict) -> tuple:
+    def _fingerprint(self, namespace: dict) -> tuple:
         """A module's data as plain values: what a grader compares against, item by item.
 
         Only its containers and constants: an object of the grader's (a recorder that
@@ -331,13 +391,12 @@ class Guard:
         seen with every other name.
         """
         return tuple(
-            (key, cls._value(value, set()))
+            (key, self._value(value, set()))
             for key, value in list(namespace.items())
             if not key.startswith("__") and type(value) in DATA_KINDS
         )
 
-    @classmethod
-    def _value(cls, value, seen: set, depth: int = 0) -> object:
+    def _value(self, value, seen: set, depth: int = 0) -> object:
         """`value` as builtin numbers, strings and tuples, read without running its methods.
 
         Containers are walked by their exact type, a few levels deep; code (modules,
@@ -346,33 +405,49 @@ class Guard:
         which every in-place change increments.
         """
         kind = type(value)
-        if kind in (str, int, bool, bytes, type(None)) or kind is float:
+        if kind in SCALARS:
             return (kind, repr(value) if kind is float else value)  # repr: nan == nan
         if id(value) in seen or depth > MAX_DEPTH or isinstance(value, CODE_KINDS):
             return ("object", id(value))
         seen.add(id(value))
         if kind in (list, tuple, set, frozenset):
-            items = [cls._value(item, seen, depth + 1) for item in value]
+            items = [self._value(item, seen, depth + 1) for item in value]
             return (kind, tuple(sorted(items, key=repr) if kind in (set, frozenset) else items))
         if kind is dict:
-            return (
-                kind,
-                tuple(
-                    (cls._value(k, seen, depth + 1), cls._value(v, seen, depth + 1))
-                    for k, v in value.items()
-                ),
-            )
+            return (kind, self._dict_value(value, seen, depth))
         version = value._version if (kind.__module__, kind.__name__) in TENSOR_KINDS else None
         try:
             attributes = object.__getattribute__(value, "__dict__")
         except AttributeError:
             attributes = None
         state = (
-            tuple((key, cls._value(item, seen, depth + 1)) for key, item in attributes.items())
+            tuple((key, self._value(item, seen, depth + 1)) for key, item in attributes.items())
             if type(attributes) is dict
             else None
         )
         return (kind, id(value), version, state)
+
+    def _dict_value(self, value: dict, seen: set, depth: int) -> tuple:
+        """A dict's items as plain values. One not written to since the snapshot holds the
+        same objects as then: of those, only the ones that can change in place (containers
+        and other objects, not numbers, strings or code) are read again. `support._BOUND`
+        holds about 3,000 of torch's functions and names, which this reads in a few
+        microseconds instead of 5 ms."""
+        known = self._data_dicts.get(id(value))
+        if known is not None and known[1].read() == known[2]:
+            items = list(known[3])
+            for index, item in known[4]:
+                items[index] = (items[index][0], self._value(item, seen, depth + 1))
+            return tuple(items)
+        items = tuple(
+            (self._value(k, seen, depth + 1), self._value(v, seen, depth + 1))
+            for k, v in value.items()
+        )
+        if self._counting and known is None and all(map(_constant, value)):
+            again = [(i, v) for i, v in enumerate(value.values()) if not _constant(v)]
+            count = WriteCount(value)
+            self._data_dicts[id(value)] = (value, count, count.read(), items, again)
+        return items
 
     @staticmethod
     def _thread_count() -> int:
@@ -416,6 +491,10 @@ def _check_write_count() -> None:
 _check_write_count()
 
 
+def _keys_and_values(defaults: dict) -> tuple[tuple, tuple]:
+    return tuple(defaults), tuple(defaults.values())
+
+
 def _own_dict(namespace) -> dict:
     """The dict itself: a module's namespace, or the one behind a class's read-only view
     (`vars(cls)`, whose one referent it is)."""
@@ -433,6 +512,12 @@ def _wrapped_globals() -> set[int]:
         entries = getattr(sys.modules.get(module), registry, None)
         found |= {id(names) for names in entries.values()} if isinstance(entries, dict) else set()
     return found
+
+
+def _constant(value) -> bool:
+    """Whether `value` reads the same as long as it is the same object: a number, a
+    string, code (which the guard compares by identity)."""
+    return type(value) in SCALARS or isinstance(value, CODE_KINDS)
 
 
 def _volatile(where: str, name: str) -> bool:

@@ -118,18 +118,16 @@ class GradingPlugin:
         reporter: Reporter,
         grader: str,
         sandbox,
-        guard_class,
+        guard,
         task: str = "",
         graded_modules: tuple[str, ...] = (GRADED_PACKAGE,),
     ) -> None:
-        self.reporter, self.grader, self.sandbox, self._guard_class = (
-            reporter,
-            grader,
-            sandbox,
-            guard_class,
-        )
+        self.reporter, self.grader, self.sandbox = reporter, grader, sandbox
+        # guard.py's snapshot, taken before pytest started (by the fork server, before this
+        # process was forked from it); `begin` brings it up to date once the tests are
+        # collected.
+        self.guard = guard
         self.task, self.graded_modules = task, graded_modules
-        self.guard = None
         self.completed: set[str] = set()
         self.failures: dict[str, tuple[str, str]] = {}
         self.compromised = ""
@@ -168,7 +166,7 @@ class GradingPlugin:
         if self.task:
             _watch_tensor_subclasses(torch)
         # hypothesis (some stage tests use it) sets its own flags while the first test runs.
-        self.guard = self._guard_class(
+        self.guard.begin(
             skip=self.graded_modules + (("hypothesis",) if self.task else ()),
             stage_tests=STAGE_TESTS if self.task else (),
         )
@@ -453,7 +451,13 @@ def prepare() -> None:
 
 
 def run(
-    grader: str, fd: int, key: bytes, graded: Path, task: str = "", task_files: str = ""
+    grader: str,
+    fd: int,
+    key: bytes,
+    graded: Path,
+    task: str = "",
+    task_files: str = "",
+    guard=None,
 ) -> int:
     """Run one grader on the graded modules in `graded/exercises/`, reporting on `fd`.
 
@@ -466,6 +470,8 @@ def run(
         task: A build task's id: run only the tests marked `pytest.mark.task(task)`.
         task_files: For a build task, the graded files of minifx (the submission's task
             files), comma-separated paths from the root; they are graded code.
+        guard: A snapshot of guard.py's `Guard` taken before (by the fork server), or None:
+            it is taken here.
     """
     limit_output()
     # No bytecode caches: the staged folders are not written while graded code runs (the
@@ -496,7 +502,7 @@ def run(
         Reporter(fd, key),
         grader,
         sandbox,
-        load_private(HERE / "guard.py")["Guard"],
+        guard or load_private(HERE / "guard.py")["Guard"](),
         task,
         graded_modules,
     )
