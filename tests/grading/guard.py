@@ -308,7 +308,13 @@ class Guard:
         at_snapshot = writes.read() if writes else 0
         for value in objects:
             function = getattr(value, "__func__", value) if type(value) in WRAPPERS else value
-            if type(function) is FunctionType and id(function) not in self._kwdefaults:
+            if (
+                type(function) is FunctionType
+                and id(function) not in self._kwdefaults
+                # Only keyword-only parameters have keyword defaults; and reading them makes
+                # the sandbox read the stack (it watches who reads defaults).
+                and function.__code__.co_kwonlyargcount
+            ):
                 defaults = function.__kwdefaults__
                 if defaults:
                     self._kwdefaults[id(function)] = (
