@@ -260,8 +260,9 @@ def main() -> None:
     if not tasks and (WORKER["ROOT"] / "minifx").is_dir():  # a course without minifx still grades
         WORKER["_import_all"]("minifx")
     if not tasks:
-        # The guard's snapshot of all that, taken once here instead of in every worker
-        # (a build task's worker runs code of its own folder's, and takes its own).
+        # The guard's snapshot of all that, taken once here instead of in every worker.
+        # (A build task's worker takes its own: its sandbox knows as the grading's code
+        # only the files of the task's folder, and this guard's code is in this one.)
         GUARD.append(WORKER["load_private"](WORKER["HERE"] / "guard.py")["Guard"]())
     # What is imported now lives as long as every worker: out of the garbage collector's
     # sight, a worker's collections do not walk it (nor copy its pages, which the fork
