@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -23,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.graders.support import explain
-from tests.grading import GradingError, Limits, grade, load_manifest, main
+from tests.grading import GradingError, Limits, grade, judge, load_manifest, main
 from tests.grading.judge import submitted_modules
 
 pytestmark = [pytest.mark.meta, pytest.mark.needs_solutions]
@@ -472,6 +474,22 @@ def test_without_the_fork_server_each_worker_starts_afresh(monkeypatch):
     scores = grade([solved, stub], modules, Limits(timeout=60))
     assert scores[0].full, [t.message for t in scores[0].tests if t.outcome != "passed"]
     assert scores[1].earned == 0 and scores[1].tests and not scores[1].problem
+
+
+def test_a_fork_server_is_kept_for_the_next_grading_and_replaced_once_it_ended():
+    solved = _exercise("1.1")
+    modules = {solved.module: (ROOT / "solutions" / f"{solved.module}.py").read_bytes()}
+
+    def graded_by() -> subprocess.Popen:
+        (score,) = grade([solved], modules, Limits(timeout=60))
+        assert score.full, [t.message for t in score.tests if t.outcome != "passed"]
+        return list(judge._KEPT.values())[-1].server.process  # the last one used
+
+    first = graded_by()
+    assert graded_by() is first
+    os.killpg(first.pid, signal.SIGKILL)  # a server that ended (the judge never kills one)
+    first.wait(timeout=30)
+    assert graded_by() is not first
 
 
 def test_the_instructor_guide_s_chapter_command_works_as_written():

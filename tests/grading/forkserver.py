@@ -2,9 +2,10 @@
 
 A worker that starts from nothing spends about 1.5 s importing torch before it runs a
 single test, and grading starts one worker per exercise. So the judge starts this server
-once per grading run, in a staged folder of trusted files; the server imports what every
-worker needs, runs no graded code itself, and for each exercise forks a child that
-becomes the worker (`worker.run`). A child is a fresh process all the same: it starts
+once per grading run (and keeps it for the next runs in its process: `judge.kept_server`),
+in a staged folder of trusted files; the server imports what every worker needs, runs
+no graded code itself, and for each exercise forks a child that becomes the worker
+(`worker.run`). A child is a fresh process all the same: it starts
 from the server's memory, which no graded code has touched, in a session of its own, and
 it exits when its grader is done.
 

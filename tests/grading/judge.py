@@ -20,6 +20,7 @@ that says so, and every other exercise is still graded.
 from __future__ import annotations
 
 import ast
+import atexit
 import hashlib
 import hmac
 import json
@@ -223,7 +224,7 @@ def stage(base: Path, trusted: dict[str, bytes] | None, modules: dict[str, bytes
     fork server's own folder has none, so that `exercises` is only ever the student's)."""
     folder = Path(tempfile.mkdtemp(prefix="stage-", dir=base))
     for relative, data in (trusted or {}).items():
-        if relative not in STAGED and not relative.startswith(STAGED_FOLDERS):
+        if not _staged(relative):
             continue
         path = folder / relative
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -236,6 +237,11 @@ def stage(base: Path, trusted: dict[str, bytes] | None, modules: dict[str, bytes
     for module, data in modules.items():
         (exercises / f"{module}.py").write_bytes(data)
     return folder
+
+
+def _staged(relative: str) -> bool:
+    """Whether a worker's folder holds this trusted file (STAGED)."""
+    return relative in STAGED or relative.startswith(STAGED_FOLDERS)
 
 
 def stage_task(
@@ -454,13 +460,15 @@ def _kill_group(group: int) -> None:
         pass
 
 
-def kill_leftovers(run_token: str) -> None:
-    """Kill processes a worker left behind outside its group (found by their environment)."""
+def kill_leftovers(run_token: str, spare: set[int] = frozenset()) -> None:
+    """Kill processes a worker left behind outside its group (found by their environment),
+    but the `spare` ones: fork servers kept for the next grading."""
     needle = f"{MARKER}={run_token}".encode()
     for environ in Path("/proc").glob("[0-9]*/environ"):
         try:
-            if needle in environ.read_bytes().split(b"\0"):
-                os.kill(int(environ.parent.name), signal.SIGKILL)
+            pid = int(environ.parent.name)
+            if pid not in spare and needle in environ.read_bytes().split(b"\0"):
+                os.kill(pid, signal.SIGKILL)
         except (OSError, ValueError):
             continue
 
@@ -656,14 +664,14 @@ def grade(
     checks = {e.key: _checks(e, modules, trusted, package) for e in exercises}
     if any(e.kind == "task" for e in exercises):
         package = build.importable(package, trusted)
-    servers: dict[str, ForkServer | None] = {"exercise": None, "task": None}
+    servers: dict[str, Kept | None] = {"exercise": None, "task": None}
     try:
         for kind in servers:
             if any(not checks[e.key][0] and e.kind == kind for e in exercises):
                 # The server for build tasks imports no minifx: it gets none (the trusted
                 # minifx is the solved one, and its workers' sandbox keeps them out of it too).
                 files = trusted if kind == "exercise" else _without_minifx(trusted)
-                servers[kind] = start_server(stage(base, files, None), env, kind == "task")
+                servers[kind] = kept_server(kind, files, env)
         with ThreadPoolExecutor(max_workers=limits.jobs) as pool:
             futures = [
                 pool.submit(
@@ -675,18 +683,74 @@ def grade(
                     limits,
                     env,
                     base,
-                    servers[e.kind],
+                    kept.server if (kept := servers[e.kind]) else None,
                 )
                 for e in exercises
             ]
             scores = [f.result() for f in futures]
     finally:
-        for server in servers.values():
-            if server is not None:
-                server.close()
-        kill_leftovers(run_token)
+        # A kept server's workers have the token of the run that started the server.
+        used = [kept for kept in servers.values() if kept is not None]
+        spare = {kept.server.process.pid for kept in used}
+        for token in {run_token, *(kept.token for kept in used)}:
+            kill_leftovers(token, spare)
         shutil.rmtree(base, ignore_errors=True)
     return scores
+
+
+@dataclass
+class Kept:
+    """A fork server kept for later gradings in this process, with its folder and the token
+    its workers have in their environment (that of the run that started it)."""
+
+    server: ForkServer
+    folder: Path
+    token: str
+
+    def close(self) -> None:
+        self.server.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+# The fork servers this process keeps, by kind and by what their workers run with (the
+# staged files and the environment): a server runs no graded code (each worker is a child
+# forked from it), so one that still runs is as good as a new one, and the project's own
+# tests, which grade about a hundred times per process, each save the 1.5 s that a new
+# server spends importing torch. At most KEEP; all are stopped as the process exits.
+KEEP = 2
+_KEPT: dict[tuple[str, str], Kept] = {}
+
+
+def kept_server(kind: str, files: dict[str, bytes], env: dict[str, str]) -> Kept | None:
+    """A fork server for `kind` ("exercise" or "task") with `files` staged and `env`: a
+    kept one, else a new one (then kept), or None where none can start (`start_server`)."""
+    if not sys.platform.startswith("linux") or os.environ.get("MINIFX_GRADING_NO_FORK"):
+        return None
+    digest = hashlib.sha256(repr(sorted({**env, MARKER: ""}.items())).encode())
+    for relative in sorted(r for r in files if _staged(r)):
+        digest.update(relative.encode() + b"\0" + hashlib.sha256(files[relative]).digest())
+    key = (kind, digest.hexdigest())
+    kept = _KEPT.pop(key, None)
+    if kept is not None and kept.server.process.poll() is not None:
+        kept.close()  # it ended (or was stopped): start another
+        kept = None
+    if kept is None:
+        folder = Path(tempfile.mkdtemp(prefix="minifx-server-"))
+        server = start_server(stage(folder, files, None), env, kind == "task")
+        if server is None:
+            shutil.rmtree(folder, ignore_errors=True)
+            return None
+        kept = Kept(server, folder, env[MARKER])
+    _KEPT[key] = kept  # the most recently used last
+    while len(_KEPT) > KEEP:
+        _KEPT.pop(next(iter(_KEPT))).close()
+    return kept
+
+
+@atexit.register
+def _close_kept() -> None:
+    while _KEPT:
+        _KEPT.popitem()[1].close()
 
 
 def _without_minifx(trusted: dict[str, bytes]) -> dict[str, bytes]:
