@@ -185,6 +185,14 @@ class Guard:
         self.add_new_modules()
         self._counting = False
 
+    @classmethod
+    def taken_from(cls, snapshot: Guard) -> Guard:
+        """A guard of this class with the state of `snapshot`, one that another copy of this
+        file made (the fork server's): the sandbox knows this copy's code as the worker's."""
+        guard = cls.__new__(cls)
+        guard.__dict__.update(vars(snapshot))
+        return guard
+
     def begin(self, skip: tuple[str, ...], stage_tests: tuple[str, ...] = ()) -> None:
         """Make the snapshot as good as one taken now, just before graded code runs.
 

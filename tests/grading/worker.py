@@ -470,8 +470,8 @@ def run(
         task: A build task's id: run only the tests marked `pytest.mark.task(task)`.
         task_files: For a build task, the graded files of minifx (the submission's task
             files), comma-separated paths from the root; they are graded code.
-        guard: A snapshot of guard.py's `Guard` taken before (by the fork server), or None:
-            it is taken here.
+        guard: A snapshot of guard.py's `Guard` taken before (by the fork server, with its
+            own copy of guard.py), or None: it is taken here.
     """
     limit_output()
     # No bytecode caches: the staged folders are not written while graded code runs (the
@@ -502,7 +502,7 @@ def run(
         Reporter(fd, key),
         grader,
         sandbox,
-        guard or load_private(HERE / "guard.py")["Guard"](),
+        _guard(guard),
         task,
         graded_modules,
     )
@@ -537,6 +537,13 @@ def run(
     ]
     code = pytest.main(args, plugins=[plugin])
     return 0 if code in (0, 1) else int(code)
+
+
+def _guard(snapshot):
+    """The guard of this worker: one of this file's folder's `Guard` class, with the state of
+    the fork server's `snapshot` (or a snapshot taken now)."""
+    guard_class = load_private(HERE / "guard.py")["Guard"]
+    return guard_class.taken_from(snapshot) if snapshot else guard_class()
 
 
 def main() -> int:
