@@ -6,6 +6,7 @@ import sys
 import types
 
 import pytest
+import torch
 
 from tests.grading.guard import Guard, WriteCount, _own_dict
 
@@ -75,3 +76,21 @@ def test_begin_takes_in_what_trusted_code_changed_since_the_snapshot(module):
     assert changes_here(guard) == []
     module.value = 4
     assert changes_here(guard) == ["guard_probe.value"]
+
+
+def test_a_grader_s_data_changed_in_place_is_seen_in_a_dict_not_written_to():
+    data = types.ModuleType("tests.graders.guard_probe_data")
+    data.CASES = {"relu": torch.relu, "sizes": [1, 2]}  # code and a list, in a plain dict
+    sys.modules[data.__name__] = data
+    try:
+        guard = taken(skip=("exercises",))
+        seen = [c for c in guard.changes() if c == f"the data of {data.__name__}"]
+        assert seen == []
+        data.CASES["sizes"].append(3)  # the list changes, the dict is not written to
+        assert f"the data of {data.__name__}" in guard.changes()
+        data.CASES["sizes"].pop()
+        assert f"the data of {data.__name__}" not in guard.changes()
+        data.CASES["relu"] = torch.sigmoid  # the dict is written to
+        assert f"the data of {data.__name__}" in guard.changes()
+    finally:
+        del sys.modules[data.__name__]
