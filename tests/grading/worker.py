@@ -163,6 +163,7 @@ class GradingPlugin:
             # torch's own classes when it loads: loaded now, before the guard looks.
             import torch.distributed.tensor
         _close_the_dispatcher(torch)
+        _no_progress_bar_thread()
         if self.task:
             _watch_tensor_subclasses(torch)
         # hypothesis (some stage tests use it) sets its own flags while the first test runs.
@@ -233,6 +234,21 @@ def _dispatch_library(*args, **kwargs):
         "the graders' comparisons"
     )
 """
+
+
+def _no_progress_bar_thread() -> None:
+    """Keep tqdm, where it is installed, from starting its monitor thread in a test.
+
+    torch.fx's `Interpreter.run` makes a tqdm bar (disabled, but made) on every run, and
+    the graders' oracles run it. tqdm's first bar starts a thread and stores it in
+    `tqdm.monitor`: the guard would blame both on graded code and fail every later test.
+    `monitor_interval = 0` is tqdm's own switch for that thread.
+    """
+    try:
+        from tqdm import std
+    except ImportError:  # torch then uses a stand-in of its own, which starts nothing
+        return
+    std.tqdm.monitor_interval = 0
 
 
 def _close_the_dispatcher(torch) -> None:
