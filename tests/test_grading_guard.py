@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import types
+from pathlib import Path
 
 import pytest
 import torch
@@ -36,6 +38,48 @@ def test_a_write_to_a_class_through_setattr_is_counted(module):
     Watched.extra = 1
     del Watched.extra
     assert count.read() != before
+
+
+# Run by another Python: the guard's `WriteCount` on a dict that a dict watcher (Python
+# 3.12 and later; torch.compile adds one to the builtins' dict) starts to watch.
+WATCHED_DICT = """
+import ctypes, runpy, sys
+WriteCount = runpy.run_path(sys.argv[1])["WriteCount"]
+Callback = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.py_object, ctypes.c_void_p, ctypes.c_void_p)
+callback = Callback(lambda *event: 0)
+ctypes.pythonapi.PyDict_AddWatcher.argtypes = [Callback]
+ctypes.pythonapi.PyDict_Watch.argtypes = [ctypes.c_int, ctypes.py_object]
+watched = {}
+count = WriteCount(watched)
+before = count.read()
+watcher = ctypes.pythonapi.PyDict_AddWatcher(callback)
+try:
+    ctypes.pythonapi.PyDict_Watch(watcher, watched)
+    assert count.read() == before, "a dict watcher was counted as a write"
+    watched["written"] = True
+    assert count.read() != before, "a write to a watched dict was not counted"
+finally:  # before the callback is freed at exit: the dict's end would call it
+    ctypes.pythonapi.PyDict_ClearWatcher(watcher)
+"""
+
+
+def pythons_with_dict_watchers() -> list[str]:
+    """This Python if it is 3.12 or later, and the 3.12+ ones installed beside it (pyenv)."""
+    found = [sys.executable] if sys.version_info >= (3, 12) else []
+    beside = Path(sys.base_prefix).parent  # pyenv: <root>/versions/<version>
+    found += sorted(str(p) for p in beside.glob("3.1[2-9]*/bin/python3"))
+    return found
+
+
+@pytest.mark.parametrize("python", pythons_with_dict_watchers() or [None])
+def test_a_dict_watcher_is_not_counted_as_a_write(python):
+    if python is None:
+        pytest.skip("no Python 3.12 or later here: Python 3.11 has no dict watchers")
+    guard_file = Path(__file__).parent / "grading" / "guard.py"
+    ran = subprocess.run(
+        [python, "-I", "-c", WATCHED_DICT, str(guard_file)], capture_output=True, text=True
+    )
+    assert ran.returncode == 0, ran.stderr
 
 
 def taken(skip: tuple[str, ...]) -> Guard:

@@ -490,13 +490,17 @@ class WriteCount:
 
     # The tag's place in a dict object: after the reference count, the type and the length.
     OFFSET = 3 * ctypes.sizeof(ctypes.c_ssize_t)
+    # From Python 3.12 the tag's low bits are not a count: 8 of them say which dict
+    # watchers watch the dict (torch.compile watches the builtins' dict on 3.12, which is
+    # no write), and from 3.13 4 more count a watched dict's writes. The count is above them.
+    LOW_BITS = 0 if sys.version_info < (3, 12) else 8 if sys.version_info < (3, 13) else 12
 
     def __init__(self, namespace: dict) -> None:
         self._namespace = namespace
         self._tag = ctypes.c_uint64.from_address(id(namespace) + self.OFFSET)
 
     def read(self) -> int:
-        return self._tag.value
+        return self._tag.value >> self.LOW_BITS
 
 
 def _check_write_count() -> None:
