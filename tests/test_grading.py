@@ -447,6 +447,11 @@ def test_bad_submissions_cost_their_exercise_only_with_one_sentence(tmp_path):
     )
 
 
+def test_graded_code_runs_on_the_cpu_on_every_machine():
+    # The same grade with or without a GPU: the `[cuda]` cases are left out everywhere.
+    assert judge.worker_environment("token", jobs=1)["CUDA_VISIBLE_DEVICES"] == ""
+
+
 def test_a_hang_costs_its_time_limit_and_nothing_more():
     hang, other = _exercise("3.1"), _exercise("1.1")
     stub = (ROOT / "exercises" / f"{hang.module}.py").read_bytes()

@@ -277,6 +277,10 @@ def worker_environment(run_token: str, jobs: int) -> dict[str, str]:
             "PYTHONDONTWRITEBYTECODE": "1",
             "OMP_NUM_THREADS": threads,
             "MKL_NUM_THREADS": threads,
+            # Graded code runs on the CPU on every machine, so a grade does not depend on
+            # the grader's GPU: the `[cuda]` cases are left out as where there is none.
+            # (The kernel limits refuse the GPU's device files too, where Landlock is.)
+            "CUDA_VISIBLE_DEVICES": "",
         }
     )
     return env
