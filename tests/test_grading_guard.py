@@ -64,10 +64,11 @@ finally:  # before the callback is freed at exit: the dict's end would call it
 
 
 def pythons_with_dict_watchers() -> list[str]:
-    """This Python if it is 3.12 or later, and the 3.12+ ones installed beside it (pyenv)."""
-    found = [sys.executable] if sys.version_info >= (3, 12) else []
+    """This Python if it is 3.12 or 3.13, and those installed beside it (pyenv's layout).
+    (Python 3.14 keeps no write count in a dict: the guard refuses to run there.)"""
+    found = [sys.executable] if (3, 12) <= sys.version_info < (3, 14) else []
     beside = Path(sys.base_prefix).parent  # pyenv: <root>/versions/<version>
-    found += sorted(str(p) for p in beside.glob("3.1[2-9]*/bin/python3"))
+    found += sorted(str(p) for p in beside.glob("3.1[23].*/bin/python3"))
     return found
 
 
