@@ -295,34 +295,6 @@ def layout_problems(page: Page, diagrams: int) -> dict:
     return page.evaluate(LAYOUT_JS, LAYOUT_LIMITS)
 
 
-@pytest.mark.parametrize("window", WINDOWS)
-def test_every_page_is_readable_without_scrolling_sideways_or_zooming(site, browser, window):
-    width, height = WINDOWS[window]
-    context = browser.new_context(viewport={"width": width, "height": height})
-    context.add_init_script(OPEN_SHADOW_ROOTS)
-    page = context.new_page()
-    counted = ["code", "tables", "diagrams", "labels", "panned", "images"]
-    problems, totals = [], dict.fromkeys(counted, 0)
-    try:
-        for path in site.pages():
-            page.goto(site.url + path, wait_until="load")
-            html = (site.directory / path / "index.html").read_text(encoding="utf-8")
-            measured = layout_problems(page, html.count('<pre class="mermaid">'))
-            problems += [f"/{path} at {width} px: {p}" for p in measured["problems"]]
-            for key in totals:
-                totals[key] += measured["counts"][key]
-    finally:
-        context.close()
-    # The measurements saw the book (they cannot pass by finding nothing to measure).
-    assert totals["code"] >= 300 and totals["tables"] >= 50, totals
-    assert totals["diagrams"] >= 15 and totals["labels"] >= 200, totals
-    assert totals["images"] >= 4, totals
-    # A graph too wide for a phone at a readable size scrolls sideways (diagrams.js):
-    # draw it narrower (examples.figures.narrow) or split it.
-    assert totals["panned"] == 0, f"{totals['panned']} diagrams scroll sideways at {width} px"
-    assert not problems, f"{len(problems)} layout problems:\n" + "\n".join(problems)
-
-
 # The names (code with no space in it) in a page's tables that are drawn on two lines.
 NAMES_BROKEN_IN_TABLES = """() => [...document.querySelectorAll("article table:not([class]) code")]
   .filter((code) => {
@@ -335,19 +307,78 @@ NAMES_BROKEN_IN_TABLES = """() => [...document.querySelectorAll("article table:n
   .map((code) => code.textContent)"""
 
 
-def test_names_in_tables_stay_whole_at_laptop_width(site, browser):
-    """At 1280 px every table has room for its names: an API page's parameter table
-    printed "gm_or_gr|aph" and "directio|n" when code in a cell could break anywhere."""
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
+@dataclass
+class Measured:
+    """Every page of the book, measured in one window.
+
+    Attributes:
+        problems: What `book_layout.js` found, one line each, naming the page.
+        totals: How many code blocks, tables, diagrams, ... it measured.
+        names_broken: The names in tables drawn on two lines, each with its page.
+    """
+
+    problems: list[str]
+    totals: dict[str, int]
+    names_broken: list[str]
+
+
+@pytest.fixture(scope="module")
+def measured(site, browser):
+    """`measured(window)`: every page measured in that window, loaded once however many
+    tests read the measurements (loading every page takes half a minute)."""
+    done: dict[str, Measured] = {}
+
+    def at(window: str) -> Measured:
+        if window not in done:
+            done[window] = measure_every_page(site, browser, window)
+        return done[window]
+
+    return at
+
+
+def measure_every_page(site: Site, browser, window: str) -> Measured:
+    """Open every page in a window of `WINDOWS`, open all it holds, and measure it."""
+    width, height = WINDOWS[window]
+    context = browser.new_context(viewport={"width": width, "height": height})
+    context.add_init_script(OPEN_SHADOW_ROOTS)
     page = context.new_page()
-    broken = []
+    counted = ["code", "tables", "diagrams", "labels", "panned", "images"]
+    result = Measured([], dict.fromkeys(counted, 0), [])
     try:
         for path in site.pages():
             page.goto(site.url + path, wait_until="load")
-            page.evaluate(OPEN_EVERYTHING)
-            broken += [f"/{path}: {name}" for name in page.evaluate(NAMES_BROKEN_IN_TABLES)]
+            html = (site.directory / path / "index.html").read_text(encoding="utf-8")
+            layout = layout_problems(page, html.count('<pre class="mermaid">'))
+            result.problems += [f"/{path} at {width} px: {p}" for p in layout["problems"]]
+            for key in result.totals:
+                result.totals[key] += layout["counts"][key]
+            result.names_broken += [f"/{path}: {n}" for n in page.evaluate(NAMES_BROKEN_IN_TABLES)]
     finally:
         context.close()
+    return result
+
+
+@pytest.mark.parametrize("window", WINDOWS)
+def test_every_page_is_readable_without_scrolling_sideways_or_zooming(measured, window):
+    width = WINDOWS[window][0]
+    result = measured(window)
+    problems, totals = result.problems, result.totals
+    # The measurements saw the book (they cannot pass by finding nothing to measure).
+    assert totals["code"] >= 300 and totals["tables"] >= 50, totals
+    assert totals["diagrams"] >= 15 and totals["labels"] >= 200, totals
+    assert totals["images"] >= 4, totals
+    # A graph too wide for a phone at a readable size scrolls sideways (diagrams.js):
+    # draw it narrower (examples.figures.narrow) or split it.
+    assert totals["panned"] == 0, f"{totals['panned']} diagrams scroll sideways at {width} px"
+    assert not problems, f"{len(problems)} layout problems:\n" + "\n".join(problems)
+
+
+def test_names_in_tables_stay_whole_at_laptop_width(measured):
+    """At 1280 px every table has room for its names: an API page's parameter table
+    printed "gm_or_gr|aph" and "directio|n" when code in a cell could break anywhere."""
+    result = measured("desktop")  # 1280 px wide
+    broken = result.names_broken
+    assert result.totals["tables"] >= 50  # it looked at the book's tables
     assert not broken, "names broken across two lines in a table:\n" + "\n".join(broken)
 
 
