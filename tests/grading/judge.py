@@ -727,7 +727,9 @@ _KEPT: dict[tuple[str, str], Kept] = {}
 
 def kept_server(kind: str, files: dict[str, bytes], env: dict[str, str]) -> Kept | None:
     """A fork server for `kind` ("exercise" or "task") with `files` staged and `env`: a
-    kept one, else a new one (then kept), or None where none can start (`start_server`)."""
+    kept one, else a new one (then kept). None where this system cannot fork one (only
+    Linux can) or MINIFX_GRADING_NO_FORK is set, or where it does not start: each worker
+    then starts afresh."""
     if not sys.platform.startswith("linux") or os.environ.get("MINIFX_GRADING_NO_FORK"):
         return None
     digest = hashlib.sha256(repr(sorted({**env, MARKER: ""}.items())).encode())
@@ -762,11 +764,8 @@ def _without_minifx(trusted: dict[str, bytes]) -> dict[str, bytes]:
 
 
 def start_server(folder: Path, env: dict[str, str], tasks: bool = False) -> ForkServer | None:
-    """A fork server in `folder` where this system can fork one (Linux); else None, and
-    each worker starts afresh. `tasks`: the server for build tasks, which imports no minifx
-    (each task's worker grades its own staged copy)."""
-    if not sys.platform.startswith("linux") or os.environ.get("MINIFX_GRADING_NO_FORK"):
-        return None
+    """A fork server in `folder`, or None if it did not start. `tasks`: the server for build
+    tasks, which imports no minifx (each task's worker grades its own staged copy)."""
     try:
         return ForkServer(folder, env, tasks)
     except (ForkServerError, OSError):
