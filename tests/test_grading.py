@@ -320,6 +320,25 @@ def test_a_check_without_a_message_names_its_line_and_how_to_see_more():
         assert message.endswith(f"run it alone:\n  {rerun}"), message
 
 
+def test_a_worker_stopped_before_collection_says_how_it_stopped():
+    """A worker stopped at the time limit while the grader's imports ran (torch._dynamo
+    on a loaded machine, say) reported nothing; its score says it timed out, rather than
+    "could not collect" followed by nothing."""
+    from tests.grading.judge import Limits, Run, judge
+
+    exercise = _exercise("9.1")
+    timed_out = judge(exercise, Run(ended="timeout"), {}, Limits(timeout=30), set())
+    assert timed_out.problem == (
+        f"could not collect {exercise.grader}:\ntimed out after 30 s: look for a loop "
+        "that never ends (or code far slower than it should be)"
+    ), timed_out.problem
+    crashed = Run(ended="exit", returncode=-11, output="Fatal Python error: Segmentation fault")
+    problem = judge(exercise, crashed, {}, Limits(), set()).problem
+    assert "killed by signal 11" in problem and problem.endswith("Segmentation fault"), problem
+    failed = Run(records=[{"kind": "collect_error", "message": "ImportError: no module x"}])
+    assert judge(exercise, failed, {}, Limits(), set()).problem.endswith("no module x")
+
+
 def test_tests_that_fail_with_the_same_message_share_one_block():
     """One mistake met by every case (an exception in the replacement, say) is shown
     once, with how many tests and which, not once per test; other messages keep theirs."""

@@ -523,8 +523,9 @@ def judge(
     collected = next((r for r in run.records if r["kind"] == "collected"), None)
     errors = [r["message"] for r in run.records if r["kind"] == "collect_error"]
     if collected is None or errors:
-        detail = errors[0] if errors else _tail(run.output)
-        score.problem = f"could not collect {exercise.grader}:\n{_tail(detail)}"
+        score.problem = (
+            f"could not collect {exercise.grader}:\n{_collect_failure(run, errors, limit)}"
+        )
         return score
     problem = _check_collection(exercise, collected, trusted, expected)
     if problem:
@@ -539,6 +540,16 @@ def judge(
             if test.outcome == "failed" and not test.message:
                 test.message = "not run: " + score.problem
     return score
+
+
+def _collect_failure(run: Run, errors: list[str], limit: Limits) -> str:
+    """Why collection did not finish: pytest's error, else how the worker ended (a worker
+    stopped at the time limit, say, while the grader's imports ran), else its output."""
+    if errors:
+        return _tail(errors[0])
+    if run.ended != "finished":
+        return _stopped(run, "", limit)
+    return _tail(run.output)
 
 
 def _check_collection(
