@@ -54,7 +54,6 @@ import gc
 import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
 
@@ -68,9 +67,14 @@ from benchmarks.common import (
     Chain,
     ForwardCase,
     Tiny,
+    add_machine_options,
+    add_report_options,
+    add_scaling_options,
     build_chain,
     format_markdown,
     machine_description,
+    options_problem,
+    write_report,
 )
 from benchmarks.common import calls_per_round as _calls_per_round
 from benchmarks.common import ms as _ms
@@ -484,16 +488,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.codegen", description=__doc__.split("\n")[0]
     )
-    parser.add_argument(
-        "--sizes",
-        type=int,
-        nargs="+",
-        default=list(DEFAULT_SIZES),
-        help="numbers of call_function nodes in the chains (default: 1000 10000 100000)",
-    )
-    parser.add_argument(
-        "--repeat", type=int, default=5, help="runs per chain size; the fastest counts (default: 5)"
-    )
+    add_scaling_options(parser, DEFAULT_SIZES, repeat=5, budget=30.0)
     parser.add_argument(
         "--model-repeat",
         type=int,
@@ -524,52 +519,11 @@ def main(argv: list[str] | None = None) -> int:
         default=64,
         help="height and width of ResNet-50's input in the forward part (default: 64)",
     )
-    parser.add_argument(
-        "--device", default="cpu", help="where the forward part runs: cpu or cuda (default: cpu)"
-    )
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=1,
-        help="torch.set_num_threads for the forward part (default: 1: on a busy machine, "
-        "more threads than idle cores make CPU kernels stall)",
-    )
-    parser.add_argument(
-        "--budget",
-        type=float,
-        default=30.0,
-        help="seconds per library and chain size after which repeats stop early (default: 30)",
-    )
-    parser.add_argument(
-        "--slack",
-        type=float,
-        default=2.0,
-        help="flag growth above slack x the size ratio (default: 2, i.e. 20x for 10k -> 100k)",
-    )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        help="also write the report to this file (the committed one is "
-        "benchmarks/results/codegen.md)",
-    )
-    parser.add_argument(
-        "--note", default="", help="a line for the report's header, e.g. about the machine's load"
-    )
-    parser.add_argument(
-        "--check",
-        action="store_true",
-        help="exit with status 1 if any minifx chain operation grows faster than the limit",
-    )
+    add_machine_options(parser, "the forward part runs")
+    add_report_options(parser, "codegen.md")
     args = parser.parse_args(argv)
-    if args.check and len(args.sizes) < 2:
-        print("--check needs at least two sizes", file=sys.stderr)
-        return 2
-    if torch.device(args.device).type == "cuda" and not torch.cuda.is_available():
-        print(
-            "--device cuda: CUDA is not available (torch.cuda.is_available() is False)",
-            file=sys.stderr,
-        )
+    if problem := options_problem(args):
+        print(problem, file=sys.stderr)
         return 2
 
     torch.set_num_threads(args.threads)
@@ -591,9 +545,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(markdown_tables(results, args.slack))
     if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(markdown_report(results, args))
-        print(f"wrote {args.out}")
+        write_report(args.out, markdown_report(results, args))
     slow = not_linear(results, args.slack)
     if slow:
         print(

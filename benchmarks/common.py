@@ -1,4 +1,5 @@
-"""What the benchmark scripts share: the workloads, the timers and the report's formatting.
+"""What the benchmark scripts share: the workloads, the timers, the report's formatting and
+the command-line options that several scripts take.
 
 One home for them, so that each script imports its helpers from here and none imports
 another script's private ones. Moved here unchanged (names without the leading underscore
@@ -7,6 +8,7 @@ they had as one script's private helpers), so every script prints what it printe
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import gc
 import operator
@@ -15,6 +17,7 @@ import platform
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -207,3 +210,111 @@ def machine_description() -> str:
         f"{cpu}, {os.cpu_count()} logical cores, {platform.system()} {platform.release()}; "
         f"Python {platform.python_version()}, torch {torch.__version__}"
     )
+
+
+# --- the command line -----------------------------------------------------------------
+
+
+def add_scaling_options(
+    parser: argparse.ArgumentParser, sizes: tuple[int, ...], repeat: int, budget: float
+) -> None:
+    """`--sizes`, `--repeat`, `--budget`, `--slack` and `--check`: for a script that times
+    chains of several sizes and flags a minifx operation whose time grows faster than linear."""
+    parser.add_argument(
+        "--sizes",
+        type=int,
+        nargs="+",
+        default=list(sizes),
+        help=f"numbers of call_function nodes in the chains (default: {' '.join(map(str, sizes))})",
+    )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=repeat,
+        help=f"runs per chain size; the fastest counts (default: {repeat})",
+    )
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=budget,
+        help=f"seconds per library and chain size after which repeats stop early "
+        f"(default: {budget:g})",
+    )
+    parser.add_argument(
+        "--slack",
+        type=float,
+        default=2.0,
+        help="flag growth above slack x the size ratio (default: 2, i.e. 20x for 10k -> 100k)",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="exit with status 1 if any minifx operation grows faster than the limit",
+    )
+
+
+def add_machine_options(parser: argparse.ArgumentParser, runs_there: str | None) -> None:
+    """`--threads` and, for a script that can run on a GPU, `--device`.
+
+    Args:
+        runs_there: what runs on the device, as a clause ("the models run"); `None` for
+            a script that runs on the CPU only.
+    """
+    if runs_there is not None:
+        parser.add_argument(
+            "--device", default="cpu", help=f"where {runs_there}: cpu or cuda (default: cpu)"
+        )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch.set_num_threads on CPU (default: 1: on a busy machine, more threads than "
+        "idle cores make CPU kernels stall)",
+    )
+
+
+def add_report_options(
+    parser: argparse.ArgumentParser, report: str, plot: str | None = None
+) -> None:
+    """`--out`, `--note`, and `--plot` if the script draws a figure for the book.
+
+    Args:
+        report: the file name of the committed report in `benchmarks/results/`.
+        plot: the file name of the book's figure in `chapters/figures/`.
+    """
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help=f"also write the report to this file (the committed one is "
+        f"benchmarks/results/{report})",
+    )
+    if plot is not None:
+        parser.add_argument(
+            "--plot",
+            type=Path,
+            default=None,
+            help=f"write the bar plot here (the book's is chapters/figures/{plot})",
+        )
+    parser.add_argument(
+        "--note", default="", help="a line for the report's header, e.g. about the machine's load"
+    )
+
+
+def options_problem(args: argparse.Namespace) -> str | None:
+    """What makes the options unusable, found before anything is timed; `None` if nothing."""
+    if getattr(args, "check", False) and len(args.sizes) < 2:
+        return "--check needs at least two sizes"
+    if (
+        torch.device(getattr(args, "device", "cpu")).type == "cuda"
+        and not torch.cuda.is_available()
+    ):
+        return "--device cuda: CUDA is not available (torch.cuda.is_available() is False)"
+    return None
+
+
+def write_report(path: Path, text: str) -> None:
+    """Write `text` to `path`, making its folder if need be, and say so."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    print(f"wrote {path}")

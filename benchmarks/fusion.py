@@ -42,7 +42,15 @@ import torch
 from torch import nn
 from torch.fx.experimental.optimization import fuse as torch_fx_fuse
 
-from benchmarks.common import format_markdown, machine_description, time_runners
+from benchmarks.common import (
+    add_machine_options,
+    add_report_options,
+    format_markdown,
+    machine_description,
+    options_problem,
+    time_runners,
+    write_report,
+)
 from benchmarks.plots import speedup_bars
 from minifx.passes.fuse_conv_bn import fuse_conv_bn
 from tests.models import ResNet50
@@ -287,36 +295,11 @@ def main(argv: list[str] | None = None) -> int:
         default=60.0,
         help="seconds per batch size after which rounds stop early (default: 60)",
     )
-    parser.add_argument(
-        "--device", default="cpu", help="where the models run: cpu or cuda (default: cpu)"
-    )
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=1,
-        help="torch.set_num_threads on CPU (default: 1, for a shared machine)",
-    )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        help="also write the report here (the committed one is benchmarks/results/fusion.md)",
-    )
-    parser.add_argument(
-        "--plot",
-        type=Path,
-        default=None,
-        help="write the bar plot here (the book's is chapters/figures/fusion.png)",
-    )
-    parser.add_argument(
-        "--note", default="", help="a line for the report's header, e.g. about the machine's load"
-    )
+    add_machine_options(parser, "the models run")
+    add_report_options(parser, "fusion.md", plot="fusion.png")
     args = parser.parse_args(argv)
-    if torch.device(args.device).type == "cuda" and not torch.cuda.is_available():
-        print(
-            "--device cuda: CUDA is not available (torch.cuda.is_available() is False)",
-            file=sys.stderr,
-        )
+    if problem := options_problem(args):
+        print(problem, file=sys.stderr)
         return 2
 
     torch.set_num_threads(args.threads)
@@ -334,9 +317,7 @@ def main(argv: list[str] | None = None) -> int:
     report = markdown_report(results, args)
     print(report)
     if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(report)
-        print(f"wrote {args.out}")
+        write_report(args.out, report)
     if args.plot is not None:
         save_plot(results, args.plot)
         print(f"wrote {args.plot}")

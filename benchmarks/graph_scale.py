@@ -52,7 +52,6 @@ import operator
 import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
 
@@ -60,7 +59,15 @@ import torch
 import torch.fx
 
 import minifx.graph
-from benchmarks.common import build_chain, format_markdown, machine_description
+from benchmarks.common import (
+    add_report_options,
+    add_scaling_options,
+    build_chain,
+    format_markdown,
+    machine_description,
+    options_problem,
+    write_report,
+)
 from benchmarks.common import ms as _ms
 from benchmarks.common import size_label as _size
 from benchmarks.common import timed as _timed
@@ -375,44 +382,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.graph_scale", description=__doc__.split("\n")[0]
     )
-    parser.add_argument(
-        "--sizes",
-        type=int,
-        nargs="+",
-        default=list(DEFAULT_SIZES),
-        help="numbers of call_function nodes in the chain (default: 1000 10000 100000)",
-    )
-    parser.add_argument(
-        "--repeat", type=int, default=3, help="runs per size; the fastest counts (default: 3)"
-    )
-    parser.add_argument(
-        "--budget",
-        type=float,
-        default=60.0,
-        help="seconds per library and size after which repeats stop early (default: 60)",
-    )
-    parser.add_argument(
-        "--slack",
-        type=float,
-        default=2.0,
-        help="flag growth above slack x the size ratio (default: 2, i.e. 20x for 10k -> 100k)",
-    )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        help="also write the tables as Markdown to this file (the committed one is "
-        "benchmarks/results/graph_scale.md)",
-    )
-    parser.add_argument(
-        "--note", default="", help="a line for the Markdown header, e.g. about the machine's load"
-    )
-    parser.add_argument(
-        "--check",
-        action="store_true",
-        help="exit with status 1 if any minifx operation grows faster than the limit",
-    )
+    add_scaling_options(parser, DEFAULT_SIZES, repeat=3, budget=60.0)
+    add_report_options(parser, "graph_scale.md")
     args = parser.parse_args(argv)
+    if problem := options_problem(args):
+        print(problem, file=sys.stderr)
+        return 2
 
     print(
         f"graph_scale: sizes {args.sizes}, best of {args.repeat}; {machine_description()}",
@@ -428,18 +403,14 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print(format_text(growth_header, growth_rows))
     if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(markdown_report(results, args.slack, args.repeat, args.note))
-        print(f"\nwrote {args.out}")
+        print()
+        write_report(args.out, markdown_report(results, args.slack, args.repeat, args.note))
     slow = not_linear(results, args.slack)
     if slow:
         print(
             f"\nNOT LINEAR in minifx: {', '.join(slow)} (growth above "
             f"{results.growth_limit(args.slack):.0f}x)"
         )
-    if args.check and len(results.sizes) < 2:
-        print("--check needs at least two sizes", file=sys.stderr)
-        return 2
     return 1 if args.check and slow else 0
 
 

@@ -51,7 +51,6 @@ import argparse
 import datetime
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable
 
 import torch
@@ -65,13 +64,17 @@ from benchmarks.common import (
     Chain,
     ForwardCase,
     Tiny,
+    add_machine_options,
+    add_report_options,
     format_markdown,
     machine_description,
+    options_problem,
     quiet_torch_fx_progress,
     ratio,
     time_runners,
     timed,
     us,
+    write_report,
 )
 from tests.models import ResNet50
 
@@ -466,32 +469,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_false",
         help="do not time the Interpreters with garbage_collect_values=False",
     )
-    parser.add_argument(
-        "--device", default="cpu", help="where the models run: cpu or cuda (default: cpu)"
-    )
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=1,
-        help="torch.set_num_threads on CPU (default: 1: on a busy machine, more "
-        "threads than idle cores make CPU kernels stall)",
-    )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        help="also write the report to this file (the committed one is "
-        "benchmarks/results/interpreter.md)",
-    )
-    parser.add_argument(
-        "--note", default="", help="a line for the report's header, e.g. about the machine's load"
-    )
+    add_machine_options(parser, "the models run")
+    add_report_options(parser, "interpreter.md")
     args = parser.parse_args(argv)
-    if torch.device(args.device).type == "cuda" and not torch.cuda.is_available():
-        print(
-            "--device cuda: CUDA is not available (torch.cuda.is_available() is False)",
-            file=sys.stderr,
-        )
+    if problem := options_problem(args):
+        print(problem, file=sys.stderr)
         return 2
 
     torch.set_num_threads(args.threads)
@@ -510,9 +492,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(markdown_tables(results))
     if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(markdown_report(results, args))
-        print(f"wrote {args.out}")
+        write_report(args.out, markdown_report(results, args))
     return 0
 
 

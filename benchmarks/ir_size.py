@@ -54,6 +54,7 @@ import torch.fx
 from torch import nn
 
 import minifx
+from benchmarks.common import add_report_options, write_report
 from benchmarks.torchscript_size import (
     CAPTURES,
     PAPER_COUNTS,
@@ -293,19 +294,7 @@ def main(argv: list[str] | None = None) -> int:
         default=64,
         help="height and width of the input used to check outputs (default: 64)",
     )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        help="write the report here (the committed one is benchmarks/results/ir_size.md)",
-    )
-    parser.add_argument(
-        "--plot",
-        type=Path,
-        default=None,
-        help="write the bar plot here (the book's is chapters/figures/ir_size.png)",
-    )
-    parser.add_argument("--note", default="", help="a line for the report's header")
+    add_report_options(parser, "ir_size.md", plot="ir_size.png")
     args = parser.parse_args(argv)
 
     torch.manual_seed(0)
@@ -318,9 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     report = markdown_report(results, args.note)
     print(report)
     if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(report)
-        print(f"wrote {args.out}")
+        write_report(args.out, report)
     if args.plot is not None:
         save_plot(results, args.plot)
         print(f"wrote {args.plot}")

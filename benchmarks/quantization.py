@@ -40,7 +40,14 @@ from typing import Callable
 import torch
 from torch import nn
 
-from benchmarks.common import format_markdown, machine_description, time_runners
+from benchmarks.common import (
+    add_machine_options,
+    add_report_options,
+    format_markdown,
+    machine_description,
+    time_runners,
+    write_report,
+)
 from benchmarks.plots import speedup_bars
 from examples.ch8_quantization import AutoEncoder, quantize, relative_error
 from tests.passes.quantization_oracle import torch_ao
@@ -269,27 +276,8 @@ def main(argv: list[str] | None = None) -> int:
         default=30.0,
         help="seconds per batch size after which rounds stop early (default: 30)",
     )
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=1,
-        help="torch.set_num_threads (default: 1, for a shared machine)",
-    )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        help="also write the report here (the committed one is benchmarks/results/quantization.md)",
-    )
-    parser.add_argument(
-        "--plot",
-        type=Path,
-        default=None,
-        help="write the bar plot here (the book's is chapters/figures/quantization.png)",
-    )
-    parser.add_argument(
-        "--note", default="", help="a line for the report's header, e.g. about the machine's load"
-    )
+    add_machine_options(parser, None)
+    add_report_options(parser, "quantization.md", plot="quantization.png")
     args = parser.parse_args(argv)
 
     torch.set_num_threads(args.threads)
@@ -308,9 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     report = markdown_report(results, args)
     print(report)
     if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(report)
-        print(f"wrote {args.out}")
+        write_report(args.out, report)
     if args.plot is not None:
         save_plot(results, args.plot)
         print(f"wrote {args.plot}")

@@ -11,6 +11,8 @@ never asserted here.
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 import torch
 import torch.fx
@@ -83,6 +85,23 @@ def test_main_reports_and_checks_without_asserting_speed(tmp_path, capsys) -> No
     report = out.read_text()
     assert "| operation | nodes | minifx (ms) | torch.fx (ms) | minifx / torch.fx |" in report
     assert "- Note: smoke" in report
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        pytest.param("graph_scale", marks=pytest.mark.ch2),
+        # Imported in the test: it loads stage 3, which the stage-2 tests must not need.
+        pytest.param("codegen", marks=pytest.mark.ch3),
+    ],
+)
+def test_check_with_one_size_is_refused_before_anything_is_timed(script, capsys) -> None:
+    """Growth needs two sizes: said at once, not after the run (graph_scale said it last)."""
+    main = importlib.import_module(f"benchmarks.{script}").main
+    assert main(["--sizes", "20", "--repeat", "1", "--check"]) == 2
+    printed = capsys.readouterr()
+    assert printed.err.strip() == "--check needs at least two sizes"
+    assert printed.out == ""
 
 
 @pytest.mark.ch2
