@@ -2,8 +2,10 @@
 the command-line options that several scripts take.
 
 One home for them, so that each script imports its helpers from here and none imports
-another script's private ones. Moved here unchanged (names without the leading underscore
-they had as one script's private helpers), so every script prints what it printed before.
+another script's private ones. The workloads, timers and formatting were moved here
+unchanged (names without the leading underscore they had as one script's private
+helpers), so every script measures and prints what it did before; the options a script
+shares with others take their wording from here, so `--help` says the same for each.
 """
 
 from __future__ import annotations
