@@ -9,22 +9,11 @@ import dataclasses
 import pytest
 import torch
 
-from minifx.proxy import TapeRecorder, TraceError
-from tests.proxy.support import placeholder
+from minifx.proxy import TraceError
 
 pytestmark = pytest.mark.ch1
 
 Point = collections.namedtuple("Point", ["x", "y"])
-
-
-@pytest.fixture
-def tracer():
-    return TapeRecorder()
-
-
-@pytest.fixture
-def x(tracer):
-    return placeholder(tracer)
 
 
 @pytest.mark.task("1.2")

@@ -8,21 +8,10 @@ import pickle
 import pytest
 import torch.fx
 
-from minifx.proxy import Proxy, TapeRecorder
+from minifx.proxy import Proxy
 from minifx.proxy.copying import CopyableProxy
-from tests.proxy.support import placeholder
 
 pytestmark = pytest.mark.ch1
-
-
-@pytest.fixture
-def tracer():
-    return TapeRecorder()
-
-
-@pytest.fixture
-def x(tracer):
-    return placeholder(tracer)
 
 
 def test_a_proxy_is_copyable(x):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import collections
-
 import pytest
 import torch
 import torch.fx
@@ -21,19 +19,6 @@ from minifx.proxy import (
 from tests.proxy.support import placeholder
 
 pytestmark = pytest.mark.ch1
-
-Point = collections.namedtuple("Point", ["x", "y"])
-
-
-@pytest.fixture
-def tracer():
-    return TapeRecorder()
-
-
-@pytest.fixture
-def x(tracer):
-    return placeholder(tracer)
-
 
 # -- Attribute --------------------------------------------------------------------
 

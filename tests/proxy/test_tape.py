@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import collections
 import operator
 
 import pytest
@@ -23,9 +22,6 @@ from minifx.proxy import (
 from tests.proxy.support import placeholder, walk
 
 pytestmark = pytest.mark.ch1
-
-Point = collections.namedtuple("Point", ["x", "y"])
-
 
 # -- records hold records --------------------------------------------------------
 
