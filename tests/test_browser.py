@@ -20,12 +20,14 @@ dependency, so a missing Playwright is an error, not a skip.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import os
 import shutil
 import threading
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -102,12 +104,20 @@ def site(book_build) -> Site:
         f"{MERMAID_JS.relative_to(ROOT)}`), which fetches Mermaid from the npm registry"
     )
     assert book_build.returncode == 0, book_build.stderr[-3000:]
-    out = book_build.site
-    handler = functools.partial(_QuietHandler, directory=str(out))
+    with served(book_build.site) as book:
+        yield book
+
+
+@contextlib.contextmanager
+def served(directory: Path) -> Iterator[Site]:
+    """`directory`, served on localhost while the block runs."""
+    handler = functools.partial(_QuietHandler, directory=str(directory))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield Site(f"http://127.0.0.1:{server.server_address[1]}/", out)
-    server.shutdown()
+    try:
+        yield Site(f"http://127.0.0.1:{server.server_address[1]}/", directory)
+    finally:
+        server.shutdown()
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -154,19 +164,6 @@ def reader(browser) -> Reader:
     context.close()
 
 
-def test_every_page_loads_with_no_console_error_and_nothing_fetched_from_outside(site, reader):
-    pages = site.pages()
-    assert len(pages) >= 20, pages
-    problems = []
-    for page in pages:
-        reader.errors.clear()
-        reader.open(site.url + page)
-        reader.page.wait_for_load_state("networkidle")
-        problems += [f"/{page}: {error}" for error in reader.errors]
-    assert not problems, "console errors:\n" + "\n".join(problems)
-    assert not reader.outside, f"requests that left localhost: {sorted(set(reader.outside))}"
-
-
 def test_search_finds_replace_all_uses_with(site, reader):
     page = reader.open(site.url)
     page.keyboard.press("/")  # the book's search shortcut, as a reader would
@@ -182,6 +179,18 @@ def test_mermaid_diagrams_render_as_svg(site, reader):
     assert page.locator("div.mermaid svg").count() >= 1
     assert page.locator("pre.mermaid").count() == 0, "a diagram was left as text"
     assert not reader.errors, reader.errors
+
+
+# Mermaid has drawn at least n diagrams (into the shadow roots Material gives them).
+DIAGRAMS_DRAWN = """n => [...document.querySelectorAll('article div.mermaid')].filter(
+  (d) => d.shadowRoot?.querySelector('svg')).length >= n"""
+
+
+def wait_for_diagrams(page: Page, site: Site, path: str) -> None:
+    """Wait until every diagram of the page at `path` is drawn (its HTML holds each
+    one's source in a `<pre class="mermaid">`, which Mermaid replaces as it draws)."""
+    html = (site.directory / path / "index.html").read_text(encoding="utf-8")
+    page.wait_for_function(DIAGRAMS_DRAWN, arg=html.count('<pre class="mermaid">'), timeout=15_000)
 
 
 # The words Mermaid drew in bold or italics, with the label they are in.
@@ -219,34 +228,6 @@ def test_the_diagram_check_finds_a_diagram_without_a_text_alternative(browser):
     assert unnamed == ["diagram 1 has no accTitle and no accDescr"], unnamed
 
 
-def test_diagram_labels_are_drawn_as_written(site, reader):
-    """Mermaid reads a label as Markdown: `__torch_function__` is drawn as a bold
-    "torch_function", `_x_` and `a*b*c` in italics. The book writes no emphasis in its
-    diagrams, so every emphasis drawn is a name that lost its underscores or stars (write
-    them `\\_\\_torch_function\\_\\_` in the diagram's source).
-
-    And a diagram is a picture: a reader who cannot see it hears its title and description,
-    written after its first line (or, for a figure included from chapters/figures/, after
-    the include) as `accTitle: ...` and `accDescr: ...`, which say what it draws."""
-    problems, unnamed = [], []
-    for path in site.pages():
-        html = (site.directory / path / "index.html").read_text(encoding="utf-8")
-        diagrams = html.count('<pre class="mermaid">')
-        if not diagrams:
-            continue
-        page = reader.open(site.url + path)
-        page.wait_for_function(
-            "n => [...document.querySelectorAll('article div.mermaid')].filter("
-            "d => d.shadowRoot?.querySelector('svg')).length >= n",
-            arg=diagrams,
-            timeout=15_000,
-        )
-        problems += [f"/{path}: {p}" for p in page.evaluate(EMPHASISED_LABELS)]
-        unnamed += [f"/{path}: {p}" for p in page.evaluate(UNNAMED_DIAGRAMS)]
-    assert not problems, "diagram text drawn as Markdown emphasis:\n" + "\n".join(problems)
-    assert not unnamed, "diagrams a screen reader cannot describe:\n" + "\n".join(unnamed)
-
-
 @pytest.mark.needs_solutions  # a student release turns the solutions into notes
 def test_collapsible_solutions_open(site, reader):
     page = reader.open(site.url + "04-interpreter/")
@@ -273,6 +254,10 @@ LAYOUT_LIMITS = {"minFontPx": 11, "slackPx": 1, "chartTextPx": plots.TEXT_PX}
 # A laptop, and a narrow phone: 360 CSS pixels wide, as many Android phones are (an
 # iPhone 12 to 15 is 390; what fits 360 fits there too).
 WINDOWS = {"desktop": (1280, 800), "phone": (360, 800)}
+# The window in which each page is left to settle (no request for half a second: the
+# search index loaded) before it is measured. A page fetches the same files at every
+# width, and the wait costs half a second a page, so the other window does not wait.
+SETTLED = "desktop"
 # Everything a reader can open is measured: collapsed blocks opened, every tab shown.
 OPEN_EVERYTHING = """() => {
   document.querySelectorAll("details").forEach((d) => (d.open = true));
@@ -282,14 +267,9 @@ OPEN_EVERYTHING = """() => {
 }"""
 
 
-def layout_problems(page: Page, diagrams: int) -> dict:
-    """Wait for the page's `diagrams` to be drawn, open every block and tab, and measure
-    the page (book_layout.js)."""
-    page.wait_for_function(
-        "n => document.querySelectorAll('article div.mermaid').length >= n",
-        arg=diagrams,
-        timeout=15_000,
-    )
+def layout_problems(page: Page) -> dict:
+    """Open every block and tab of a page whose diagrams are drawn, and measure it
+    (book_layout.js)."""
     page.evaluate(OPEN_EVERYTHING)
     page.wait_for_timeout(50)  # let the diagrams' size watcher see the opened blocks
     return page.evaluate(LAYOUT_JS, LAYOUT_LIMITS)
@@ -309,23 +289,35 @@ NAMES_BROKEN_IN_TABLES = """() => [...document.querySelectorAll("article table:n
 
 @dataclass
 class Measured:
-    """Every page of the book, measured in one window.
+    """Every page of the book, opened and measured in one window.
+
+    Each line of the lists names its page.
 
     Attributes:
-        problems: What `book_layout.js` found, one line each, naming the page.
+        pages: How many pages were opened.
+        errors: The console errors and uncaught exceptions of the pages.
+        outside: The requests that left localhost (refused).
+        emphasised: Diagram text drawn as Markdown emphasis (EMPHASISED_LABELS).
+        unnamed: Diagrams a screen reader cannot describe (UNNAMED_DIAGRAMS).
+        problems: What `book_layout.js` found.
         totals: How many code blocks, tables, diagrams, ... it measured.
-        names_broken: The names in tables drawn on two lines, each with its page.
+        names_broken: The names in tables drawn on two lines.
     """
 
-    problems: list[str]
-    totals: dict[str, int]
-    names_broken: list[str]
+    pages: int = 0
+    errors: list[str] = field(default_factory=list)
+    outside: list[str] = field(default_factory=list)
+    emphasised: list[str] = field(default_factory=list)
+    unnamed: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    totals: dict[str, int] = field(default_factory=dict)
+    names_broken: list[str] = field(default_factory=list)
 
 
 @pytest.fixture(scope="module")
 def measured(site, browser):
-    """`measured(window)`: every page measured in that window, loaded once however many
-    tests read the measurements (loading every page takes half a minute)."""
+    """`measured(window)`: every page opened and measured in that window, once however
+    many tests read the measurements (opening every page takes half a minute or more)."""
     done: dict[str, Measured] = {}
 
     def at(window: str) -> Measured:
@@ -337,25 +329,78 @@ def measured(site, browser):
 
 
 def measure_every_page(site: Site, browser, window: str) -> Measured:
-    """Open every page in a window of `WINDOWS`, open all it holds, and measure it."""
+    """Open every page in a window of `WINDOWS` as a `Reader`, let it settle in the
+    SETTLED window, wait for its diagrams and check them, open all it holds, and measure
+    it."""
     width, height = WINDOWS[window]
     context = browser.new_context(viewport={"width": width, "height": height})
     context.add_init_script(OPEN_SHADOW_ROOTS)
-    page = context.new_page()
+    reader = Reader(context.new_page())
     counted = ["code", "tables", "diagrams", "labels", "panned", "images"]
-    result = Measured([], dict.fromkeys(counted, 0), [])
+    result = Measured(totals=dict.fromkeys(counted, 0))
     try:
         for path in site.pages():
-            page.goto(site.url + path, wait_until="load")
-            html = (site.directory / path / "index.html").read_text(encoding="utf-8")
-            layout = layout_problems(page, html.count('<pre class="mermaid">'))
+            reader.errors.clear()
+            page = reader.open(site.url + path)
+            if window == SETTLED:
+                page.wait_for_load_state("networkidle")
+            wait_for_diagrams(page, site, path)
+            result.emphasised += [f"/{path}: {p}" for p in page.evaluate(EMPHASISED_LABELS)]
+            result.unnamed += [f"/{path}: {p}" for p in page.evaluate(UNNAMED_DIAGRAMS)]
+            layout = layout_problems(page)
             result.problems += [f"/{path} at {width} px: {p}" for p in layout["problems"]]
             for key in result.totals:
                 result.totals[key] += layout["counts"][key]
             result.names_broken += [f"/{path}: {n}" for n in page.evaluate(NAMES_BROKEN_IN_TABLES)]
+            result.errors += [f"/{path} at {width} px: {error}" for error in reader.errors]
+            result.pages += 1
     finally:
         context.close()
+    result.outside = sorted(set(reader.outside))
     return result
+
+
+@pytest.mark.parametrize("window", WINDOWS)
+def test_every_page_loads_with_no_console_error_and_nothing_fetched_from_outside(measured, window):
+    result = measured(window)
+    assert result.pages >= 20, result.pages
+    assert not result.errors, "console errors:\n" + "\n".join(result.errors)
+    assert not result.outside, f"requests that left localhost: {result.outside}"
+
+
+def test_the_page_check_finds_errors_late_ones_too_and_requests_to_the_outside(browser, tmp_path):
+    (tmp_path / "index.html").write_text("<article><p>Nothing wrong here.</p></article>")
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "index.html").write_text(
+        '<article><img src="https://example.com/logo.png" width="10"></article>'
+        '<script>console.error("logged at once");'
+        'setTimeout(() => { throw new Error("thrown after the load") }, 100);</script>'
+    )
+    with served(tmp_path) as site:
+        result = measure_every_page(site, browser, SETTLED)
+    assert result.pages == 2
+    for error in ["logged at once", "thrown after the load"]:
+        assert f"/broken/ at 1280 px: {error}" in result.errors, result.errors
+    assert result.outside == ["https://example.com/logo.png"]
+
+
+def test_diagram_labels_are_drawn_as_written(measured):
+    """Mermaid reads a label as Markdown: `__torch_function__` is drawn as a bold
+    "torch_function", `_x_` and `a*b*c` in italics. The book writes no emphasis in its
+    diagrams, so every emphasis drawn is a name that lost its underscores or stars (write
+    them `\\_\\_torch_function\\_\\_` in the diagram's source).
+
+    And a diagram is a picture: a reader who cannot see it hears its title and description,
+    written after its first line (or, for a figure included from chapters/figures/, after
+    the include) as `accTitle: ...` and `accDescr: ...`, which say what it draws."""
+    result = measured("desktop")  # the labels are the same text at every width
+    assert result.totals["diagrams"] >= 15, result.totals  # it looked at the diagrams
+    assert not result.emphasised, "diagram text drawn as Markdown emphasis:\n" + "\n".join(
+        result.emphasised
+    )
+    assert not result.unnamed, "diagrams a screen reader cannot describe:\n" + "\n".join(
+        result.unnamed
+    )
 
 
 @pytest.mark.parametrize("window", WINDOWS)
@@ -477,13 +522,7 @@ def test_pages_pass_axe_in_light_and_dark(site, browser, scheme):
     try:
         for path in AXE_PAGES:
             assert page.goto(site.url + path, wait_until="load").ok, f"/{path} is gone"
-            html = (site.directory / path / "index.html").read_text(encoding="utf-8")
-            page.wait_for_function(
-                "n => [...document.querySelectorAll('article div.mermaid')].filter("
-                "d => d.shadowRoot?.querySelector('svg')).length >= n",
-                arg=html.count('<pre class="mermaid">'),
-                timeout=15_000,
-            )
+            wait_for_diagrams(page, site, path)
             shown = page.evaluate("document.body.dataset.mdColorScheme")
             assert shown == drawn, f"/{path}: a reader who prefers {scheme} got {shown!r}"
             problems += [f"/{path}: {problem}" for problem in _axe(page)]
