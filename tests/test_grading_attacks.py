@@ -60,7 +60,12 @@ ATTACKS = {
     "1.2": ("import pytest\npytest.skip('later', allow_module_level=True)\n", FRAMEWORK),
     "2.1": ("import pytest\npytest.exit('done', returncode=0)\n", FRAMEWORK),
     "2.2": ("import os\nos._exit(0)\n", "exited with code 0"),
-    "3.1": ("while True:\n    pass\n", f"timed out after {TIMEOUT} s while running test_"),
+    # A hang that sleeps: one that spins (tests/test_grading.py has it) would take a core
+    # from the rest of the suite for the whole time limit, once per entry point.
+    "3.1": (
+        "import time\nwhile True:\n    time.sleep(1)\n",
+        f"timed out after {TIMEOUT} s while running test_",
+    ),
     "3.2": ("raise KeyboardInterrupt\n", "KeyboardInterrupt"),
     "4.1": (
         "from solutions.ch4_flop_counting import *  # noqa\n",
