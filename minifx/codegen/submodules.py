@@ -15,7 +15,8 @@ from typing import Any
 import torch
 
 from ..graph.graph import Graph
-from ..graph.node import Node, get_path, target_problem
+from ..graph.module_paths import get_path
+from ..graph.node import Node, target_problem
 
 
 class SubmodulesMixin(torch.nn.Module):

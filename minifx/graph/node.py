@@ -14,8 +14,8 @@ from ..proxy.ir import OPCODES, format_line
 from . import errors
 from .errors import MisuseError as MisuseError  # re-exported: older code imports it here
 from .immutable_collections import immutable_dict, immutable_list
-from .module_paths import get_path as get_path  # re-exported: passes import it from here
 from .node_conveniences import Argument, NodeConveniences, Target, _get_qualified_name  # noqa: F401
+from .node_conveniences import ArgumentT as ArgumentT  # torch.fx.node has it
 from .node_conveniences import _format_arg as _format_arg  # torch.fx.node has it
 from .side_effects import has_side_effect, node_is_impure
 

@@ -6,16 +6,17 @@ assigning a whole new `args` tuple (`update_arg`, `update_kwarg`,
 through `Node`'s own use-def bookkeeping. `_format_arg` is torch.fx's helper
 (`torch.fx.node._format_arg`) that prints one argument as `str(graph)` does, and
 `_rename` its private way to rename a node, which some passes call.
-`Target`, `Argument` and `BaseArgumentTypes` are torch.fx.node's type aliases, and
-`_get_qualified_name` its name for `qualified_name`: code written for torch.fx
-imports them from `fx.node` (torchvision's feature extraction annotates with
-`fx.node.Target`), and `node.py` offers the first two and the last.
+`Target`, `Argument` and `BaseArgumentTypes` are torch.fx.node's type aliases,
+`ArgumentT` its type variable, and `_get_qualified_name` its name for
+`qualified_name`: code written for torch.fx imports them from `fx.node`
+(torchvision's feature extraction annotates with `fx.node.Target`), and `node.py`
+offers all but `BaseArgumentTypes`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union
 
 import torch
 
@@ -56,6 +57,8 @@ Argument = Optional[  # noqa: UP045
         BaseArgumentTypes,
     ]
 ]
+# torch.fx.node's type variable for "the same kind of argument back" (`map_arg`'s in and out).
+ArgumentT = TypeVar("ArgumentT", bound=Argument)
 # torch.fx.node's name for the dotted path of a target; passes written for torch.fx call it.
 _get_qualified_name = qualified_name
 

@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 from minifx.graph import Graph, Node
-from minifx.graph.node import get_path
+from minifx.graph.module_paths import get_path
 
 from . import rewriter_errors as errors
 from .schema_arguments import has_schema, schema_arguments

@@ -18,7 +18,7 @@ import torch
 
 from minifx.codegen import GraphModule, symbolic_trace
 from minifx.graph import Graph, Node
-from minifx.graph.node import get_path
+from minifx.graph.module_paths import get_path
 from minifx.proxy import TraceError
 
 from . import rewriter_errors as errors
