@@ -53,6 +53,7 @@ _MODULES = {
     "graph_module": "minifx.codegen.graph_module",
     "_pytree": "minifx.codegen.pytree",
     "subgraph_rewriter": "minifx.passes.subgraph_rewriter",
+    "_symbolic_trace": "minifx.codegen.tracing_names",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -26,7 +26,15 @@ def test_unknown_names_raise_attribute_error():
 
 @pytest.mark.parametrize(
     "name",
-    ["annotate", "node", "immutable_collections", "graph_module", "_pytree", "subgraph_rewriter"],
+    [
+        "annotate",
+        "node",
+        "immutable_collections",
+        "graph_module",
+        "_pytree",
+        "subgraph_rewriter",
+        "_symbolic_trace",
+    ],
 )
 def test_torch_fx_s_module_names_import_as_torch_fx_s_do(name):
     """`from torch.fx.node import Node` (torch.fx's documentation) works with minifx's name."""
@@ -62,7 +70,8 @@ def test_torch_fx_s_module_names_reach_minifx_s_modules():
     # fx.immutable_collections.immutable_list, fx.subgraph_rewriter.replace_pattern, ...
     import torch.fx
 
-    for name in ("node", "immutable_collections", "graph_module", "_pytree", "subgraph_rewriter"):
+    names = ("node", "immutable_collections", "graph_module", "_pytree", "subgraph_rewriter")
+    for name in (*names, "_symbolic_trace"):
         module = getattr(minifx, name)
         theirs = getattr(torch.fx, name)
         shared = [
@@ -74,8 +83,39 @@ def test_torch_fx_s_module_names_reach_minifx_s_modules():
                 "GraphModule",
                 "register_pytree_flatten_spec",
                 "replace_pattern",
+                "PHBase",
+                "PHWithMeta",
+                "_wrapped_methods_to_patch",
             )
             if hasattr(theirs, n)
         ]
         assert shared and all(hasattr(module, n) for n in shared), (name, shared)
         assert name in dir(minifx)
+
+
+def test_the_imports_of_pytorch_s_test_fx_work_with_minifx():
+    """The header of PyTorch's test/test_fx.py, `torch.fx` written as `minifx`, for what
+    minifx covers (not `experimental`, `operator_schemas` or `_compatibility`)."""
+    import minifx._pytree
+    from minifx import (  # noqa: F401
+        PH,
+        CodeGen,
+        Graph,
+        GraphModule,
+        Interpreter,
+        Node,
+        Proxy,
+        Tracer,
+        Transformer,
+        symbolic_trace,
+        wrap,
+    )
+    from minifx._symbolic_trace import PHBase, PHWithMeta, _wrapped_methods_to_patch
+    from minifx.immutable_collections import immutable_dict, immutable_list  # noqa: F401
+    from minifx.node import Argument, ArgumentT, Target, _format_arg  # noqa: F401
+    from minifx.passes import shape_prop  # noqa: F401
+    from minifx.proxy import TraceError  # noqa: F401
+
+    assert ArgumentT.__bound__ == Argument
+    assert (PHBase, PHWithMeta) == (minifx.PHBase, minifx.PHWithMeta)
+    assert _wrapped_methods_to_patch is minifx.graph.wrapping._wrapped_methods_to_patch

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.meta
 
 # torch.fx's module -> where code written for torch.fx finds its names with minifx.
 MODULES = {
-    "torch.fx._symbolic_trace": "minifx",
+    "torch.fx._symbolic_trace": "minifx._symbolic_trace",
     "torch.fx.graph": "minifx",
     "torch.fx.graph_module": "minifx.graph_module",
     "torch.fx.immutable_collections": "minifx.immutable_collections",

@@ -26,6 +26,10 @@ from .errors import NotAGlobalFunction
 
 # (id of a module's globals, function name) -> those globals; filled by `wrap`.
 _wrapped_functions: dict[tuple[int, str], dict[str, Any]] = {}
+# (class, method name): calls given a Proxy are recorded as one call_method node. Empty
+# unless code appends to it, as to torch.fx's list of the same name (which counts too):
+# `(torch.Tensor, "__getitem__")` traces `self.buffer[:, : x.size(0)]` on a plain tensor.
+_wrapped_methods_to_patch: list[tuple[type, str]] = []
 
 
 # --8<-- [start:wrap]
@@ -122,9 +126,12 @@ class Patcher:
         namespace[name] = new
 
     def patch_method(self, cls: type, name: str, new: Any) -> None:
-        """Set `cls.name = new` until exit."""
-        old = cls.__dict__[name]
-        self._undo.append(lambda: setattr(cls, name, old))
+        """Set `cls.name = new` until exit; an inherited method is inherited again after."""
+        if name in cls.__dict__:
+            old = cls.__dict__[name]
+            self._undo.append(lambda: setattr(cls, name, old))
+        else:
+            self._undo.append(lambda: delattr(cls, name))
         setattr(cls, name, new)
 
     def visit_once(self, thing: Any) -> bool:
@@ -154,6 +161,29 @@ def _torch_fx_wrap_registrations() -> dict[tuple[int, str], dict[str, Any]]:
     import torch.fx._symbolic_trace as torch_fx_trace  # only read, never changed
 
     return dict(getattr(torch_fx_trace, "_wrapped_fns_to_patch", {}))
+
+
+def registered_methods() -> list[tuple[type, str]]:
+    """The methods in minifx's `_wrapped_methods_to_patch` and torch.fx's, each once."""
+    import torch.fx._symbolic_trace as torch_fx_trace  # only read, never changed
+
+    theirs = getattr(torch_fx_trace, "_wrapped_methods_to_patch", [])
+    return list(dict.fromkeys([*_wrapped_methods_to_patch, *theirs]))
+
+
+def method_recorded_as_one_call(cls: type, name: str) -> Callable:
+    """A stand-in for the method `cls.name` that records one call_method node when given
+    a Proxy (the object it is called on need not be one: `tensor[:, proxy]`)."""
+    original = getattr(cls, name)
+
+    @functools.wraps(original)
+    def stand_in(*args: Any, **kwargs: Any) -> Any:
+        proxy = next(_proxies_in((args, kwargs)), None)
+        if proxy is None:
+            return original(*args, **kwargs)
+        return proxy.tracer.create_proxy("call_method", name, args, kwargs)
+
+    return stand_in
 
 
 def registered_functions() -> dict[tuple[int, str], tuple[dict[str, Any], Any]]:
@@ -194,8 +224,11 @@ def patch_autowrapped(patcher: Patcher, namespace: dict[str, Any], ids: set[int]
 
 
 def patch_wrapped(patcher: Patcher) -> None:
-    """Put a stand-in over every `wrap`ped function (minifx's and torch.fx's registrations),
-    and raise torch.fx's "is tracing" flag, as torch.fx's tracer does."""
+    """Put a stand-in over every `wrap`ped function and every method listed to patch
+    (minifx's and torch.fx's registrations), and raise torch.fx's "is tracing" flag,
+    as torch.fx's tracer does."""
     patch_torch_fx_tracing_flag(patcher)
     for (_, name), (namespace, original) in registered_functions().items():
         patcher.patch(namespace, name, stand_in_for(original))
+    for cls, name in registered_methods():
+        patcher.patch_method(cls, name, method_recorded_as_one_call(cls, name))

@@ -9,6 +9,8 @@ patched globals are restored after a trace, and pin `wrap`'s error messages.
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 import torch
 import torch.fx
@@ -17,6 +19,7 @@ import torch.fx._symbolic_trace
 import minifx
 import minifx.graph
 from minifx.graph.errors import NotAGlobalFunction
+from minifx.graph.wrapping import Patcher
 from tests.graph import wrapped_helpers as wh
 from tests.graph.corpus import CASES_BY_NAME
 from tests.graph.support import diff, error_of
@@ -162,3 +165,77 @@ def test_torch_fx_s_tracing_flag_is_up_while_minifx_traces_and_down_after():
     with pytest.raises(ValueError, match="stop"):
         minifx.graph.Tracer().trace(fails)
     assert not torch.fx._symbolic_trace.is_fx_tracing()
+
+
+# -- methods listed to patch (test_fx's test_getitem) ----------------------------------
+
+
+class _WithBuffer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.pe = torch.nn.Buffer(torch.arange(64.0).reshape(8, 8))
+
+
+class SlicesABuffer(_WithBuffer):
+    def forward(self, x):
+        return self.pe[:, : x.size(0)]
+
+
+class IndexesABuffer(_WithBuffer):
+    def forward(self, x):
+        return self.pe[x.size(0)]
+
+
+@contextlib.contextmanager
+def getitem_listed_in(methods: list):
+    methods.append((torch.Tensor, "__getitem__"))
+    try:
+        yield
+    finally:
+        methods.remove((torch.Tensor, "__getitem__"))
+
+
+@pytest.mark.parametrize("module", [SlicesABuffer, IndexesABuffer], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("listed_by", ["minifx", "torch.fx"])
+def test_a_method_listed_to_patch_is_recorded_as_one_call_method(module, listed_by):
+    """`self.pe[:, : x.size(0)]` indexes a plain tensor with a Proxy: torch.fx records it as
+    `pe.__getitem__(...)` when `(torch.Tensor, "__getitem__")` is in its
+    `_wrapped_methods_to_patch`; minifx honours its own list of that name and torch.fx's."""
+    methods = (
+        minifx.graph.wrapping._wrapped_methods_to_patch
+        if listed_by == "minifx"
+        else torch.fx._symbolic_trace._wrapped_methods_to_patch
+    )
+    with getitem_listed_in(torch.fx._symbolic_trace._wrapped_methods_to_patch):
+        theirs = str(torch.fx.Tracer().trace(module()))
+    # torch.fx puts an inherited method back as Tensor's own attribute: compare with now.
+    before = torch.Tensor.__dict__.get("__getitem__")
+    with getitem_listed_in(methods):
+        ours = minifx.graph.Tracer().trace(module())
+    assert str(ours) == theirs, diff(theirs, str(ours))
+    assert [n.op for n in ours.nodes if n.target == "__getitem__"] == ["call_method"]
+    assert torch.Tensor.__dict__.get("__getitem__") is before  # put back as it was
+    assert torch.arange(3)[1:].tolist() == [1, 2]
+
+
+def test_without_the_method_listed_indexing_a_tensor_with_a_proxy_fails():
+    """As in torch.fx (a TypeError there, a TraceTypeError, also a TypeError, here)."""
+    with pytest.raises(TypeError):
+        torch.fx.Tracer().trace(SlicesABuffer())
+    with pytest.raises(TypeError, match="was converted to an int"):
+        minifx.graph.Tracer().trace(SlicesABuffer())
+
+
+def test_patching_an_inherited_method_leaves_it_inherited_after():
+    class Base:
+        def name(self):
+            return "base"
+
+    class Child(Base):
+        pass
+
+    with Patcher() as patcher:
+        patcher.patch_method(Child, "name", lambda self: "patched")
+        assert Child().name() == "patched"
+    assert "name" not in Child.__dict__
+    assert Child().name() == "base"
