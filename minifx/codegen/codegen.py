@@ -269,6 +269,7 @@ def assemble(writer: _SourceWriter) -> PythonCode:
     lines, nodes = transformed_body(
         writer.codegen, writer.body or ["pass"], writer.line_nodes or [None]
     )
+    lines, nodes = without_leading_blank_lines(lines, nodes)
     # As torch.fx counts: from the `def` line (1 is the line after it), the line
     # after the body included.
     first = fn_def.count("\n") + 1
@@ -280,6 +281,17 @@ def assemble(writer: _SourceWriter) -> PythonCode:
         lineno_map,
         _prologue_start=wrap_lines.count("\n") + 4,
     )
+
+
+def without_leading_blank_lines(
+    lines: list[str], nodes: list[int | None]
+) -> tuple[list[str], list[int | None]]:
+    """The body without the blank lines it starts with (a verbose comment's, when it comes
+    first), as torch.fx strips them after the body transformer; the last line stays."""
+    blank = 0
+    while blank < len(lines) - 1 and not lines[blank]:
+        blank += 1
+    return lines[blank:], nodes[blank:]
 
 
 # The marker before a node's lines while a body transformer works on them.

@@ -54,7 +54,9 @@ def verbose_comment(writer: _SourceWriter, node: Node) -> None:
     summary = stack_summary(node.stack_trace) or "No stacktrace found for following nodes"
     if summary != writer.last_comment:
         writer.last_comment = summary
-        writer.body.extend(["", f"# {summary}"] if writer.body else [f"# {summary}"])
+        # A blank line first, as torch.fx writes it; `assemble` drops the blank lines the
+        # body starts with, so the first comment gets one only if a transformer wrote before it.
+        writer.body.extend(["", f"# {summary}"])
 
 
 def readable_text(gm: GraphModule, name: str) -> str:

@@ -46,6 +46,22 @@ def test_print_readable_of_a_nested_graph_module_is_torch_fx_text() -> None:
     assert "    class inner(torch.nn.Module):" in ours
 
 
+def _says_hello_first(library) -> torch.nn.Module:
+    gm = library.symbolic_trace(Inner())
+    gm.graph.on_generate_code(lambda _: lambda body: ["print('hello!')\n", *body])
+    gm.recompile()
+    return gm
+
+
+def test_a_body_transformer_s_first_line_comes_before_a_blank_line_as_in_torch_fx() -> None:
+    """The first comment's blank line is dropped only where the body starts (test_fx's
+    test_lineno_map adds a line before it, as here)."""
+    ours = _says_hello_first(minifx.codegen).print_readable(print_output=False)
+    theirs = _says_hello_first(torch.fx).print_readable(print_output=False)
+    assert ours == theirs
+    assert "print('hello!')\n\n        # No stacktrace found" in ours
+
+
 def test_readable_text_is_print_readable_without_printing(capsys) -> None:
     gm = nested(minifx.codegen)
     assert readable_text(gm, "Outer") == gm.print_readable(print_output=False)
