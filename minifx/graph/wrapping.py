@@ -6,6 +6,7 @@ While tracing, the Tracer temporarily replaces some names with stand-ins:
 - functions registered with `wrap` (or with `torch.fx.wrap`), in the
   globals of the module that registered them;
 - autowrapped functions such as `math.sqrt`, wherever they are found;
+- methods listed in `_wrapped_methods_to_patch` (minifx's or torch.fx's), on their class;
 - torch.fx's "is tracing" flag, which model code written for torch.fx asks.
 
 A stand-in records one node when an argument is a Proxy and calls the real
