@@ -58,6 +58,8 @@ class Tracer(ConcreteArgs, ConstantsOnRoot, TracerBase):
         param_shapes_constant: read a parameter's `shape`, `size()`, ... as real values.
     """
 
+    root: torch.nn.Module  # set by `trace`: a new Tracer has no root
+    graph: Graph  # nor graph, as in torch.fx
     __deepcopy__ = deepcopy_tracer
 
     def __init__(
@@ -70,8 +72,6 @@ class Tracer(ConcreteArgs, ConstantsOnRoot, TracerBase):
         self._autowrap_search = list(autowrap_modules)
         self.param_shapes_constant = param_shapes_constant
         self.submodule_paths: dict[torch.nn.Module, str] | None = None
-        self.root: torch.nn.Module | None = None
-        self.graph: Graph | None = None
         self.tensor_attrs: dict[torch.Tensor, str] = {}
         # The submodule calls under way, for node.meta["nn_module_stack"] (tracer_options).
         self.module_stack: OrderedDict[str, tuple[str, type]] = OrderedDict()

@@ -251,6 +251,15 @@ def test_a_tracer_can_be_deep_copied_before_and_after_tracing(library):
     assert str(before.trace(chain)) == str(graph)  # the copy still traces
 
 
+@pytest.mark.parametrize("library", TRACERS)
+def test_a_new_tracer_has_no_graph_and_no_root_until_it_traces(library):
+    tracer = TRACERS[library]()
+    assert not hasattr(tracer, "graph") and not hasattr(tracer, "root")
+    assert not hasattr(copy.deepcopy(tracer), "graph")
+    tracer.trace(chain)
+    assert hasattr(tracer, "graph") and hasattr(tracer, "root")
+
+
 def test_a_deep_copied_tracer_keeps_its_class():
     # minifx differs on purpose: torch.fx's copy of a Tracer subclass is a plain Tracer.
     def make(base):
