@@ -394,3 +394,66 @@ def test_an_omitted_default_matches_the_same_value_written_out():
 
     matches = assert_same_rewrite(lambda: program, pattern, replacement, (torch.randn(5),))
     assert len(matches) == 1
+
+
+# --- shapes of matches: diamonds, clashing names, overlaps -----------------------------
+
+
+def test_a_two_branch_pattern_collapses_to_one_node():
+    def program(x):
+        v = torch.exp(x) - torch.sigmoid(x)
+        return torch.mul(v, v)
+
+    def pattern(x):
+        return torch.exp(x) - torch.sigmoid(x)
+
+    def replacement(x):
+        return torch.tanh(x)
+
+    matches = assert_same_rewrite(lambda: program, pattern, replacement, (torch.randn(2, 3),))
+    assert match_names(matches) == [
+        ("sub", {"exp": "exp", "sigmoid": "sigmoid", "sub": "sub", "x": "x"})
+    ]
+
+
+def test_a_replacement_op_already_in_the_graph_reads_the_matched_input():
+    """The graph's own `abs(b)` must stay; the new `abs` reads `a`, where `sigmoid` was."""
+
+    def program(a, b):
+        v = torch.abs(b) * torch.sigmoid(a)
+        return torch.add(v, v)
+
+    def pattern(x):
+        return torch.sigmoid(x)
+
+    def replacement(x):
+        return torch.abs(x)
+
+    theirs, ours, their_matches, matches = rewrite_both(lambda: program, pattern, replacement)
+    assert str(ours.graph) == str(theirs.graph) and ours.code == theirs.code
+    assert match_names(matches) == match_names(their_matches)
+    assert match_names(matches) == [("sigmoid", {"sigmoid": "sigmoid", "x": "a"})]
+    reads = sorted([a.name for a in n.args] for n in ours.graph.nodes if n.target is torch.abs)
+    assert reads == [["a"], ["b"]]
+    a, b = torch.randn(4), torch.randn(4)
+    torch.testing.assert_close(ours(a, b), theirs(a, b))
+    torch.testing.assert_close(ours(a, b), 2 * torch.abs(b) * torch.abs(a))
+
+
+@pytest.mark.parametrize("length,count", [(4, 2), (5, 2), (6, 3)])
+def test_overlapping_matches_are_replaced_once_each(length, count):
+    def program(x):
+        for _ in range(length):
+            x = torch.exp(x)
+        return x
+
+    def pattern(x):
+        return torch.exp(torch.exp(x))
+
+    def replacement(x):
+        return torch.neg(x)
+
+    matches = assert_same_rewrite(lambda: program, pattern, replacement, (torch.randn(3),))
+    assert len(matches) == count
+    claimed = [g for _, nodes in match_names(matches) for p, g in nodes.items() if p != "x"]
+    assert len(claimed) == len(set(claimed)) == 2 * count
