@@ -12,6 +12,7 @@ import torch.fx._symbolic_trace
 import minifx
 import minifx._symbolic_trace
 from minifx.codegen import tracing_names
+from tests.graph.support import getitem_listed_in, tensor_left_as_torch_fx_found_it
 
 pytestmark = pytest.mark.ch3
 
@@ -20,7 +21,8 @@ def test_it_is_minifx_s_symbolic_trace_module_with_torch_fx_s_names():
     assert minifx._symbolic_trace is tracing_names
     for name in tracing_names.__all__:
         assert hasattr(torch.fx._symbolic_trace, name), name
-        assert getattr(tracing_names, name) is not None
+        home = minifx.graph.wrapping if name.startswith("_") else minifx
+        assert getattr(tracing_names, name) is getattr(home, name), name
     assert tracing_names.symbolic_trace is minifx.symbolic_trace
     assert tracing_names.PHWithMeta is minifx.PHWithMeta
 
@@ -38,22 +40,15 @@ class PositionalEncoding(torch.nn.Module):
 
 
 def traced_with_getitem_patched(library) -> torch.nn.Module:
-    methods = library._symbolic_trace._wrapped_methods_to_patch
-    inherited = "__getitem__" not in torch.Tensor.__dict__
-    methods.append((torch.Tensor, "__getitem__"))
-    try:
+    with getitem_listed_in(library._symbolic_trace._wrapped_methods_to_patch):
         return library.symbolic_trace(PositionalEncoding())
-    finally:
-        methods.remove((torch.Tensor, "__getitem__"))
-        if inherited and "__getitem__" in torch.Tensor.__dict__:
-            # torch.fx puts the inherited method back as Tensor's own attribute: undone, so
-            # that later tests (the graders' guard among them) find Tensor as it was.
-            del torch.Tensor.__getitem__
 
 
 def test_a_method_appended_to_wrapped_methods_to_patch_traces_and_runs_as_in_torch_fx():
-    ours, theirs = traced_with_getitem_patched(minifx), traced_with_getitem_patched(torch.fx)
+    ours = traced_with_getitem_patched(minifx)
     assert "__getitem__" not in torch.Tensor.__dict__  # minifx put it back as it was
+    with tensor_left_as_torch_fx_found_it():
+        theirs = traced_with_getitem_patched(torch.fx)
     assert ours.code == theirs.code
     assert "pe.__getitem__(" in ours.code
     x = torch.ones(3, 8)

@@ -9,8 +9,6 @@ patched globals are restored after a trace, and pin `wrap`'s error messages.
 
 from __future__ import annotations
 
-import contextlib
-
 import pytest
 import torch
 import torch.fx
@@ -22,7 +20,12 @@ from minifx.graph.errors import NotAGlobalFunction
 from minifx.graph.wrapping import Patcher
 from tests.graph import wrapped_helpers as wh
 from tests.graph.corpus import CASES_BY_NAME
-from tests.graph.support import diff, error_of
+from tests.graph.support import (
+    diff,
+    error_of,
+    getitem_listed_in,
+    tensor_left_as_torch_fx_found_it,
+)
 from tests.oracle import trace_minifx, trace_torch
 
 pytestmark = pytest.mark.ch2
@@ -186,35 +189,15 @@ class IndexesABuffer(_WithBuffer):
         return self.pe[x.size(0)]
 
 
-@contextlib.contextmanager
-def getitem_listed_in(methods: list):
-    methods.append((torch.Tensor, "__getitem__"))
-    try:
-        yield
-    finally:
-        methods.remove((torch.Tensor, "__getitem__"))
-
-
-def traced_by_torch_fx(module: type) -> str:
-    """torch.fx's graph of `module` with `Tensor.__getitem__` listed to patch. torch.fx puts
-    the inherited method back as Tensor's own attribute; that is undone here, so that later
-    tests (the graders' guard among them) find Tensor as it was."""
-    inherited = "__getitem__" not in torch.Tensor.__dict__
-    try:
-        with getitem_listed_in(torch.fx._symbolic_trace._wrapped_methods_to_patch):
-            return str(torch.fx.Tracer().trace(module()))
-    finally:
-        if inherited and "__getitem__" in torch.Tensor.__dict__:
-            del torch.Tensor.__getitem__
-
-
 @pytest.mark.parametrize("module", [SlicesABuffer, IndexesABuffer], ids=lambda m: m.__name__)
 @pytest.mark.parametrize("listed_by", ["minifx", "torch.fx"])
 def test_a_method_listed_to_patch_is_recorded_as_one_call_method(module, listed_by):
     """`self.pe[:, : x.size(0)]` indexes a plain tensor with a Proxy: torch.fx records it as
     `pe.__getitem__(...)` when `(torch.Tensor, "__getitem__")` is in its
     `_wrapped_methods_to_patch`; minifx honours its own list of that name and torch.fx's."""
-    theirs = traced_by_torch_fx(module)
+    torch_fx_s = torch.fx._symbolic_trace._wrapped_methods_to_patch
+    with tensor_left_as_torch_fx_found_it(), getitem_listed_in(torch_fx_s):
+        theirs = str(torch.fx.Tracer().trace(module()))
     methods = (
         minifx.graph.wrapping._wrapped_methods_to_patch
         if listed_by == "minifx"
