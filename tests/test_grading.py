@@ -11,6 +11,7 @@ tests/test_grading_attacks.py.
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import os
 import shutil
@@ -514,6 +515,97 @@ def test_a_fork_server_is_kept_for_the_next_grading_and_replaced_once_it_ended()
     os.killpg(first.pid, signal.SIGKILL)  # a server that ended (the judge never kills one)
     first.wait(timeout=30)
     assert graded_by() is not first
+
+
+# --- stopping a grading ------------------------------------------------------------
+
+
+def _processes_tagged(tag: str) -> dict[int, int]:
+    """The live processes whose environment holds `MINIFX_TEST_TAG=tag`: pid -> parent's pid."""
+    needle = f"MINIFX_TEST_TAG={tag}".encode()
+    found = {}
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if needle in environ.read_bytes().split(b"\0"):
+                stat = (environ.parent / "stat").read_text()
+                found[int(environ.parent.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue  # ended meanwhile
+    return found
+
+
+def _worker_in_its_loop(tag: str, judge: int) -> bool:
+    """Whether the worker (the fork server's child, so the judge's grandchild) sleeps in
+    `time.sleep`: only then has it done all it says to the judge, so that nothing but
+    being killed can end it (a worker that writes to a dead judge's pipe dies of it)."""
+    family = _processes_tagged(tag)
+    for pid, parent in family.items():
+        if parent in family and parent != judge:
+            with contextlib.suppress(OSError):
+                return Path(f"/proc/{pid}/wchan").read_text() == "hrtimer_nanosleep"
+    return False
+
+
+def _until(condition, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+# `python -m tests.grading --exercise 3.1`, where exercise 3.1 is the stub and a loop that
+# never ends (a sleeping one: a spinning one would take a core from the rest of the suite).
+HANGING_GRADING = """
+import sys
+from tests.grading import cli, judge
+stub = open("exercises/ch3_method_relu.py", "rb").read()
+hang = b"\\nimport time\\nwhile True:\\n    time.sleep(0.2)\\n"
+judge.submitted_modules = lambda exercises, folder: {"ch3_method_relu": stub + hang}
+sys.exit(cli.main(["--exercise", "3.1", "--timeout", "300"]))
+"""
+
+
+@pytest.fixture
+def hanging_grading(tmp_path):
+    """A grading in a process of its own, once its worker is in the endless loop; the tag in
+    its environment (and so in its fork server's and worker's) and its temporary folder."""
+    tag = os.urandom(8).hex()
+    env = {**os.environ, "MINIFX_TEST_TAG": tag, "TMPDIR": str(tmp_path)}
+    process = subprocess.Popen(
+        [sys.executable, "-c", HANGING_GRADING],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    started = _until(lambda: _worker_in_its_loop(tag, process.pid), 120)
+    yield process, tag, tmp_path
+    for pid in _processes_tagged(tag):  # if a check failed, leave no loop running
+        os.kill(pid, signal.SIGKILL)
+    process.communicate()
+    assert started, "the worker never started"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc; the fork server is Linux's")
+def test_sigterm_stops_a_grading_at_once_and_leaves_nothing_behind(hanging_grading):
+    process, tag, temporary = hanging_grading
+    process.send_signal(signal.SIGTERM)  # as `kill` or a cancelled CI job does
+    _, err = process.communicate(timeout=20)  # not the 300 s limit of the exercise
+    assert process.returncode == 128 + signal.SIGTERM, err
+    assert "grading stopped before the end: no report" in err
+    assert _until(lambda: not _processes_tagged(tag), 10), "a worker outlived the grading"
+    assert not list(temporary.glob("minifx-*")), "the grading left its folders behind"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc; the fork server is Linux's")
+def test_a_killed_judge_s_workers_end_with_it(hanging_grading):
+    process, tag, _ = hanging_grading
+    process.kill()  # SIGKILL: the judge cannot clean up, the kernel ends the rest
+    process.communicate(timeout=20)
+    assert _until(lambda: not _processes_tagged(tag), 10), "a worker outlived its judge"
 
 
 def test_the_instructor_guide_s_chapter_command_works_as_written():

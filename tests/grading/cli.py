@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import signal
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from tests.grading import build, judge, report
@@ -100,8 +104,40 @@ def source_folder(args: argparse.Namespace) -> tuple[Path, str]:
     return folder, (str(args.submission) if args.submission else f"{args.impl}/")
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C raises `KeyboardInterrupt`, so that the same cleanup runs."""
+
+
+@contextlib.contextmanager
+def sigterm_stops_grading() -> Iterator[None]:
+    """Within the block, SIGTERM (`kill`, a cancelled CI job) stops grading as Ctrl-C does:
+    the judge kills its workers and removes its folders before the process exits, where by
+    default SIGTERM would end the process at once and leave a looping worker running."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may handle signals
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    try:
+        with sigterm_stops_grading():
+            return _grade_and_report(args)
+    except KeyboardInterrupt as stopped:
+        print("grading stopped before the end: no report", file=sys.stderr)
+        return 128 + (signal.SIGTERM if isinstance(stopped, Terminated) else signal.SIGINT)
+
+
+def _grade_and_report(args: argparse.Namespace) -> int:
     try:
         trusted = judge.snapshot()
         exercises = select(args, trusted)

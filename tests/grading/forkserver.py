@@ -29,6 +29,7 @@ and imports that folder's minifx itself.
 from __future__ import annotations
 
 import builtins
+import ctypes
 import gc
 import json
 import os
@@ -61,6 +62,9 @@ PRELOAD_FOR_TASKS = ("torch.distributed.tensor",)
 
 # The guard's snapshot (tests/grading/guard.py), taken before the first fork.
 GUARD: list = []
+
+# prctl's option that names the signal Linux sends a process when its parent ends.
+PR_SET_PDEATHSIG = 1
 
 
 class ForkServerError(RuntimeError):
@@ -204,9 +208,10 @@ def serve(channel: socket.socket) -> None:
         if not data:
             return
         request = json.loads(data)
+        server = os.getpid()
         pid = os.fork()
         if pid == 0:
-            _become_worker(channel, request, fds)  # never returns
+            _become_worker(channel, request, fds, server)  # never returns
         for fd in fds:
             os.close(fd)
         children[pid] = request["id"]
@@ -225,12 +230,13 @@ def _report_exits(channel: socket.socket, children: dict[int, int]) -> None:
             )
 
 
-def _become_worker(channel: socket.socket, request: dict, fds: list[int]) -> None:
+def _become_worker(channel: socket.socket, request: dict, fds: list[int], server: int) -> None:
     """In the child: a session of its own, its output to its file, then the worker."""
     code = 1
     try:
         channel.close()
         os.setsid()
+        _die_with(server)
         report_fd, output_fd = fds
         os.dup2(output_fd, 1)
         os.dup2(output_fd, 2)
@@ -258,6 +264,18 @@ def _become_worker(channel: socket.socket, request: dict, fds: list[int]) -> Non
             sys.stderr.flush()
         finally:
             os._exit(code)
+
+
+def _die_with(server: int) -> None:
+    """Have Linux kill this worker when the server ends.
+
+    The server ends when the judge does (its socket closes), and a judge that was killed
+    (`kill -9`, out of memory) cannot stop its workers: without this, a worker stuck in a
+    loop would run on for ever.
+    """
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != server:  # the server ended before the request took effect
+        os._exit(1)
 
 
 def main() -> None:

@@ -464,6 +464,16 @@ def _kill_group(group: int) -> None:
         pass
 
 
+def stop_now(pool: ThreadPoolExecutor, tokens: set[str]) -> None:
+    """Grading was interrupted: start no more exercises, and kill every process of the run,
+    fork servers included. Each thread of the pool waits for its worker, so killing the
+    workers is what lets the pool, and so the judge, end now instead of at their time
+    limits; a killed server is replaced by the next grading (`kept_server`)."""
+    pool.shutdown(wait=False, cancel_futures=True)
+    for token in tokens:
+        kill_leftovers(token)
+
+
 def kill_leftovers(run_token: str, spare: set[int] = frozenset()) -> None:
     """Kill processes a worker left behind outside its group (found by their environment),
     but the `spare` ones: fork servers kept for the next grading."""
@@ -702,7 +712,11 @@ def grade(
                 )
                 for e in exercises
             ]
-            scores = [f.result() for f in futures]
+            try:
+                scores = [f.result() for f in futures]
+            except BaseException:  # Ctrl-C, or SIGTERM through the command line (cli.py)
+                stop_now(pool, {run_token, *(kept.token for kept in servers.values() if kept)})
+                raise
     finally:
         # A kept server's workers have the token of the run that started the server.
         used = [kept for kept in servers.values() if kept is not None]
