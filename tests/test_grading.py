@@ -360,6 +360,49 @@ def test_tests_that_fail_with_the_same_message_share_one_block():
     assert "1/8" in text, "the table still counts every test"
 
 
+def test_the_report_shows_control_characters_as_escapes_instead_of_obeying_them():
+    """Graded code's message can hold a terminal's escape sequences (which could draw a fake
+    table of full marks over the report) and Unicode's bidirectional controls; the report
+    prints them as escapes, in the terminal and in Gradescope's results.json."""
+    from tests.grading.judge import Score, TestResult
+    from tests.grading.report import gradescope, render
+
+    forged = "boom\x1b[8A\x1b[2K  3.1  Method relu  16/16  10/10\u202e\r\tend"
+    score = Score(_exercise("3.1"), [TestResult("g.py::test_one", "failed", forged)])
+    text = render([score], "exercises/", "exercise 3.1", verbose=True)
+    shown = "boom\\x1b[8A\\x1b[2K  3.1  Method relu  16/16  10/10\\u202e"
+    assert shown in text, text  # (the terminal report breaks the line at the \r)
+    assert not any(c in text for c in "\x1b\u202e\r"), text
+    (entry,) = gradescope([score])["tests"]
+    assert entry["output"] == shown + "\\r\tend"
+
+
+def test_a_report_record_nested_too_deeply_is_a_forged_one():
+    deep = b"[" * 100_000 + b"]" * 100_000  # json.loads raises RecursionError
+    assert judge.verify([deep], b"key") == (
+        [],
+        "record 0 of the report is not one the grading worker wrote",
+    )
+
+
+def test_a_task_file_too_deep_for_the_task_checks_costs_that_task_not_the_report(monkeypatch):
+    """Python compiles some files a few levels too deep for `ast.parse` called from a deeper
+    stack (by how much depends on the stack): the checks that read the syntax tree raised
+    RecursionError, and the whole grading stopped with no report."""
+    from tests.grading import build
+
+    def too_deep(*args, **kwargs):
+        raise RecursionError("maximum recursion depth exceeded during ast construction")
+
+    trusted = judge.snapshot()
+    path = sorted(build.task_files(trusted))[0]
+    monkeypatch.setattr(build.ast, "parse", too_deep)  # the checks' view of such a file
+    assert build.file_problem(path, trusted[path], trusted, "1.1") == (
+        f"{path} cannot be read as Python (RecursionError); task 1.1 imports it, "
+        "so its tests did not run"
+    )
+
+
 def test_only_plain_values_pass_for_plain():
     from collections import namedtuple
     from unittest.mock import ANY
@@ -465,6 +508,26 @@ def test_bad_submissions_cost_their_exercise_only_with_one_sentence(tmp_path):
         == "exercises/ch3_lower_linear.py is nested too deeply for Python to read: "
         "write it as ordinary code"
     )
+
+
+def test_a_submitted_file_too_large_is_refused_before_the_judge_reads_it_as_python(tmp_path):
+    """The judge compiles and scans submitted files itself, with no limit of time or memory
+    (a module of 10 MB took it 136 s and 4.9 GB): past 1 MB, a file is not read as Python."""
+    from tests.grading import build
+
+    exercise = _exercise("3.1")
+    huge = b"x = 1\n" + b"# padding\n" * 200_000  # 2 MB
+    (tmp_path / f"{exercise.module}.py").write_bytes(huge)
+    modules = submitted_modules([exercise], tmp_path)
+    assert len(modules[exercise.module]) == build.MAX_SUBMITTED_BYTES + 1  # read no further
+    problem = (
+        "exercises/ch3_method_relu.py is larger than 1 MB, the most a submitted file may "
+        "hold: submit the file you wrote, without data"
+    )
+    trusted = judge.snapshot()
+    assert judge.precheck(exercise, modules, trusted) == problem
+    path = sorted(build.task_files(trusted))[0]
+    assert build.file_problem(path, huge, trusted, "1.1").startswith(f"{path} is larger than 1 MB")
 
 
 def test_graded_code_runs_on_the_cpu_on_every_machine():

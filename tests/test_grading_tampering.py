@@ -21,6 +21,7 @@ import functools
 import marshal
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -796,6 +797,62 @@ def test_a_grading_file_rewritten_by_native_code_changes_no_later_grade():
 @needs_landlock
 def test_a_solution_read_by_native_code_earns_nothing():
     assert_stub_earns_nothing_with(READ_THE_SOLUTION, "Permission denied", exercise_id="3.1")
+
+
+# Round seven, too: memory in files that live in memory only (`os.memfd_create`, which
+# Python does not audit), written with `os.write`: no process's resident size counts it,
+# and a worker held 2 GiB under a limit of 0.5 GiB (with more such files, all the
+# machine's memory). The judge now counts what a worker's memory files hold.
+MEMORY_FILES = """
+import os as _os
+import time as _time
+_chunk = b"1" * 2**26
+_held = []
+for _i in range(6):  # 6 files of 256 MiB
+    _held.append(_os.memfd_create(f"held{_i}"))
+    for _j in range(4):
+        _os.write(_held[-1], _chunk)
+_time.sleep(30)  # held while the judge measures
+"""
+
+
+def test_memory_held_in_memory_files_counts_against_the_limit():
+    assert not findings(MEMORY_FILES)
+    (exercise,) = [e for e in EXERCISES if e.id == "3.1"]
+    stub = (ROOT / "exercises" / f"{exercise.module}.py").read_bytes()
+    modules = {exercise.module: stub + MEMORY_FILES.encode()}
+    (score,) = grade([exercise], modules, Limits(timeout=60, memory=2**30))
+    assert not score.earned
+    assert "used more than 1 GiB of memory" in score.problem, score.problem
+
+
+# Round seven: the folders of other gradings on the machine, beside the worker's in the
+# temporary folder. Only the worker's own run was hidden; a fork server's staged minifx
+# (the build tasks' solutions, when the server is the exercises') and another run's
+# staged exercises (another student's answers) were not: 3.1's stub earned all 10 points
+# by running another run's answer, and a build task its 5 from the solved minifx.
+READ_ANOTHER_GRADING = (
+    FROM_FILE
+    + """
+_path = _os.environ["MINIFX_TEST_OTHER_ANSWER"]
+_get(_b, "ex" + "ec")(_read(_path), _b.vars(_sys.modules[__name__]))
+"""
+)
+
+
+@needs_landlock
+@pytest.mark.needs_solutions  # the answer it plants is the solution
+@pytest.mark.parametrize("kind", ["minifx-grading-", "minifx-server-"])
+def test_another_grading_s_folder_is_out_of_reach(kind, monkeypatch):
+    other = Path(tempfile.mkdtemp(prefix=kind))  # as the judge names its folders
+    try:
+        answer = other / "stage-1" / "exercises" / "ch3_method_relu.py"
+        answer.parent.mkdir(parents=True)
+        shutil.copy(ROOT / "solutions" / "ch3_method_relu.py", answer)
+        monkeypatch.setenv("MINIFX_TEST_OTHER_ANSWER", str(answer))  # the worker's too
+        assert_stub_earns_nothing_with(READ_ANOTHER_GRADING, "Permission denied", "3.1")
+    finally:
+        shutil.rmtree(other)
 
 
 # Round six: files written by torch's native writer (no audit event) into the worker's

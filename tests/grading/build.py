@@ -86,6 +86,28 @@ def task_files(trusted: dict[str, bytes]) -> list[str]:
     )
 
 
+# The most bytes a submitted file may hold. The judge compiles and scans each one itself,
+# before any worker runs and so with no limit of time or memory: a module of 10 MB took
+# it 136 s and 4.9 GB. The largest answer is a few kB, minifx's largest file 20 kB.
+MAX_SUBMITTED_BYTES = 1_000_000
+
+
+def read_submitted(file: Path) -> bytes:
+    """The file's bytes, read up to one past `MAX_SUBMITTED_BYTES` (`too_large` refuses it)."""
+    with open(file, "rb") as f:
+        return f.read(MAX_SUBMITTED_BYTES + 1)
+
+
+def too_large(path: str, data: bytes) -> str:
+    """Why the submitted file `path` is not read, if it is larger than a file may be; or ''."""
+    if len(data) <= MAX_SUBMITTED_BYTES:
+        return ""
+    return (
+        f"{path} is larger than {MAX_SUBMITTED_BYTES // 1_000_000} MB, the most a submitted "
+        "file may hold: submit the file you wrote, without data"
+    )
+
+
 def submitted_package(paths: list[str], folder: Path) -> dict[str, bytes]:
     """The submission's versions of the task files `paths`, found at the same paths below
     `folder`, or below the first folder under it that holds `minifx/__init__.py` (a
@@ -98,7 +120,7 @@ def submitted_package(paths: list[str], folder: Path) -> dict[str, bytes]:
     for path in paths:
         file = folder / path
         if file.is_file() and inside(file, submission):
-            found[path] = file.read_bytes()
+            found[path] = read_submitted(file)
     return found
 
 
@@ -134,8 +156,15 @@ def precheck(
     return ""
 
 
+# What reading a file that is valid Python can still raise: source nested too deeply for
+# the parser or the compiler, or too large for memory.
+UNREADABLE = (ValueError, RecursionError, MemoryError, OverflowError)
+
+
 def file_problem(path: str, data: bytes, trusted: dict[str, bytes] | None, task: str = "") -> str:
     """Why the submitted task file `path` cannot be imported to grade `task`, or ''."""
+    if problem := too_large(path, data):
+        return f"{problem}; task {task} imports it"
     try:
         compile(data, path, "exec", dont_inherit=True)
     except SyntaxError as exc:
@@ -143,15 +172,18 @@ def file_problem(path: str, data: bytes, trusted: dict[str, bytes] | None, task:
             f"{path} is not valid Python at line {exc.lineno}: {exc.msg}. Task {task} imports it, "
             "so its tests could not run; tasks of earlier stages were still graded"
         )
-    except (ValueError, RecursionError, MemoryError, OverflowError) as exc:
+    except UNREADABLE as exc:
         return f"{path} cannot be read as Python ({type(exc).__name__}); task {task} imports it"
     if not trusted or path not in trusted:
         return ""
-    problem = (
-        changed_outside(path, data, trusted[path])
-        or runs_on_import(path, data, trusted[path])
-        or pretends(path, data)
-    )
+    try:  # these read the file's syntax tree, which can be deeper than what compiles
+        problem = (
+            changed_outside(path, data, trusted[path])
+            or runs_on_import(path, data, trusted[path])
+            or pretends(path, data)
+        )
+    except UNREADABLE as exc:
+        problem = f"{path} cannot be read as Python ({type(exc).__name__})"
     return problem + f"; task {task} imports it, so its tests did not run" if problem else ""
 
 

@@ -13,8 +13,10 @@ The worker keeps:
 - **writes** only beneath its own scratch folder (temporary files, pytest's `tmp_path`)
   and to `/dev/null` (not `/dev/shm`, whose files are memory that no process owns);
 - **reads** of files everywhere but the folders it must not read (the run's other staged
-  folders, the judge's copy), and there only of what it needs (its own staged folders and
-  the installed packages, which a virtual environment may keep in the judge's copy);
+  folders, every other grading's folders, the judge's copy), and there only of what it
+  needs (its own staged folders and the installed packages, which a virtual environment
+  may keep in the judge's copy); folders made after it starts (another grading's) get no
+  rule, so it cannot read them either;
 - **listing** folders everywhere: a name tells nothing that the repository does not.
 
 Landlock allows by folder: a rule gives rights beneath one folder. So the reads are given

@@ -9,6 +9,16 @@ from tests.grading.judge import Score, TestResult
 STUB = "NotImplementedError: Exercise "
 # What a carved build task raises (tests/tasks.py): "Task 1.2 (title) is yours to write: ..."
 CARVED = re.compile(r"NotImplementedError: Task (\d+\.\d+) \(")
+# Characters that a terminal acts on instead of showing them (an escape sequence can move
+# the cursor and draw a fake grade table over the real one), or that reorder the text
+# around them (Unicode's bidirectional controls). Graded code's messages may hold any.
+HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text: str) -> str:
+    """`text` with each `HIDDEN` character written as its escape (`\\x1b`); line breaks and
+    tabs stay as they are."""
+    return HIDDEN.sub(lambda match: repr(match.group())[1:-1], text)
 
 
 def render(scores: list[Score], what: str, scope: str, verbose: bool = False) -> str:
@@ -32,7 +42,7 @@ def render(scores: list[Score], what: str, scope: str, verbose: bool = False) ->
     lines.append(row.format("total", "", f"{passed}/{ran}", points(earned, total)))
     for index, s in enumerate(scores):
         lines += _explain(s, verbose, _unfinished_before(scores, index))
-    return "\n".join(lines)
+    return visible("\n".join(lines))
 
 
 def blockers(score: Score) -> dict[str, list[TestResult]]:
@@ -179,7 +189,7 @@ def _entry(name: str, score: float, max_score: float, output: str, visibility: s
         "name": name,
         "score": score,
         "max_score": max_score,
-        "output": output,
+        "output": visible(output),
         "status": status,
         "visibility": visibility,
     }

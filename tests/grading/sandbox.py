@@ -38,7 +38,8 @@ a file with Python's own loaders, or by an installed package on its own (code re
 bytes, by `marshal`, could claim any file: it is refused), and a function's code is
 replaced only by code of the same file. And some files are refused to everyone: writing what the
 run's workers import (the staged minifx, graders and exercises), reading the other staged
-folders or the judge's copy (whose minifx holds the build tasks' solutions), and reading a
+folders, other gradings' folders (other runs', fork servers') or the judge's copy (whose
+minifx holds the build tasks' solutions, as the exercises' fork server's does), and reading a
 process's memory (`/proc/self/mem`: the worker's holds the key that signs its report).
 
 The worker adds the hook first thing and arms it once pytest has collected the tests,
@@ -67,7 +68,7 @@ from importlib.machinery import (
     SourcelessFileLoader,
 )
 from linecache import getline
-from os import O_APPEND, O_CREAT, O_RDWR, O_TRUNC, O_WRONLY, PathLike, fsdecode, sep
+from os import O_APPEND, O_CREAT, O_RDWR, O_TRUNC, O_WRONLY, PathLike, fsdecode, listdir, sep
 from os.path import basename, dirname, join, realpath
 from sys import _getframe
 from sys import modules as _modules
@@ -201,6 +202,9 @@ STAGED_CODE = frozenset({"minifx", "tests", "exercises", "conftest.py", "pyproje
 # Frames of comprehensions, which iterate what the function around them called.
 COMPREHENSIONS = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"})
 CONSTRUCTORS = frozenset({"__init__", "__new__"})
+# The names of the judge's temporary folders begin so (judge.py): a run's staged
+# folders, and a fork server's.
+GRADING_FOLDERS = ("minifx-grading-", "minifx-server-")
 # A process's memory, as files: the worker's holds the key that signs its report.
 MEMORY_FILES = frozenset({"mem", "pagemap", "kcore"})
 # The loaders with which the import system reads a module from a file (or from Python
@@ -245,7 +249,10 @@ class Sandbox:
         self.regions = {realpath(path): spans for path, spans in (regions or {}).items()}
         self.root = _folder(trusted)
         self.staging = _folder(dirname(realpath(trusted)))  # the run's folder of staged folders
-        self.elsewhere = (self.staging, _folder(source)) if source else (self.staging,)
+        # And every other grading's folders on this machine, those of other runs and of
+        # fork servers (which stage minifx solved): only the worker's own may be read.
+        others = _other_gradings(dirname(dirname(realpath(trusted))), (self.root, *self.graded))
+        self.elsewhere = (self.staging, *others, *([_folder(source)] if source else []))
         self.own = (_folder(trusted, "minifx"), _folder(trusted, "tests"))  # minifx and the grading
         self.installed = tuple({_folder(paths["purelib"]), _folder(paths["platlib"])})
         self.readable = (
@@ -673,6 +680,17 @@ def _calls(frame, name: str) -> bool:
         and outer.f_code.co_filename == frame.f_code.co_filename
         and name in outer.f_code.co_names
     )
+
+
+def _other_gradings(temporary: str, own: tuple[str, ...]) -> list[str]:
+    """The folders of gradings (the judge's temporary folders) in `temporary`, but those
+    that hold a path of `own`."""
+    try:
+        names = listdir(temporary)
+    except OSError:
+        return []
+    folders = [_folder(temporary, name) for name in names if name.startswith(GRADING_FOLDERS)]
+    return [folder for folder in folders if not any(p.startswith(folder) for p in own)]
 
 
 def _folder(*parts: str) -> str:
