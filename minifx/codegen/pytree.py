@@ -24,7 +24,8 @@ def tree_flatten_spec(pytree: Any, spec: TreeSpec, where: str = "the inputs") ->
     `spec` describes. The parameters are named as torch.fx's.
 
     Dicts are read by the spec's keys (extra keys are ignored, as in torch.fx);
-    lists and tuples must have the spec's length.
+    lists and tuples must have the spec's length; other structures (an `OrderedDict`)
+    must be the traced one exactly, keys and their order too.
 
     Raises:
         TypeError: if `pytree` does not have the structure of `spec`.
@@ -86,11 +87,25 @@ def _children(value: Any, spec: TreeSpec, where: str) -> list:
         return list(value)
     # Any other registered structure (an OrderedDict, a class registered with pytree, ...).
     if type(value) is not spec.type:
-        raise _mismatch(where, f"a {spec.type.__name__}", value)
+        raise _mismatch(where, _a(spec.type.__name__), value)
     if spec.type in _FLATTEN_SPEC:
         return list(_FLATTEN_SPEC[spec.type](value, spec))
-    children, _ = pytree.SUPPORTED_NODES[spec.type].flatten_fn(value)
+    # Flattened as pytree does, so it must match exactly, as in torch.fx: an OrderedDict
+    # has the traced keys in the traced order, or its leaves would be read in another.
+    children, context = pytree.SUPPORTED_NODES[spec.type].flatten_fn(value)
+    if context != spec.context or len(children) != spec.num_children:
+        raise _mismatch(where, f"{_a(spec.type.__name__)} {_structure(spec)}", value)
     return list(children)
+
+
+def _a(name: str) -> str:
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
+def _structure(spec: TreeSpec) -> str:
+    if spec.type is OrderedDict:
+        return f"with the keys {list(spec.context)}, in that order"
+    return f"with the context {spec.context!r}"
 
 
 def _type_name(spec: TreeSpec) -> str:

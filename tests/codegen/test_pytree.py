@@ -7,6 +7,8 @@ input does not have it; `register_pytree_flatten_spec` teaches it a class of one
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import pytest
 import torch
 import torch.fx
@@ -36,6 +38,34 @@ def test_a_namedtuple_of_ph_rejects_another_length_with_its_name():
     gm = symbolic_trace(pair_sum, concrete_args={"p": Pair(minifx.graph.PH, minifx.graph.PH)})
     with pytest.raises(TypeError, match=r"the inputs\[0\] should be a Pair of 2 items"):
         gm((torch.ones(1),))
+
+
+def _a_plus_twice_b(x):
+    return x["a"] + 2 * x["b"]
+
+
+@pytest.mark.parametrize(
+    "keys", [("b", "a"), ("a", "c"), ("a", "b", "c")], ids=["reordered", "renamed", "one more"]
+)
+def test_an_ordered_dict_input_must_have_the_traced_keys_in_the_traced_order(keys):
+    """torch.fx compares the whole structure of an OrderedDict; reading its values by
+    position instead gave a wrong sum with no error (`b` read as `a`)."""
+    given = OrderedDict((key, torch.full((1,), float(i + 1))) for i, key in enumerate(keys))
+    traced = {
+        lib: lib.symbolic_trace(
+            _a_plus_twice_b, concrete_args={"x": OrderedDict(a=lib.PH, b=lib.PH)}
+        )
+        for lib in (torch.fx, minifx)
+    }
+    with pytest.raises(RuntimeError, match="is different from expected spec"):
+        traced[torch.fx](given)
+    with pytest.raises(
+        TypeError,
+        match=r"the inputs\[0\] should be an OrderedDict with the keys \['a', 'b'\], in that order",
+    ):
+        traced[minifx](given)
+    same = OrderedDict(a=torch.ones(1), b=torch.full((1,), 10.0))
+    assert traced[minifx](same).tolist() == traced[torch.fx](same).tolist() == [21.0]
 
 
 class Counted:
