@@ -530,6 +530,21 @@ def test_a_submitted_file_too_large_is_refused_before_the_judge_reads_it_as_pyth
     assert build.file_problem(path, huge, trusted, "1.1").startswith(f"{path} is larger than 1 MB")
 
 
+def test_a_stopped_exercise_counts_the_tests_that_a_full_run_counts():
+    """The `[cuda]` cases that a machine without CUDA skips are left out of a stopped run's
+    count too: its table row said 0/20 where a full run says 16/16."""
+    exercise = _exercise("3.1")
+    stub = (ROOT / "exercises" / f"{exercise.module}.py").read_bytes()
+    refused = stub + b'\nimport tempfile\nopen(tempfile.gettempdir() + "/x", "w")\n'
+    solved = (ROOT / "solutions" / f"{exercise.module}.py").read_bytes()
+    stopped, full = [
+        grade([exercise], {exercise.module: code}, Limits(timeout=60))[0]
+        for code in (refused, solved)
+    ]
+    assert "graded code tried to write files" in stopped.tests[0].message
+    assert stopped.earned == 0 and len(stopped.ran) == len(full.ran) == full.passed
+
+
 def test_graded_code_runs_on_the_cpu_on_every_machine():
     # The same grade with or without a GPU: the `[cuda]` cases are left out everywhere.
     assert judge.worker_environment("token", jobs=1)["CUDA_VISIBLE_DEVICES"] == ""
