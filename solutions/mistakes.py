@@ -113,6 +113,12 @@ MISTAKES: dict[str, list[Mistake]] = {
         ),
         Mistake("no clamp on the other branch", ", x.clamp(-1, 1))", ", x)", "clamps x to [-1, 1]"),
         Mistake(
+            "both branches clamped",
+            "torch.where(x.sum() > 0, -x, x.clamp(-1, 1))",
+            "torch.where(x.sum() > 0, -x, x).clamp(-1, 1)",
+            "the negated x was clamped too",
+        ),
+        Mistake(
             "still a Python branch on a traced value",
             "torch.where(",
             "(lambda c, a, b: a if c else b)(",

@@ -46,6 +46,9 @@ def made(exercise, mistake) -> bytes:
     return solution.replace(mistake.find, mistake.replace).encode()
 
 
+# What the worker adds to an error raised by a grader's own line (tests/grading/worker.py).
+GRADER_FAILED = "raised in the grader, not in your code"
+
 ROUNDS = list(itertools.zip_longest(*[[(e, m) for m in mistakes_of(e)] for e in EXERCISES]))
 
 
@@ -63,6 +66,9 @@ def test_each_mistake_loses_points_with_its_hint(round_):
         messages = "\n".join(
             [score.problem, *(t.message for t in score.tests if t.outcome == "failed")]
         )
+        crashed = [t.nodeid for t in score.tests if GRADER_FAILED in t.message]
+        if crashed:  # the grader's own code broke on the mistake, whatever the hint says
+            problems.append(f"{exercise.id} {mistake.name!r}: the grader failed in {crashed}")
         if score.earned >= exercise.points:
             problems.append(f"{exercise.id} {mistake.name!r}: still full marks")
         elif mistake.expect not in messages:

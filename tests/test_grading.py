@@ -321,6 +321,37 @@ def test_a_check_without_a_message_names_its_line_and_how_to_see_more():
         assert message.endswith(f"run it alone:\n  {rerun}"), message
 
 
+def test_an_error_in_the_grader_s_own_code_says_it_is_not_the_student_s():
+    """A grader that crashes on an answer it did not foresee (exercise 3.1's once passed
+    a dict where its printer wanted a graph's text) must not read as the student's error."""
+    from tests.graders.support import explain_texts
+    from tests.grading import worker
+
+    with pytest.raises(AttributeError) as crashed:
+        explain_texts("the graph", "%x = ...", {"x": True}, "a hint", "chapters/x.md", "graph")
+    outcome, message = worker._outcome(crashed, "call")
+    assert outcome == "failed"
+    assert message.startswith(
+        "AttributeError: 'dict' object has no attribute 'splitlines'\n"
+        "  raised in the grader, not in your code, at tests/graders/support.py:"
+    ), message
+    assert message.endswith("if it looks right to you, tell your course staff"), message
+
+
+def test_messages_name_files_as_in_the_repository_not_as_staged():
+    """minifx's trace errors quote the user's file; in a worker that is a staged copy, a
+    folder the student does not have."""
+    from tests.grading import worker
+
+    staged = worker.ROOT / "tests" / "graders" / "test_ex2_1_leaf_modules.py"
+    with pytest.raises(RuntimeError) as raised:
+        raise RuntimeError(f'File "{staged}", line 46, in forward')
+    _, message = worker._outcome(raised, "call")
+    assert message.startswith(
+        'RuntimeError: File "tests/graders/test_ex2_1_leaf_modules.py", line 46, in forward'
+    ), message
+
+
 def test_a_worker_stopped_before_collection_says_how_it_stopped():
     """A worker stopped at the time limit while the grader's imports ran (torch._dynamo
     on a loaded machine, say) reported nothing; its score says it timed out, rather than

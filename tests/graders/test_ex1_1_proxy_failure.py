@@ -172,6 +172,10 @@ _ELEMENTWISE = (
 _PER_ROW = "the condition is the sum of all of x (x.sum()), not a sum per row or column."
 _SWAPPED = "the branches are swapped: negate when the sum is positive, clamp otherwise."
 _NO_CLAMP = "when the sum is not positive, clip_or_negate clamps x to [-1, 1]; yours returned x."
+_CLAMPED_BOTH = (
+    "the negated x was clamped too: clamp only in the branch where the sum is not positive "
+    "(clamp x, then choose between -x and the clamped x)."
+)
 CASES = {
     "positive-sum": (
         [[3.0, -0.5, 2.0], [-1.5, 0.25, 1.0]],     # sum 4.25: negate
@@ -179,7 +183,8 @@ CASES = {
         [([[-3.0, -0.5, -2.0], [-1.0, -0.25, -1.0]], _ELEMENTWISE),
          ([[-3.0, 0.5, -2.0], [-1.0, 0.25, 1.0]], _PER_ROW),
          ([[-3.0, -0.5, -2.0], [1.5, 0.25, -1.0]], _PER_ROW),
-         ([[1.0, -0.5, 1.0], [-1.0, 0.25, 1.0]], _SWAPPED)],
+         ([[1.0, -0.5, 1.0], [-1.0, 0.25, 1.0]], _SWAPPED),
+         ([[-1.0, 0.5, -1.0], [1.0, -0.25, -1.0]], _CLAMPED_BOTH)],
     ),
     "negative-sum": (
         [[-3.0, 0.5, -2.0], [1.5, -0.25, 0.75]],   # sum -2.5: clamp

@@ -320,7 +320,8 @@ def test_subclasses_of_a_leaf_type_are_leaves(ex):
         )
     )
     assert modules == ["0", "1"], explain(
-        "a call_module node for '1', an instance of a subclass of Clip",
+        "call_module targets ['0', '1']: '0' an nn.Linear (a default leaf) and '1' an "
+        "instance of a subclass of Clip",
         f"call_module targets {modules}:\n{graph}",
         hint,
         SEE,

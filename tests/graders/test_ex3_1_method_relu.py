@@ -395,16 +395,9 @@ def test_it_returns_whether_it_rewrote(ex):
         }
         hint = _diagnosis(before, GOLDEN[case], gm)
         if hint is not None:
-            pytest.fail(
-                explain_graphs(
-                    f"method_relu_to_gelu called on every node ({case})",
-                    GOLDEN[case],
-                    got,
-                    hint,
-                    SEE,
-                ),
-                pytrace=False,
-            )
+            what = f"method_relu_to_gelu called on every node ({case})"
+            printed = graph_text(gm.graph, f"gm.graph after {what}", SEE)
+            pytest.fail(explain_graphs(what, GOLDEN[case], printed, hint, SEE), pytrace=False)
         rewritten = {name for name, line in _lines(GOLDEN[case]).items() if "gelu" in line}
         want = {name: name in rewritten for name in got}
         for name, result in got.items():

@@ -73,6 +73,9 @@ SCRATCH = "scratch"
 SOURCE = "MINIFX_GRADING_SOURCE"
 # A build task's graded files: the submission's minifx files that hold tasks (see run()).
 GRADED_FILES: set[Path] = set()
+# The staged folders, whose paths messages name as the repository's (`tests/graders/x.py`,
+# `exercises/x.py`): the student's copy has no `/tmp/minifx-server-.../stage-...` folder.
+STAGED_FOLDERS: list[Path] = [ROOT]
 
 
 class Reporter:
@@ -350,11 +353,27 @@ def _outcome(excinfo, when: str, rerun: str = "") -> tuple[str, str]:
         return "failed", f"KeyboardInterrupt during the test's {when}"
     message = _message(exc)
     where = _student_line(excinfo.tb)
+    checked = isinstance(exc, AssertionError) or excinfo.errisinstance(pytest.fail.Exception)
     if where and not isinstance(exc, AssertionError):
         message = f"{message}\n  raised at {where}"
+    elif not checked and (grader := _grader_line(excinfo.tb)):
+        message = (
+            f"{message}\n  raised in the grader, not in your code, at {grader}\n"
+            "the grader could not check this answer: if it looks right to you, "
+            "tell your course staff"
+        )
     elif message == NO_MESSAGE or message.startswith("DID NOT RAISE"):
         message = _where_the_test_checked(message, excinfo.tb, rerun)
-    return "failed", message
+    return "failed", _as_in_the_repository(message)
+
+
+def _as_in_the_repository(text: str) -> str:
+    """`text` with each staged folder's path left out: `tests/graders/x.py` for the
+    staged copy's `/tmp/minifx-server-.../stage-.../tests/graders/x.py`."""
+    for folder in STAGED_FOLDERS:
+        for path in {str(folder), os.path.realpath(folder)}:
+            text = text.replace(path + os.sep, "")
+    return text
 
 
 def _where_the_test_checked(message: str, tb, rerun: str) -> str:
@@ -408,6 +427,18 @@ def _student_line(tb) -> str:
     path = Path(frame.filename).resolve()
     name = path.relative_to(ROOT).as_posix() if path in GRADED_FILES else f"exercises/{path.name}"
     return f"{name}:{frame.lineno}: {(frame.line or '').strip()}"
+
+
+def _grader_line(tb) -> str:
+    """`tests/graders/x.py:12: <source>` when the innermost frame is a grader's own line (so
+    the grader failed, not graded code or a library it called), or ''."""
+    frames = traceback.extract_tb(tb)
+    if not frames:
+        return ""
+    path = Path(frames[-1].filename).resolve()
+    if not path.is_relative_to(ROOT / "tests" / "graders"):
+        return ""
+    return f"{path.relative_to(ROOT).as_posix()}:{frames[-1].lineno}: {(frames[-1].line or '').strip()}"
 
 
 # --- setting up ----------------------------------------------------------------------
@@ -495,6 +526,7 @@ def run(
     sys.dont_write_bytecode = True
     os.chdir(ROOT)
     sys.path.insert(0, str(graded))
+    STAGED_FOLDERS.append(graded)
     graded_modules: tuple[str, ...] = (GRADED_PACKAGE,)
     source = os.environ.get(SOURCE, "")  # the judge's folder, read before graded code runs
     sandbox_class = load_private(HERE / "sandbox.py")["Sandbox"]
