@@ -76,7 +76,15 @@ def with_task_boxes(markdown: str, root: Path) -> str:
 SOURCE_LISTING = '<details class="mkdocstrings-source">'
 
 
+# In those listings, the comment of every snippet or task marker (`# --8<-- [start:x]`),
+# highlighted: it is emptied, the line left blank, so that the line numbers stay the file's.
+LISTED_MARKER = re.compile(r'<span class="c1"># --8&lt;-- \[[^\]<]*\][^<]*</span>')
+
+
 def on_page_content(html: str, **_) -> str:
+    if SOURCE_LISTING not in html:
+        return html
+    html = LISTED_MARKER.sub("", html)
     return html.replace(
         SOURCE_LISTING, '<details class="mkdocstrings-source" data-search-exclude="source">'
     )
