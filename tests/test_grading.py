@@ -690,12 +690,15 @@ def hanging_grading(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
     )
-    started = _until(lambda: _worker_in_its_loop(tag, process.pid), 120)
-    yield process, tag, tmp_path
-    for pid in _processes_tagged(tag):  # if a check failed, leave no loop running
-        os.kill(pid, signal.SIGKILL)
-    process.communicate()
-    assert started, "the worker never started"
+    try:
+        if not _until(lambda: _worker_in_its_loop(tag, process.pid), 120):
+            pytest.fail("the grading's worker never reached its endless loop")
+        yield process, tag, tmp_path
+    finally:
+        for pid in _processes_tagged(tag):  # if a check failed, leave no loop running
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        process.communicate()
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="reads /proc; the fork server is Linux's")
