@@ -59,6 +59,22 @@ def test_the_book_has_examples():
     )
 
 
+class AsInAShell(doctest.OutputChecker):
+    """Compares output as a Python shell prints it: doctest names the code it runs
+    `<doctest name[n]>` where a shell says `<stdin>`, and the book shows what a reader sees
+    (a trace error's `File "<stdin>", line 2, in clip`)."""
+
+    def check_output(self, want: str, got: str, optionflags: int) -> bool:
+        return super().check_output(want, as_in_a_shell(got), optionflags)
+
+    def output_difference(self, example: doctest.Example, got: str, optionflags: int) -> str:
+        return super().output_difference(example, as_in_a_shell(got), optionflags)
+
+
+def as_in_a_shell(output: str) -> str:
+    return re.sub(r"<doctest [^>]*\]>", "<stdin>", output)
+
+
 @pytest.mark.parametrize(("relpath", "blocks"), PAGES)
 def test_examples_of_page(relpath, blocks):
     namespace: dict = {}
@@ -67,7 +83,7 @@ def test_examples_of_page(relpath, blocks):
             text, namespace, f"{relpath}:{line}", str(ROOT / relpath), line
         )
         report = []
-        runner = doctest.DocTestRunner(optionflags=FLAGS)
+        runner = doctest.DocTestRunner(checker=AsInAShell(), optionflags=FLAGS)
         result = runner.run(test, out=report.append, clear_globs=False)
         assert result.attempted, f"{relpath}:{line}: the pycon block has no `>>>` example"
         assert not result.failed, (
