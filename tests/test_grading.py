@@ -576,6 +576,44 @@ def test_a_stopped_exercise_counts_the_tests_that_a_full_run_counts():
     assert stopped.earned == 0 and len(stopped.ran) == len(full.ran) == full.passed
 
 
+@pytest.mark.parametrize("character", ["\x0c", "\x1c", "\x85", "\u2028"])
+def test_a_task_file_with_a_line_break_python_does_not_count_is_refused(character):
+    """Task regions are found by lines, functions by the compiler's line numbers: with a
+    character that only one of them counts as a line break (18 of U+001C in a comment, in
+    round eleven), a later region's functions passed for the reference's own code."""
+    from tests.grading import build
+
+    trusted = judge.snapshot()
+    path = "minifx/proxy/proxy.py"
+    lines = trusted[path].decode().splitlines(keepends=True)
+    lines[2] = f"# notes{character}\n"
+    assert build.file_problem(path, "".join(lines).encode(), trusted, "1.2") == (
+        f"{path} holds {character!r} at line 3, a character that some tools count as a line "
+        "break and Python does not: remove it; task 1.2 imports it"
+    )
+
+
+def test_a_submission_a_thousand_folders_deep_is_still_graded(tmp_path):
+    """pathlib's `rglob` recursed through such a folder until Python's stack ran out: the
+    grading stopped with a RecursionError and wrote no report (round eleven)."""
+    from tests.grading import build
+
+    exercise = _exercise("3.1")
+    deep = [tmp_path / "d"]
+    for _ in range(1200):  # one by one: os.makedirs and shutil.rmtree recurse too
+        deep[-1].mkdir()
+        deep.append(deep[-1] / "d")
+    nested = tmp_path / "upload" / "my-repo" / "exercises"
+    nested.mkdir(parents=True)
+    (nested / f"{exercise.module}.py").write_text("x = 1\n")
+    try:
+        assert submitted_modules([exercise], tmp_path) == {exercise.module: b"x = 1\n"}
+        assert build.submitted_package(["minifx/proxy/tape.py"], tmp_path) == {}
+    finally:
+        for folder in reversed(deep[:-1]):
+            folder.rmdir()
+
+
 def test_graded_code_runs_on_the_cpu_on_every_machine():
     # The same grade with or without a GPU: the `[cuda]` cases are left out everywhere.
     assert judge.worker_environment("token", jobs=1)["CUDA_VISIBLE_DEVICES"] == ""

@@ -1028,6 +1028,16 @@ FORGE_FROM_GC = """
 # name -> (task file, code put just before the end marker of its first region, the task
 # graded, words its report must show). Each task file starts carved, as a release has it.
 BUILD_ATTACKS = {
+    # Round eleven: the worker takes `torch._C._dispatch_library` away once pytest has
+    # collected, after the task files were imported; held as a default, it registered an
+    # `aten::isclose` kernel that answered True everywhere (task 6.1's zeros: all 5 points).
+    "the dispatcher kept in a default": (
+        "minifx/passes/fuse_conv_bn.py",
+        "def _kept(library=torch._C._dispatch_library):\n    return library\n",
+        "6.1",
+        "`torch._C._dispatch_library` in the definition of `_kept` runs code, or reads a "
+        "private name, when the file is imported",
+    ),
     "module-level code in a task region": (
         "minifx/passes/fuse_conv_bn.py",
         "import sys as _sys\nif True:" + FORGE_FROM_GC,

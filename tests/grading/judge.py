@@ -24,6 +24,7 @@ import atexit
 import contextlib
 import hashlib
 import hmac
+import itertools
 import json
 import os
 import secrets
@@ -156,7 +157,10 @@ def submitted_modules(exercises: list[Exercise], folder: Path) -> dict[str, byte
     found = {}
     for module in sorted({e.module for e in exercises}):
         name = f"{module}.py"
-        candidates = [folder / "exercises" / name, folder / name, *sorted(folder.rglob(name))]
+        candidates = itertools.chain(
+            [folder / "exercises" / name, folder / name],
+            build.files_below(folder, name),
+        )
         path = next((p for p in candidates if p.is_file() and build.inside(p, folder)), None)
         if path is not None:
             found[module] = build.read_submitted(path)
