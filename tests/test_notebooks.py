@@ -36,8 +36,11 @@ ROOT = notebooks.ROOT
 CHAPTERS = notebooks.chapters()
 # What a carved build task raises in a student release (tests/tasks.py, tests/conftest.py).
 CARVED = re.compile(r"Task \d+\.\d+ \([^)]*\) is yours to write")
-# Where a traceback says the code ran: doctest's `<doctest ...>` and the kernel's cell file.
-LOCATION = re.compile(r'File "(<stdin>|<doctest[^"\n]*>|[^"\n]*ipykernel_[^"\n]*)", line (\d+|\.\.\.)')
+# Where a traceback says the code ran: the book's `<stdin>`, doctest's `<doctest ...>` and
+# the kernel's cell file.
+LOCATION = re.compile(
+    r'File "(<stdin>|<doctest[^"\n]*>|[^"\n]*ipykernel_[^"\n]*)", line (\d+|\.\.\.)'
+)
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
