@@ -674,8 +674,8 @@ def _processes_tagged(tag: str) -> dict[int, int]:
     for environ in Path("/proc").glob("[0-9]*/environ"):
         try:
             if needle in environ.read_bytes().split(b"\0"):
-                stat = (environ.parent / "stat").read_text()
-                found[int(environ.parent.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+                parent = judge._stat_fields(environ.parent / "stat")[1]
+                found[int(environ.parent.name)] = int(parent)
         except (OSError, IndexError, ValueError):
             continue  # ended meanwhile
     return found

@@ -28,6 +28,7 @@ import pytest
 
 from tests.grading import Limits, grade, load_manifest
 from tests.grading.landlock import abi as landlock_abi
+from tests.grading.sandbox import GRADING_FOLDERS
 from tests.grading.scan import findings
 
 pytestmark = pytest.mark.meta
@@ -842,9 +843,9 @@ _get(_b, "ex" + "ec")(_read(_path), _b.vars(_sys.modules[__name__]))
 
 @needs_landlock
 @pytest.mark.needs_solutions  # the answer it plants is the solution
-@pytest.mark.parametrize("kind", ["minifx-grading-", "minifx-server-"])
+@pytest.mark.parametrize("kind", GRADING_FOLDERS)
 def test_another_grading_s_folder_is_out_of_reach(kind, monkeypatch):
-    other = Path(tempfile.mkdtemp(prefix=kind))  # as the judge names its folders
+    other = Path(tempfile.mkdtemp(prefix=kind))  # named as the judge names its folders
     try:
         answer = other / "stage-1" / "exercises" / "ch3_method_relu.py"
         answer.parent.mkdir(parents=True)

@@ -43,6 +43,7 @@ from pathlib import Path
 from tests.grading import build
 from tests.grading.forkserver import ForkServer, ForkServerError
 from tests.grading.manifest import ROOT, Exercise, GradingError
+from tests.grading.sandbox import RUN_FOLDER, SERVER_FOLDER
 from tests.grading.scan import findings
 from tests.grading.worker import SCRATCH
 
@@ -439,7 +440,7 @@ def _group_members(group: int) -> list[int]:
     process's stat file, a few milliseconds: `_wait` does it every `MEMBERS_EVERY` turns."""
     members = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
-        if _stat_fields(stat)[2:3] == [str(group)]:
+        if _in_group(_stat_fields(stat), group):
             members.append(int(stat.parent.name))
     return members
 
@@ -451,9 +452,14 @@ def _resident(members: list[int], group: int) -> int:
     total = 0
     for pid in members:
         fields = _stat_fields(Path(f"/proc/{pid}/stat"))
-        if fields[2:3] == [str(group)]:
+        if _in_group(fields, group):
             total += int(fields[21]) * page
     return total
+
+
+def _in_group(fields: list[str], group: int) -> bool:
+    """Whether a process, by the fields of its stat file, is still in the process group."""
+    return fields[2:3] == [str(group)]
 
 
 def _in_memory_files(members: list[int], group: int) -> int:
@@ -463,7 +469,7 @@ def _in_memory_files(members: list[int], group: int) -> int:
     counts twice; nothing that grading runs maps one.)"""
     total = 0
     for pid in members:
-        if _stat_fields(Path(f"/proc/{pid}/stat"))[2:3] != [str(group)]:
+        if not _in_group(_stat_fields(Path(f"/proc/{pid}/stat")), group):
             continue
         try:
             with os.scandir(f"/proc/{pid}/fd") as descriptors:
@@ -717,7 +723,7 @@ def grade(
     trusted = snapshot() if trusted is None else trusted
     run_token = secrets.token_hex(16)
     env = worker_environment(run_token, limits.jobs)
-    base = Path(tempfile.mkdtemp(prefix="minifx-grading-"))
+    base = Path(tempfile.mkdtemp(prefix=RUN_FOLDER))
     # Reading code (compile, ast) happens here, in one thread: CPython 3.11's parser
     # breaks when several threads use it at once.
     package = package or {}
@@ -801,7 +807,7 @@ def kept_server(kind: str, files: dict[str, bytes], env: dict[str, str]) -> Kept
         kept.close()  # it ended (or was stopped): start another
         kept = None
     if kept is None:
-        folder = Path(tempfile.mkdtemp(prefix="minifx-server-"))
+        folder = Path(tempfile.mkdtemp(prefix=SERVER_FOLDER))
         server = start_server(stage(folder, files, None), env, kind == "task")
         if server is None:
             shutil.rmtree(folder, ignore_errors=True)

@@ -202,9 +202,10 @@ STAGED_CODE = frozenset({"minifx", "tests", "exercises", "conftest.py", "pyproje
 # Frames of comprehensions, which iterate what the function around them called.
 COMPREHENSIONS = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"})
 CONSTRUCTORS = frozenset({"__init__", "__new__"})
-# The names of the judge's temporary folders begin so (judge.py): a run's staged
-# folders, and a fork server's.
-GRADING_FOLDERS = ("minifx-grading-", "minifx-server-")
+# How the names of the judge's temporary folders begin (judge.py names them so): a run's
+# staged folders, and a fork server's.
+RUN_FOLDER, SERVER_FOLDER = "minifx-grading-", "minifx-server-"
+GRADING_FOLDERS = (RUN_FOLDER, SERVER_FOLDER)
 # A process's memory, as files: the worker's holds the key that signs its report.
 MEMORY_FILES = frozenset({"mem", "pagemap", "kcore"})
 # The loaders with which the import system reads a module from a file (or from Python
