@@ -48,6 +48,10 @@ PRELOAD = (
     "torch.nn",
     "torch.fx",
     "torch.utils.flop_counter",
+    # TorchDynamo, and through it symbolic_shapes: about 2 s of each worker of chapters 9
+    # (torch.compile) and 10 (torch.fx's ShapeProp). A grading of the course is 10 % faster
+    # with it here; one of an early chapter alone starts a second later.
+    "torch._dynamo",
     "pytest",
     "_pytest.python",
     "_pytest.runner",

@@ -739,8 +739,10 @@ def grade(
                 files = trusted if kind == "exercise" else _without_minifx(trusted)
                 servers[kind] = kept_server(kind, files, env)
         with ThreadPoolExecutor(max_workers=limits.jobs) as pool:
-            futures = [
-                pool.submit(
+            # The later exercises take longest (whole models, torch.compile): started
+            # first, they end while the short ones fill the other workers.
+            futures = {
+                e.key: pool.submit(
                     _grade_one,
                     e,
                     *checks[e.key],
@@ -751,10 +753,10 @@ def grade(
                     base,
                     kept.server if (kept := servers[e.kind]) else None,
                 )
-                for e in exercises
-            ]
+                for e in reversed(exercises)
+            }
             try:
-                scores = [f.result() for f in futures]
+                scores = [futures[e.key].result() for e in exercises]
             except BaseException:  # Ctrl-C, or SIGTERM through the command line (cli.py)
                 stop_now(pool, {run_token, *(kept.token for kept in servers.values() if kept)})
                 raise
