@@ -56,6 +56,7 @@ builtin changes nothing here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from gc import disable as _gc_disable
 from gc import enable as _gc_enable
 from gc import isenabled as _gc_isenabled
@@ -178,6 +179,11 @@ PATCHES = frozenset({"object.__setattr__", "object.__delattr__"})
 # tests compare with torch directly (ninth round: `torch.isclose` answered True for a
 # returned `nn.Parameter` subclass, and zeros earned all 5 points of task 6.1).
 TENSOR_SUBCLASS = "grading.tensor_subclass"
+# Raised by the worker's stand-in for TorchDynamo's `set_eval_frame`, with the callback:
+# the sandbox installs it, but not while graded code runs. Python calls the callback with
+# every frame it runs and it reads their locals unaudited: one of graded code's marked
+# every test passed through the worker's own frames (twelfth round, 10 points on 3.1).
+EVAL_FRAME = "grading.eval_frame"
 OTHER = (
     "ctypes.",
     "socket.",
@@ -194,7 +200,7 @@ OTHER = (
     "winreg.",
 )
 WATCHED = INTROSPECTION | TRACING | PROCESSES | FILE_CHANGES | CODE | PATCHES | MARSHAL
-WATCHED |= {"open", TENSOR_SUBCLASS}
+WATCHED |= {"open", TENSOR_SUBCLASS, EVAL_FRAME}
 WRITE_FLAGS = O_WRONLY | O_RDWR | O_APPEND | O_CREAT | O_TRUNC
 # In each staged folder of a grading run, what workers import: nobody writes there while
 # graded code runs (on Linux, every exercise's worker imports the fork server's copy).
@@ -267,6 +273,8 @@ class Sandbox:
         self._modules = _modules
         self._kinds: dict[str, str] = {}
         self._busy: set[int] = set()
+        # TorchDynamo's `set_eval_frame`, which the worker hands over (worker.py).
+        self.eval_frame_setter: Callable[[object], object] | None = None
 
     def arm(self) -> None:
         """Start applying the rules; until then only the worker's own code has run."""
@@ -274,6 +282,9 @@ class Sandbox:
 
     def hook(self, event: str, args: tuple) -> None:
         """The audit hook: add it with `sys.addaudithook(sandbox.hook)`."""
+        if event == EVAL_FRAME:
+            self._install_frame_callback(args[0])
+            return
         if not self._armed:
             return
         if event == "object.__getattr__":  # frequent: only frames and defaults matter
@@ -282,6 +293,18 @@ class Sandbox:
             event = "sys._getframe" if args[1] in FRAME_ATTRIBUTES else "defaults"
         elif event not in WATCHED and not event.startswith(OTHER):
             return
+        self._enforce(event, args)
+
+    def _install_frame_callback(self, callback) -> None:
+        """Install TorchDynamo's frame callback for the worker's stand-in of
+        `set_eval_frame`: a callback (not None or False, which turn Dynamo off) only where
+        no graded code runs, as when a grader calls a function that `torch.compile` made."""
+        if self._armed and callback is not None and callback is not False:
+            self._enforce(EVAL_FRAME, (callback,))
+        self.eval_frame_setter(callback)
+
+    def _enforce(self, event: str, args: tuple) -> None:
+        """Raise `PermissionError` if the operation is refused, and note it."""
         me = get_ident()
         if me in self._busy:  # reading the stack below raises audit events of its own
             return
@@ -310,6 +333,13 @@ class Sandbox:
         graded_below = any(kind == GRADED for kind, _ in stack)
         if event == TENSOR_SUBCLASS:
             return self._subclass_refusal(args, stack)
+        if event == EVAL_FRAME:
+            return (
+                "install a frame callback of TorchDynamo's (set_eval_frame): it would be "
+                f"called with every frame the worker runs{self._where(stack)}"
+                if graded_below
+                else ""
+            )
         if (
             event in CODE
             and (graded_below or (event in RUN and not self._asked(CODE_CALLS[event], stack, at)))

@@ -30,6 +30,10 @@ graded code's reach:
   files without the audit events that the sandbox sees.
 - **A closed dispatcher.** Once the tests are collected, `torch._C._dispatch_library` is
   taken away, so graded code cannot give torch's operators kernels of its own.
+- **Dynamo's frame hook in the sandbox's hands.** TorchDynamo's `set_eval_frame` installs
+  a callback that Python calls with every frame it runs, ours included, with no audit
+  event. Once the tests are collected, a stand-in takes its place, which asks the sandbox
+  to install the callback: refused while graded code runs.
 - **A guard.** After each test, `guard.py` checks that every module, class and import
   hook is as it was before graded code ran, and that nothing wrote to the modules a
   grader decides with (even to put a name back); if not, that test and every later one
@@ -52,6 +56,7 @@ import os
 import sys
 import traceback
 from pathlib import Path
+from types import BuiltinFunctionType
 
 # The trusted folder: minifx, the graders and this file, at <root>/tests/grading/worker.py.
 ROOT = Path(__file__).resolve().parents[2]
@@ -166,6 +171,7 @@ class GradingPlugin:
             # torch's own classes when it loads: loaded now, before the guard looks.
             import torch.distributed.tensor
         _close_the_dispatcher(torch)
+        _hand_the_frame_hook_to(torch, self.sandbox)
         _no_progress_bar_thread()
         if self.task:
             _watch_tensor_subclasses(torch)
@@ -263,6 +269,67 @@ def _close_the_dispatcher(torch) -> None:
     namespace = {"__builtins__": {"PermissionError": PermissionError}}
     exec(_REFUSED_DISPATCH_LIBRARY, namespace)
     torch._C._dispatch_library = namespace["_dispatch_library"]
+
+
+# What stands in for TorchDynamo's `set_eval_frame` once the tests are collected.
+_EVAL_FRAME_BY_THE_SANDBOX = """
+def set_eval_frame(callback):
+    prior = _current()
+    _audit("grading.eval_frame", callback)  # the sandbox installs it, or refuses
+    return prior
+"""
+
+
+# TorchDynamo's other hooks into running code, which no grader sets once the tests are
+# collected: each is called with frames' locals, or runs code in a function's place.
+_DYNAMO_HOOKS = (
+    "set_guard_error_hook",
+    "set_guard_complete_hook",
+    "set_bytecode_debugger_callback",
+    "_load_precompile_entry",
+)
+_REFUSED_DYNAMO_HOOK = """
+def refused(*args, **kwargs):
+    raise PermissionError(
+        "graded code may not set TorchDynamo's hooks into running code "
+        "(torch._C._dynamo.eval_frame): they see the locals of the grader's frames"
+    )
+"""
+
+
+def _hand_the_frame_hook_to(torch, sandbox) -> None:
+    """Give the sandbox TorchDynamo's `set_eval_frame`, and put a stand-in everywhere a
+    module holds it.
+
+    The callback it installs is called with every frame Python runs, and reads its locals
+    without an audit event: graded code that installed one marked every test passed
+    through the worker's own frames (twelfth red-team round). Dynamo installs one each
+    time a function compiled with `torch.compile` runs (exercise 9.1's graders do that),
+    so the stand-in asks the sandbox, which installs the callback unless graded code is
+    running; only the sandbox, which no module refers to, keeps the original.
+    """
+    hooks = torch._C._dynamo.eval_frame  # where `import torch._dynamo` takes them from
+    original = hooks.set_eval_frame
+    namespace = {
+        "__builtins__": {"PermissionError": PermissionError},
+        "_audit": sys.audit,
+        "_current": hooks.get_eval_frame_callback,
+    }
+    # Compiled under this file's name: the sandbox counts code made at run time under
+    # `<string>` as graded code's once graded code has made some (sandbox.py).
+    exec(compile(_EVAL_FRAME_BY_THE_SANDBOX, __file__, "exec"), namespace)
+    exec(_REFUSED_DYNAMO_HOOK, namespace)
+    sandbox.eval_frame_setter = original
+    stand_ins = {id(original): namespace["set_eval_frame"]}
+    for name in _DYNAMO_HOOKS:
+        if hasattr(hooks, name):
+            stand_ins[id(getattr(hooks, name))] = namespace["refused"]
+    for module in list(sys.modules.values()):
+        names = getattr(module, "__dict__", None)
+        if isinstance(names, dict):
+            for name, value in list(names.items()):
+                if type(value) is BuiltinFunctionType and id(value) in stand_ins:
+                    names[name] = stand_ins[id(value)]
 
 
 _WATCHED_SUBCLASSES = """
