@@ -22,14 +22,13 @@ here reads code with `ast` and regular expressions; nothing of minifx is importe
 from __future__ import annotations
 
 import ast
-import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.task_markers import END, START
+
 ROOT = Path(__file__).resolve().parent.parent
-START = re.compile(r"^[ \t]*# --8<-- \[task:(?P<id>\d+\.\d+)\](?P<attributes>.*)$")
-END = re.compile(r"^[ \t]*# --8<-- \[end-task:(?P<id>\d+\.\d+)\][ \t]*$")
 ATTRIBUTES = ("points", "section")
 
 

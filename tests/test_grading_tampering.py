@@ -22,6 +22,7 @@ import marshal
 import shutil
 import sys
 import tempfile
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -1065,9 +1066,37 @@ FORGE_FROM_GC = """
 
             _o.reporter.send = _passed
 """
+# Markers that only the worker read as markers: an end marker with words after it, and a
+# start marker behind a no-break space in a docstring. The checks of task files saw one
+# region, the worker two, and `_forge`, between them, passed for minifx's own code
+# (twelfth round: task 1.1's stub, 5 points).
+MARKERS_READ_TWO_WAYS = (
+    """
+    def create_node(self, *args, **kwargs):
+        self._forge()
+        raise NotImplementedError("not written")
+
+    # --8<-- [end-task:1.1] (where the worker's region ended)
+    def _forge(self):
+        import sys as _sys
+"""
+    + textwrap.indent(FORGE_FROM_GC, "    ")
+    + '''
+    def _pad(self):
+        """
+\u00a0# --8<-- [task:1.1]
+        """
+'''
+)
 # name -> (task file, code put just before the end marker of its first region, the task
 # graded, words its report must show). Each task file starts carved, as a release has it.
 BUILD_ATTACKS = {
+    "markers that only the worker read as markers": (
+        "minifx/proxy/tape.py",
+        MARKERS_READ_TWO_WAYS,
+        "1.1",
+        "looks like a task marker and is not one",
+    ),
     # Round eleven: the worker takes `torch._C._dispatch_library` away once pytest has
     # collected, after the task files were imported; held as a default, it registered an
     # `aten::isclose` kernel that answered True everywhere (task 6.1's zeros: all 5 points).
@@ -1267,6 +1296,18 @@ def test_task_code_that_runs_on_import_or_claims_the_reference_s_lines_earns_not
     messages = "\n".join([score.problem, *(t.message for t in score.tests)])
     assert not score.earned, f"{name!r} earned {score.earned:g} points"
     assert words in messages, messages[:1500]
+
+
+def test_the_worker_reads_the_task_regions_that_the_checks_read(tmp_path):
+    """Behind the checks' refusal of false markers: the worker's sandbox reads the same
+    regions as they do, from the same patterns."""
+    from tests.grading import build, judge, worker
+
+    text = _carved_package(judge.snapshot())["minifx/proxy/tape.py"].decode()
+    end = next(line for line in text.splitlines() if "--8<-- [end-task:" in line)
+    text = text.replace(end, MARKERS_READ_TWO_WAYS + "\n" + end, 1)
+    (tmp_path / "tape.py").write_text(text, encoding="utf-8")
+    assert worker.task_regions(tmp_path / "tape.py") == build.region_spans(text)
 
 
 # Round nine: the stage test compares `calculate_qparams()` and `quant_range` with tuples

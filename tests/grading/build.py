@@ -209,9 +209,33 @@ def false_line_break(path: str, data: bytes) -> str:
     )
 
 
+# Anything that looks like a task marker. Each must be one exactly (tests/tasks.py's START
+# or END), so that the checks here and the worker's sandbox read the same regions: an end
+# marker with words after it and a start marker behind a no-break space, in a docstring,
+# which the worker read as markers and the checks did not, made a helper outside the
+# worker's regions count as minifx's own (twelfth red-team round: task 1.1's stub, 5 points).
+MARKER_LIKE = re.compile(r"--8<--\s*\[\s*(end-)?task")
+
+
+def false_marker(path: str, data: bytes) -> str:
+    """Why the file `path` is refused if a line looks like a task marker and is not one, or ''."""
+    lines = data.decode("utf-8", "replace").splitlines()
+    for number, line in enumerate(lines, start=1):
+        if MARKER_LIKE.search(line) and not (
+            build_tasks.START.match(line) or build_tasks.END.match(line)
+        ):
+            return (
+                f"{path} line {number} looks like a task marker and is not one: a marker is "
+                "a comment line of its own, `# --8<-- [task:N.M] ...` or "
+                "`# --8<-- [end-task:N.M]`, with only spaces or tabs before it. Write it as "
+                "the release has it"
+            )
+    return ""
+
+
 def file_problem(path: str, data: bytes, trusted: dict[str, bytes] | None, task: str = "") -> str:
     """Why the submitted task file `path` cannot be imported to grade `task`, or ''."""
-    if problem := too_large(path, data) or false_line_break(path, data):
+    if problem := too_large(path, data) or false_line_break(path, data) or false_marker(path, data):
         return f"{problem}; task {task} imports it"
     try:
         compile(data, path, "exec", dont_inherit=True)

@@ -17,7 +17,10 @@ The worker keeps:
   needs (its own staged folders and the installed packages, which a virtual environment
   may keep in the judge's copy); folders made after it starts (another grading's) get no
   rule, so it cannot read them either;
-- **listing** folders everywhere: a name tells nothing that the repository does not.
+- **listing** folders everywhere: a name tells nothing that the repository does not;
+- **signals** only to processes of its own (Landlock ABI 6, Linux 6.12 and later): not to
+  the judge or the fork server, which graded code that got past the sandbox killed, so
+  that no report was written (twelfth red-team round).
 
 Landlock allows by folder: a rule gives rights beneath one folder. So the reads are given
 folder by folder around the hidden ones (`readable_around`): every child of `/` but the
@@ -46,10 +49,16 @@ WRITE_FILE, READ_FILE, READ_DIR = 1 << 1, 1 << 2, 1 << 3
 CHANGE_TREE = sum(1 << bit for bit in range(4, 13))  # remove and make files and folders
 REFER, TRUNCATE = 1 << 13, 1 << 14  # ABI 2 and ABI 3
 FILE_RIGHTS = WRITE_FILE | READ_FILE | TRUNCATE  # the rights a rule on a file may hold
+# ABI 6: signals only to processes in the same Landlock domain (the worker's own).
+SCOPE_SIGNAL = 1 << 1
 
 
 class RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64)]
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),  # ABI 4; the worker leaves the network be
+        ("scoped", ctypes.c_uint64),  # ABI 6
+    ]
 
 
 class PathBeneathAttr(ctypes.Structure):
@@ -122,13 +131,12 @@ def _restrict(version: int, writable: list[str], hidden: list[str], kept: list[s
     changes = WRITE_FILE | CHANGE_TREE | (REFER if version >= 2 else 0)
     writes = changes | (TRUNCATE if version >= 3 else 0)
     handled = READ_FILE | READ_DIR | writes
+    # An older kernel reads only the first field: it is given only that.
+    scoped = version >= 6
+    attributes = RulesetAttr(handled, 0, SCOPE_SIGNAL if scoped else 0)
+    size = ctypes.sizeof(RulesetAttr) if scoped else RulesetAttr.handled_access_net.offset
     ruleset = _check(
-        _libc.syscall(
-            CREATE_RULESET,
-            ctypes.byref(RulesetAttr(handled)),
-            ctypes.c_size_t(ctypes.sizeof(RulesetAttr)),
-            0,
-        ),
+        _libc.syscall(CREATE_RULESET, ctypes.byref(attributes), ctypes.c_size_t(size), 0),
         "ruleset",
     )
     try:

@@ -512,21 +512,23 @@ def _grader_line(tb) -> str:
 
 
 def task_regions(path: Path) -> list[tuple[int, int]]:
-    """The `(start, end)` lines of the task regions marked in a file (tests/tasks.py's
-    markers); [] where there are none or they do not pair up (then all of it is graded)."""
-    import re
-
+    """The `(start, end)` lines of the task regions marked in a file, read with the
+    judge's own patterns (tests/task_markers.py, with which its checks of task files read
+    them); [] where there are none or they do not pair up (then all of it is
+    graded)."""
+    markers = load_private(ROOT / "tests" / "task_markers.py")
     spans, opened = [], {}
     for number, line in enumerate(
         path.read_text(encoding="utf-8", errors="replace").splitlines(), start=1
     ):
-        if found := re.match(r"\s*# --8<-- \[(end-)?task:([0-9.]+)\]", line):
-            if found[1] and found[2] in opened:
-                spans.append((opened.pop(found[2]), number))
-            elif found[1] or found[2] in opened:
+        if found := markers["START"].match(line):
+            if found["id"] in opened:
                 return []
-            else:
-                opened[found[2]] = number
+            opened[found["id"]] = number
+        elif found := markers["END"].match(line):
+            if found["id"] not in opened:
+                return []
+            spans.append((opened.pop(found["id"]), number))
     return [] if opened else spans
 
 
