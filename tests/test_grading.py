@@ -155,6 +155,7 @@ def test_grading_a_chapter_without_exercises_says_so(capsys):
 
 MACHINERY = [
     "pyproject.toml", "conftest.py", "tests/__init__.py", "tests/conftest.py", "tests/tasks.py",
+    "tests/task_markers.py",
     *[f"tests/grading/{p.name}" for p in (ROOT / "tests" / "grading").glob("*.py")],
     "tests/graders/__init__.py", "tests/graders/support.py", "exercises/__init__.py", "solutions/__init__.py",
 ]  # fmt: skip
