@@ -531,6 +531,19 @@ _sys.modules["torch._dynamo.eval_frame"]._maybe_set_eval_frame(_callback)
 """,
         "install a frame callback of TorchDynamo's (set_eval_frame)",
     ),
+    # Thirteenth round: modules that hand out frames, or run code, with no audit event.
+    "greenlet, whose gr_frame is a running frame": (
+        """
+_sys.modules["importlib"].import_module("green" + "let")
+""",
+        "import greenlet",
+    ),
+    "_testcapi, which runs code with no audit event": (
+        """
+_sys.modules["importlib"].import_module("_test" + "capi")
+""",
+        "import _testcapi",
+    ),
     "a guard hook of TorchDynamo's, which sees compiled frames' locals": (
         """
 _sys.modules["torch._dynamo.guards"].set_guard_error_hook(print)
@@ -1091,6 +1104,46 @@ MARKERS_READ_TWO_WAYS = (
 # name -> (task file, code put just before the end marker of its first region, the task
 # graded, words its report must show). Each task file starts carved, as a release has it.
 BUILD_ATTACKS = {
+    # Thirteenth round: minifx's `user_location` handed the frame it read to `_user_frame`,
+    # looked up by name; swapped for a moment, it handed the frame to a task region, which
+    # walked up to the worker's state (task 1.1's stub, 5 points). minifx now hands frames
+    # to no function, and the guard counts the writes to minifx's modules in a build task.
+    "a frame from minifx, through a name swapped for a moment": (
+        "minifx/proxy/tape.py",
+        """
+    def create_node(self, *args, **kwargs):
+        import sys as _sys
+
+        errors = _sys.modules["minifx.proxy.errors"]
+        held, swapped = [], {}
+        for name in ("_user" + "_frame", "is_library_code"):  # what user_location calls
+            if hasattr(errors, name):
+                swapped[name] = getattr(errors, name)
+                setattr(errors, name, held.append)
+        try:
+            errors.user_location()
+        finally:
+            for name, before in swapped.items():
+                setattr(errors, name, before)
+        frames = [value for value in held if type(value).__name__ == "frame"]
+        frame = frames[0] if frames else None
+        while frame is not None:
+            for value in getattr(frame, "f_" + "locals").values():
+                if type(value).__name__ == "GradingPlugin":
+                    _send = value.reporter.send
+
+                    def _passed(kind, _send=_send, **fields):
+                        if kind == "result":
+                            fields.update(outcome="passed", message="")
+                        _send(kind, **fields)
+
+                    value.reporter.send = _passed
+            frame = getattr(frame, "f_" + "back")
+        raise NotImplementedError("not written")
+""",
+        "1.1",
+        "replaced a name of minifx.proxy.errors",
+    ),
     "markers that only the worker read as markers": (
         "minifx/proxy/tape.py",
         MARKERS_READ_TWO_WAYS,
@@ -1296,6 +1349,27 @@ def test_task_code_that_runs_on_import_or_claims_the_reference_s_lines_earns_not
     messages = "\n".join([score.problem, *(t.message for t in score.tests)])
     assert not score.earned, f"{name!r} earned {score.earned:g} points"
     assert words in messages, messages[:1500]
+
+
+def test_a_frame_callback_that_a_grader_s_call_installs_earns_nothing():
+    """Thirteenth round: a `functools.partial` of the stand-in for `set_eval_frame`, set
+    as `GraphCounter.__init__`, which 9.1's grader calls with no graded frame on the stack
+    (10 points): only TorchDynamo's own code may install a callback."""
+    (exercise,) = [e for e in EXERCISES if e.id == "9.1"]
+    attack = (
+        PRELUDE
+        + DYNAMO_CALLBACK
+        + """
+_hooks = _get(_sys.modules["torch"]._C._dynamo, "eval_frame")
+_b.setattr(GraphCounter, "__in" + "it__", _sys.modules["functools"].partial(_hooks.set_eval_frame, _callback))
+"""
+    )
+    module = _stub(exercise) + attack
+    assert not findings(module), findings(module)
+    (score,) = grade([exercise], {exercise.module: module.encode()}, Limits(timeout=60))
+    messages = "\n".join([score.problem, *(t.message for t in score.tests)])
+    assert not score.earned, f"earned {score.earned:g} points"
+    assert "install a frame callback of TorchDynamo's" in messages, messages[:1500]
 
 
 def test_the_worker_reads_the_task_regions_that_the_checks_read(tmp_path):

@@ -21,7 +21,6 @@ import inspect
 import sys
 import traceback
 from collections import OrderedDict
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -66,7 +65,7 @@ def record_origin(tracer: Tracer, node: Node) -> None:
     if tracer.module_stack:
         node.meta["nn_module_stack"] = OrderedDict(tracer.module_stack)
     if tracer.record_stack_traces and not node.stack_trace:
-        trace = user_stack_trace(sys._getframe(1))
+        trace = user_stack_trace(1)
         if trace:
             node.stack_trace = trace
 
@@ -101,22 +100,24 @@ def copy_origin(source: Node, node: Node) -> None:
             node.meta[key] = copy.copy(source.meta[key])
 
 
-def user_stack_trace(frame: FrameType | None) -> str | None:
-    """The user's frames from the first `forward` on, formatted like a traceback.
+def user_stack_trace(depth: int = 0) -> str | None:
+    """The user's frames from the first `forward` on, above the caller's frame (or the one
+    `depth` levels above it), formatted like a traceback.
 
     As in torch.fx, a stack without a `forward` (a function traced on its own,
-    a placeholder made before `forward` runs) gives no trace.
+    a placeholder made before `forward` runs) gives no trace. The frames are read here
+    and only their file, line and name go on (see `errors.user_location`).
     """
-    frames = []
+    frame, entries = sys._getframe(depth + 1), []
     while frame is not None:
-        frames.append(frame)
+        entries.append((frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name, None))
         frame = frame.f_back
-    frames.reverse()  # outermost first, as a traceback prints
-    first = next((i for i, f in enumerate(frames) if f.f_code.co_name == "forward"), None)
+    entries.reverse()  # outermost first, as a traceback prints
+    first = next((i for i, entry in enumerate(entries) if entry[2] == "forward"), None)
     if first is None:
         return None
-    user = [(f, f.f_lineno) for f in frames[first:] if not is_library_code(f.f_code.co_filename)]
-    return "".join(traceback.StackSummary.extract(user).format()).strip() or None
+    user = [entry for entry in entries[first:] if not is_library_code(entry[0])]
+    return "".join(traceback.StackSummary.from_list(user).format()).strip() or None
 
 
 # -- param_shapes_constant --------------------------------------------------------------

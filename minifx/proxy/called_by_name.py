@@ -15,7 +15,6 @@ import functools
 import sys
 import types
 from bisect import bisect_right
-from types import FrameType
 from typing import Any, Callable
 
 # Instructions between a call's callee and the call that start where the call starts.
@@ -27,7 +26,7 @@ def recorded_when_called_by_name(method: Callable) -> Callable:
 
     @functools.wraps(method)
     def dunder(self: Any, *args: Any, **kwargs: Any) -> Any:
-        name = called_attribute(sys._getframe(1))
+        name = called_attribute(1)
         if name is not None and getattr(type(self), name, None) is dunder:
             return self.tracer.create_proxy("call_method", name, (self, *args), kwargs)
         return method(self, *args, **kwargs)
@@ -35,9 +34,11 @@ def recorded_when_called_by_name(method: Callable) -> Callable:
     return dunder
 
 
-def called_attribute(frame: FrameType) -> str | None:
-    """The attribute `name` if `frame` is running a call `<expression>.name(...)`, else
-    `None` (for `int(x)`, `x[0] = y`, or a callee that is no attribute)."""
+def called_attribute(depth: int = 0) -> str | None:
+    """The attribute `name` if the caller (or the frame `depth` levels above it) is running
+    a call `<expression>.name(...)`, else `None` (for `int(x)`, `x[0] = y`, or a callee
+    that is no attribute). The frame is handed to nothing (see `errors.user_location`)."""
+    frame = sys._getframe(depth + 1)
     instructions = list(dis.get_instructions(frame.f_code))
     # During a call, f_lasti points past the CALL, into its inline cache: take the last
     # instruction that starts at or before it.
@@ -51,21 +52,15 @@ def called_attribute(frame: FrameType) -> str | None:
         if _start(instruction) == start and instruction.opname not in _CALL_STEPS:
             # The first instruction back that starts where the call does loads the callee.
             attribute = instruction.opname in ("LOAD_METHOD", "LOAD_ATTR")
-            if not attribute or _is_module(frame, instructions[back - 1]):
+            load = instructions[back - 1]
+            if load.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+                loaded = frame.f_globals.get(load.argval, frame.f_builtins.get(load.argval))
+            else:
+                loaded = frame.f_locals.get(load.argval) if load.opname == "LOAD_FAST" else None
+            if not attribute or isinstance(loaded, types.ModuleType):
                 return None  # `operator.__index__(x)` is a function, called with x
             return instruction.argval
     return None
-
-
-def _is_module(frame: FrameType, load: dis.Instruction) -> bool:
-    """Whether `load` reads a module by its name (`operator` in `operator.__index__`)."""
-    if load.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
-        value = frame.f_globals.get(load.argval, frame.f_builtins.get(load.argval))
-    elif load.opname == "LOAD_FAST":
-        value = frame.f_locals.get(load.argval)
-    else:
-        return False
-    return isinstance(value, types.ModuleType)
 
 
 def _start(instruction: dis.Instruction) -> tuple:

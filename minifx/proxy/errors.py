@@ -11,7 +11,6 @@ from __future__ import annotations
 import linecache
 import os
 import sys
-from types import FrameType
 
 import torch
 import torch.fx.proxy
@@ -82,19 +81,17 @@ def user_location() -> str | None:
         `File "path", line N, in function` and the source line, or `None`
         when no user frame exists (everything ran inside the libraries).
     """
-    frame = _user_frame(sys._getframe(1))
+    # The frame is read and walked here, never handed to a function looked up by name:
+    # whoever swapped that name would get the frame, and through it the whole stack.
+    frame = sys._getframe(1)
+    while frame is not None and is_library_code(frame.f_code.co_filename):
+        frame = frame.f_back
     if frame is None:
         return None
     filename, lineno = frame.f_code.co_filename, frame.f_lineno
     where = f'  File "{filename}", line {lineno}, in {frame.f_code.co_name}'
     source = linecache.getline(filename, lineno).strip()
     return f"{where}\n    {source}" if source else where
-
-
-def _user_frame(frame: FrameType | None) -> FrameType | None:
-    while frame is not None and is_library_code(frame.f_code.co_filename):
-        frame = frame.f_back
-    return frame
 
 
 def is_library_code(filename: str) -> bool:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import dis
 import functools
+import sys
 from bisect import bisect_left
-from types import FrameType
 from typing import Callable
 
 import torch
@@ -45,7 +45,10 @@ def tensor_methods() -> frozenset:
     return frozenset(torch.overrides.get_overridable_functions()[torch.Tensor])
 
 
-def current_instruction(frame: FrameType) -> dis.Instruction:
-    """The bytecode instruction that `frame` is executing."""
-    instructions = list(dis.get_instructions(frame.f_code))
-    return instructions[bisect_left(instructions, frame.f_lasti, key=lambda i: i.offset)]
+def current_instruction(depth: int = 0) -> dis.Instruction:
+    """The bytecode instruction that the caller is executing, or the frame `depth` levels
+    above it. The frame is read here and handed to nothing (see `errors.user_location`)."""
+    frame = sys._getframe(depth + 1)
+    code, offset = frame.f_code, frame.f_lasti
+    instructions = list(dis.get_instructions(code))
+    return instructions[bisect_left(instructions, offset, key=lambda i: i.offset)]

@@ -9,7 +9,6 @@ written by `tracer.create_proxy` into `tracer.graph` (stage 1's `Tape`, stage 2'
 from __future__ import annotations
 
 import operator
-import sys
 from typing import Any, Callable, Iterator
 
 from . import errors
@@ -135,7 +134,7 @@ class Proxy(CopyableProxy):
         return self.tracer.to_bool(self)
 
     def __iter__(self):
-        instruction = current_instruction(sys._getframe(1))
+        instruction = current_instruction(1)
         if instruction.opname == "UNPACK_SEQUENCE":
             # `a, b = proxy`: the count is written in the source code, so the
             # loop is static. Record proxy[0], proxy[1], ... as torch.fx does.

@@ -184,6 +184,23 @@ TENSOR_SUBCLASS = "grading.tensor_subclass"
 # every frame it runs and it reads their locals unaudited: one of graded code's marked
 # every test passed through the worker's own frames (twelfth round, 10 points on 3.1).
 EVAL_FRAME = "grading.eval_frame"
+DYNAMO = join(sep, "torch", "_dynamo", "")  # the folder of TorchDynamo's own code
+# Modules that hand out frames or run code with no audit event, and that no grader or
+# exercise needs (thirteenth round: greenlet's `gr_frame`, `_testcapi.eval_code_ex`, each
+# 10 points on 3.1): refused to anyone while graded code may run, however they are loaded.
+UNAUDITED_MODULES = frozenset(
+    {
+        "greenlet",
+        "_testcapi",
+        "_testinternalcapi",
+        "_testbuffer",
+        "_testmultiphase",
+        "_testsinglephase",
+        "_testimportmultiple",
+        "_xxtestfuzz",
+        "_ctypes_test",
+    }
+)
 OTHER = (
     "ctypes.",
     "socket.",
@@ -287,6 +304,10 @@ class Sandbox:
             return
         if not self._armed:
             return
+        if event == "import":  # `args[0]`: the module's name (from `_imp` too)
+            if args[0].partition(".")[0] in UNAUDITED_MODULES:
+                self._refuse(f"import {args[0]}: it hands out frames or runs code unseen")
+            return
         if event == "object.__getattr__":  # frequent: only frames and defaults matter
             if args[1] not in FRAME_ATTRIBUTES and args[1] not in DEFAULTS:
                 return
@@ -320,8 +341,11 @@ class Sandbox:
                 _gc_enable()
             self._busy.discard(me)
         if refusal:
-            self.violations.append(refusal)
-            raise PermissionError(f"graded code may not {refusal}")
+            self._refuse(refusal)
+
+    def _refuse(self, refusal: str) -> None:
+        self.violations.append(refusal)
+        raise PermissionError(f"graded code may not {refusal}")
 
     # --- deciding ------------------------------------------------------------------
 
@@ -334,12 +358,7 @@ class Sandbox:
         if event == TENSOR_SUBCLASS:
             return self._subclass_refusal(args, stack)
         if event == EVAL_FRAME:
-            return (
-                "install a frame callback of TorchDynamo's (set_eval_frame): it would be "
-                f"called with every frame the worker runs{self._where(stack)}"
-                if graded_below
-                else ""
-            )
+            return self._frame_callback_refusal(stack, graded_below)
         if (
             event in CODE
             and (graded_below or (event in RUN and not self._asked(CODE_CALLS[event], stack, at)))
@@ -621,6 +640,19 @@ class Sandbox:
             if _loads_a_module(frame):
                 return self._read_as_it_is(frame.f_locals.get("spec"))
         return False
+
+    def _frame_callback_refusal(self, stack: list, graded_below: bool) -> str:
+        """A frame callback installed while graded code runs, or by anything but
+        TorchDynamo's own code calling the stand-in (`stack[0]`): a `functools.partial` of
+        the stand-in set as a class's `__init__` had a grader call it (thirteenth round)."""
+        caller = stack[1] if len(stack) > 1 else (None, None)
+        by_dynamo = caller[0] == INSTALLED and DYNAMO in caller[1].f_code.co_filename
+        if by_dynamo and not graded_below:
+            return ""
+        return (
+            "install a frame callback of TorchDynamo's (set_eval_frame): it would be "
+            f"called with every frame the worker runs{self._where(stack)}"
+        )
 
     def _subclass_refusal(self, args: tuple, stack: list) -> str:
         """A subclass of torch.Tensor made while graded code runs (directly, or through a

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import ast
 
+from tests.grading.sandbox import UNAUDITED_MODULES
+
 # Modules that graded code may not import, by what they would be used for.
 INTERPRETER = {
     "gc",
@@ -43,6 +45,8 @@ INTERPRETER = {
     "socket",
     "resource",
     "mmap",
+    "_imp",
+    *UNAUDITED_MODULES,
 }
 GRADING = {"pytest", "_pytest", "pluggy", "unittest", "tests"}
 # Attributes that reach the interpreter's internals: frames, code, globals, finalizers.
@@ -205,6 +209,17 @@ def _class_rules(node: ast.ClassDef) -> list[tuple[int, str]]:
                         item.lineno,
                         f"`{node.name}.__del__`: {WHY['interpreter']} (a finalizer "
                         "runs at times nobody chose); remove it",
+                    )
+                )
+            elif isinstance(item, (ast.Assign, ast.AnnAssign)) and name in SPECIAL_METHODS:
+                # Thirteenth round: `__init__ = functools.partial(torch_function, ...)`
+                # ran torch's function for the grader, with no frame of graded code's.
+                found.append(
+                    (
+                        item.lineno,
+                        f"`{node.name}.{name} = ...`: {WHY['interpreter']} (a callable "
+                        "assigned as a special method runs with no line of yours); write "
+                        "it with `def`",
                     )
                 )
             elif (

@@ -70,8 +70,11 @@ GRADED_PACKAGE = "exercises"
 NO_MESSAGE = "assertion failed (the test gave no message)"
 # A build task's stage tests and their helpers: the guard counts the writes to their
 # modules, as to the graders' (a test's name swapped for one call earned a stub all its
-# points), but for the modules whose names tracing swaps and puts back (`wrap`).
-STAGE_TESTS = ("tests.",)
+# points), but for the modules whose names tracing swaps and puts back (`wrap`). And
+# minifx's modules, but for the graded files' (graded code's own, which the guard leaves
+# out): minifx hands frames to functions it looks up by name (`errors.user_location`), and a
+# task region that swapped one for a moment was handed a frame (thirteenth round).
+STAGE_TESTS = ("tests.", "minifx.")
 # The worker's scratch folder, in the folder the judge staged for it (the judge measures it).
 SCRATCH = "scratch"
 # The environment variable that names the judge's folder, the instructor's copy.

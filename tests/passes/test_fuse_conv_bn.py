@@ -142,6 +142,8 @@ def test_weights_match_torch_nn_utils_fusion(device):
     for bias in (b, None):
         ours = fuse_conv_bn_weights(w, bias, mean, var, 1e-5, gamma, beta)
         theirs = torch_fuse_conv_bn_weights(w, bias, mean, var, 1e-5, gamma, beta)
+        # A weight and a bias, each checked: a zip over an empty answer would check nothing.
+        assert isinstance(ours, tuple) and len(ours) == 2, f"expected (weight, bias), got {ours!r}"
         for got, want in zip(ours, theirs):
             assert isinstance(got, nn.Parameter) and got.device == want.device
             torch.testing.assert_close(got, want)
