@@ -1113,7 +1113,9 @@ BUILD_ATTACKS = {
         """
     def create_node(self, *args, **kwargs):
         import sys as _sys
-
+"""
+        + textwrap.indent(FORGE, " " * 8)
+        + """
         errors = _sys.modules["minifx.proxy.errors"]
         held, swapped = [], {}
         for name in ("_user" + "_frame", "is_library_code"):  # what user_location calls
@@ -1130,14 +1132,7 @@ BUILD_ATTACKS = {
         while frame is not None:
             for value in getattr(frame, "f_" + "locals").values():
                 if type(value).__name__ == "GradingPlugin":
-                    _send = value.reporter.send
-
-                    def _passed(kind, _send=_send, **fields):
-                        if kind == "result":
-                            fields.update(outcome="passed", message="")
-                        _send(kind, **fields)
-
-                    value.reporter.send = _passed
+                    _forge(value)
             frame = getattr(frame, "f_" + "back")
         raise NotImplementedError("not written")
 """,
