@@ -33,7 +33,7 @@ graded code's reach:
 - **Dynamo's frame hook in the sandbox's hands.** TorchDynamo's `set_eval_frame` installs
   a callback that Python calls with every frame it runs, ours included, with no audit
   event. Once the tests are collected, a stand-in takes its place, which asks the sandbox
-  to install the callback: refused while graded code runs.
+  to install the callback: only for TorchDynamo's own code, never while graded code runs.
 - **A guard.** After each test, `guard.py` checks that every module, class and import
   hook is as it was before graded code ran, and that nothing wrote to the modules a
   grader decides with (even to put a name back); if not, that test and every later one
@@ -308,8 +308,9 @@ def _hand_the_frame_hook_to(torch, sandbox) -> None:
     without an audit event: graded code that installed one marked every test passed
     through the worker's own frames (twelfth red-team round). Dynamo installs one each
     time a function compiled with `torch.compile` runs (exercise 9.1's graders do that),
-    so the stand-in asks the sandbox, which installs the callback unless graded code is
-    running; only the sandbox, which no module refers to, keeps the original.
+    so the stand-in asks the sandbox, which installs a callback only where TorchDynamo's
+    own code asks and no graded code is running; only the sandbox, which no module refers
+    to, keeps the original.
     """
     hooks = torch._C._dynamo.eval_frame  # where `import torch._dynamo` takes them from
     original = hooks.set_eval_frame
