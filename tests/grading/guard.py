@@ -197,9 +197,9 @@ class Guard:
 
         Args:
             skip: Prefixes of module names to leave out (graded code's own modules).
-            stage_tests: A build task's stage tests (module prefixes), whose writes are
-                counted too, but for the modules whose names tracing swaps and puts back
-                (`wrap`).
+            stage_tests: For a build task, the prefixes of the modules whose writes are
+                counted too (its stage tests and minifx's: worker.COUNTED_IN_A_TASK), but
+                for the modules whose names tracing swaps and puts back (`wrap`).
         """
         self._skip, self._stage_tests = skip, stage_tests
         self._wrapped = _wrapped_globals() if stage_tests else set()

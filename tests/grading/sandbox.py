@@ -180,7 +180,8 @@ PATCHES = frozenset({"object.__setattr__", "object.__delattr__"})
 # returned `nn.Parameter` subclass, and zeros earned all 5 points of task 6.1).
 TENSOR_SUBCLASS = "grading.tensor_subclass"
 # Raised by the worker's stand-in for TorchDynamo's `set_eval_frame`, with the callback:
-# the sandbox installs it, but not while graded code runs. Python calls the callback with
+# the sandbox installs it where TorchDynamo's own code asks, never while graded code
+# runs (handled first in `hook`, armed or not). Python calls the callback with
 # every frame it runs and it reads their locals unaudited: one of graded code's marked
 # every test passed through the worker's own frames (twelfth round, 10 points on 3.1).
 EVAL_FRAME = "grading.eval_frame"
@@ -217,7 +218,7 @@ OTHER = (
     "winreg.",
 )
 WATCHED = INTROSPECTION | TRACING | PROCESSES | FILE_CHANGES | CODE | PATCHES | MARSHAL
-WATCHED |= {"open", TENSOR_SUBCLASS, EVAL_FRAME}
+WATCHED |= {"open", TENSOR_SUBCLASS}
 WRITE_FLAGS = O_WRONLY | O_RDWR | O_APPEND | O_CREAT | O_TRUNC
 # In each staged folder of a grading run, what workers import: nobody writes there while
 # graded code runs (on Linux, every exercise's worker imports the fork server's copy).
@@ -319,7 +320,8 @@ class Sandbox:
     def _install_frame_callback(self, callback) -> None:
         """Install TorchDynamo's frame callback for the worker's stand-in of
         `set_eval_frame`: a callback (not None or False, which turn Dynamo off) only where
-        no graded code runs, as when a grader calls a function that `torch.compile` made."""
+        TorchDynamo's own code asks and no graded code runs, as when a grader calls a
+        function that `torch.compile` made."""
         if self._armed and callback is not None and callback is not False:
             self._enforce(EVAL_FRAME, (callback,))
         self.eval_frame_setter(callback)

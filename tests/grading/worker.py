@@ -74,7 +74,7 @@ NO_MESSAGE = "assertion failed (the test gave no message)"
 # minifx's modules, but for the graded files' (graded code's own, which the guard leaves
 # out): minifx hands frames to functions it looks up by name (`errors.user_location`), and a
 # task region that swapped one for a moment was handed a frame (thirteenth round).
-STAGE_TESTS = ("tests.", "minifx.")
+COUNTED_IN_A_TASK = ("tests.", "minifx.")
 # The worker's scratch folder, in the folder the judge staged for it (the judge measures it).
 SCRATCH = "scratch"
 # The environment variable that names the judge's folder, the instructor's copy.
@@ -181,7 +181,7 @@ class GradingPlugin:
         # hypothesis (some stage tests use it) sets its own flags while the first test runs.
         self.guard.begin(
             skip=self.graded_modules + (("hypothesis",) if self.task else ()),
-            stage_tests=STAGE_TESTS if self.task else (),
+            stage_tests=COUNTED_IN_A_TASK if self.task else (),
         )
         self.sandbox.arm()
         self.reporter.send(
