@@ -123,6 +123,20 @@ def test_begin_takes_in_what_trusted_code_changed_since_the_snapshot(module):
     assert changes_here(guard) == ["guard_probe.value"]
 
 
+def test_the_module_dicts_written_since_the_snapshot_are_the_written_and_the_new(module):
+    """The worker looks for TorchDynamo's hooks again only in these (worker.py)."""
+    guard = Guard()  # as the fork server takes it, once it has replaced the hooks
+    new = types.ModuleType("guard_probe_new")
+    sys.modules[new.__name__] = new
+    try:
+        assert not [d for d in guard.module_dicts_written_since() if d is vars(module)]
+        module.value = 2
+        written = guard.module_dicts_written_since()
+        assert [d for d in written if d is vars(module)] and [d for d in written if d is vars(new)]
+    finally:
+        del sys.modules[new.__name__]
+
+
 def test_a_grader_s_data_changed_in_place_is_seen_in_a_dict_not_written_to():
     data = types.ModuleType("tests.graders.guard_probe_data")
     data.CASES = {"relu": torch.relu, "sizes": [1, 2]}  # code and a list, in a plain dict

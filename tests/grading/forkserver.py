@@ -291,6 +291,7 @@ def main() -> None:
         __import__(name)
     if not tasks and (WORKER["ROOT"] / "minifx").is_dir():  # a course without minifx still grades
         WORKER["_import_all"]("minifx")
+    WORKER["put_stand_ins_for_dynamo_hooks"]()
     # The guard's snapshot of all that, taken once here instead of in every worker.
     GUARD.append(WORKER["load_private"](WORKER["HERE"] / "guard.py")["Guard"]())
     # What is imported now lives as long as every worker: out of the garbage collector's

@@ -35,8 +35,8 @@ import builtins
 import ctypes
 import gc
 import sys
-from itertools import repeat
-from operator import is_
+from itertools import compress, repeat
+from operator import attrgetter, is_, itemgetter, ne, rshift
 from types import (
     BuiltinFunctionType,
     ClassMethodDescriptorType,
@@ -48,7 +48,7 @@ from types import (
     ModuleType,
     WrapperDescriptorType,
 )
-from typing import NamedTuple
+from typing import Iterator, NamedTuple
 
 # Names that change while any program runs, each with the reason.
 VOLATILE = {
@@ -166,7 +166,8 @@ class Guard:
         self._modules: dict[str, object] = {}
         # (namespace, names, objects, where, owner, writes, at_snapshot): the names of each
         # module and class, their objects, the class (None for a module), and the count of
-        # writes to its dict (None if first seen once the sandbox was armed) with its reading.
+        # writes to its dict with its reading (UNCOUNTED and NEVER if first seen once the
+        # sandbox was armed).
         self._namespaces: list[tuple] = []
         self._classes: set[int] = set()
         self._data: dict[str, tuple] = {}
@@ -205,7 +206,10 @@ class Guard:
         self._wrapped = _wrapped_globals() if stage_tests else set()
         self._counting = True
         self._forget_replaced_modules()
-        self._namespaces = [self._read_again_if_written(entry) for entry in self._namespaces]
+        self._namespaces = [
+            self._read_again(entry) if written else entry
+            for entry, written in zip(self._namespaces, _written(self._namespaces))
+        ]
         self._kwdefaults = {
             key: _defaults_entry(function, defaults)
             for key, (function, *_) in self._kwdefaults.items()
@@ -223,6 +227,19 @@ class Guard:
         self._mode_counts = (torch._len_torch_function_stack, torch._len_torch_dispatch_stack)
         self._baseline_modes = self._modes()
 
+    def module_dicts_written_since(self) -> list[dict]:
+        """The dicts of the modules now in `sys.modules` that may hold other values than at
+        the snapshot: those written to since, and those it did not read (modules imported
+        or replaced since, `sys`). Called before `begin`, which takes a new snapshot."""
+        unchanged = {
+            id(entry[0])
+            for entry, written in zip(self._namespaces, _written(self._namespaces))
+            if entry[4] is None and not written  # a module's (a class's has its owner)
+        }
+        modules = list(self._sys_modules.values())
+        namespaces = [getattr(module, "__dict__", None) for module in modules]
+        return [d for d in namespaces if isinstance(d, dict) and id(d) not in unchanged]
+
     def _forget_replaced_modules(self) -> None:
         """Leave out the modules that were removed from `sys.modules` or replaced there, or
         that are graded code's, since the snapshot: `add_new_modules` takes in the new ones."""
@@ -238,20 +255,18 @@ class Guard:
         for name in gone:
             del self._modules[name]
 
-    def _read_again_if_written(self, entry: tuple) -> tuple:
-        namespace, names, objects, where, owner, writes, at_snapshot = entry
-        if writes is not None and writes.read() == at_snapshot:
-            return entry
+    def _read_again(self, entry: tuple) -> tuple:
+        namespace, _, _, where, owner, *_ = entry
         items = [(k, v) for k, v in namespace.items() if not _volatile(where, k)]
         return self._remembered(namespace, where, items, owner)
 
     def add_new_modules(self) -> None:
         """Take modules imported since the last snapshot into it (called after each check)."""
-        for name, module in list(self._sys_modules.items()):
-            if (
-                name in self._modules
-                or name.startswith(self._skip)
-                or not isinstance(getattr(module, "__dict__", None), dict)
+        # The names are compared in C: a test seldom imports anything.
+        for name in self._sys_modules.keys() - self._modules.keys():
+            module = self._sys_modules[name]
+            if name.startswith(self._skip) or not isinstance(
+                getattr(module, "__dict__", None), dict
             ):
                 continue
             self._modules[name] = module
@@ -311,8 +326,8 @@ class Guard:
         """The entry of `_namespaces` for a namespace and its `items` (the keyword defaults
         of its functions are taken in too)."""
         names, objects = zip(*items) if items else ((), ())
-        writes = WriteCount(_own_dict(namespace)) if self._counting else None
-        at_snapshot = writes.read() if writes else 0
+        writes = WriteCount(_own_dict(namespace)) if self._counting else UNCOUNTED
+        at_snapshot = writes.read() if self._counting else NEVER
         for value in objects:
             function = getattr(value, "__func__", value) if type(value) in WRAPPERS else value
             if (
@@ -334,10 +349,10 @@ class Guard:
             for name, module in self._modules.items()
             if self._sys_modules.get(name, MISSING) is not module
         ]
-        for namespace, names, objects, where, owner, writes, at_snapshot in self._namespaces:
-            if writes and writes.read() == at_snapshot:
-                continue  # a dict not written to since the snapshot holds what it held then
-            # One pass in C over the names; only a namespace that changed is looked at in Python.
+        # A dict not written to since the snapshot holds what it held then: only the others
+        # are compared, in one pass in C over the names; one that changed, in Python.
+        written = compress(self._namespaces, _written(self._namespaces))
+        for namespace, names, objects, where, owner, *_ in written:
             if not all(map(is_, map(namespace.get, names, repeat(MISSING)), objects)):
                 changed += [
                     f"{where}.{name}"
@@ -501,6 +516,24 @@ class WriteCount:
 
     def read(self) -> int:
         return self._tag.value >> self.LOW_BITS
+
+
+# The count of a dict first seen once the sandbox was armed (it refuses the ctypes that
+# counting needs): a private dict's, which no reading equals.
+UNCOUNTED = WriteCount({})
+NEVER = -1
+# The parts of an entry of `Guard._namespaces` and of a count that `_written` reads.
+_WRITES, _AT_SNAPSHOT = itemgetter(5), itemgetter(6)
+_TAG, _VALUE = attrgetter("_tag"), attrgetter("value")
+
+
+def _written(entries: list[tuple]) -> Iterator[bool]:
+    """For each entry of `Guard._namespaces`, whether its dict was written to since the
+    entry was made (always, for one with no count). Read in C, the way `WriteCount.read`
+    reads one count: the entries are some 9,000, and are read after every test."""
+    tags = map(_TAG, map(_WRITES, entries))
+    readings = map(rshift, map(_VALUE, tags), repeat(WriteCount.LOW_BITS))
+    return map(ne, readings, map(_AT_SNAPSHOT, entries))
 
 
 def _check_write_count() -> None:

@@ -174,7 +174,14 @@ class GradingPlugin:
             # torch's own classes when it loads: loaded now, before the guard looks.
             import torch.distributed.tensor
         _close_the_dispatcher(torch)
-        _hand_the_frame_hook_to(torch, self.sandbox)
+        if _DYNAMO_HOOKS_REPLACED:
+            # Since the fork server replaced them, only the modules that changed can hold
+            # an original.
+            stand_ins = _DYNAMO_HOOKS_REPLACED["stand_ins"]
+            _replace_dynamo_hooks(self.guard.module_dicts_written_since(), stand_ins)
+        else:  # no fork server: this worker replaces them itself
+            put_stand_ins_for_dynamo_hooks()
+            self.sandbox.eval_frame_setter = _DYNAMO_HOOKS_REPLACED.pop("original")
         _no_progress_bar_thread()
         if self.task:
             _watch_tensor_subclasses(torch)
@@ -300,19 +307,29 @@ def refused(*args, **kwargs):
 """
 
 
-def _hand_the_frame_hook_to(torch, sandbox) -> None:
-    """Give the sandbox TorchDynamo's `set_eval_frame`, and put a stand-in everywhere a
-    module holds it.
+# TorchDynamo's hooks once `put_stand_ins_for_dynamo_hooks` has replaced them: the original
+# `set_eval_frame`, until the worker hands it to its sandbox, and the stand-ins by the id of
+# the original each replaces. Filled by the fork server before it forks any worker.
+_DYNAMO_HOOKS_REPLACED: dict = {}
 
-    The callback it installs is called with every frame Python runs, and reads its locals
-    without an audit event: graded code that installed one marked every test passed
-    through the worker's own frames (twelfth red-team round). Dynamo installs one each
-    time a function compiled with `torch.compile` runs (exercise 9.1's graders do that),
-    so the stand-in asks the sandbox, which installs a callback only where TorchDynamo's
-    own code asks and no graded code is running; only the sandbox, which no module refers
-    to, keeps the original.
+
+def put_stand_ins_for_dynamo_hooks() -> None:
+    """Put a stand-in for TorchDynamo's `set_eval_frame` everywhere a module holds it, to
+    be handed to the sandbox, and a refusing one for its other hooks.
+
+    The callback `set_eval_frame` installs is called with every frame Python runs, and
+    reads its locals without an audit event: graded code that installed one marked every
+    test passed through the worker's own frames (twelfth red-team round). Dynamo installs
+    one each time a function compiled with `torch.compile` runs (exercise 9.1's graders do
+    that), so the stand-in asks the sandbox, which installs a callback only where
+    TorchDynamo's own code asks and no graded code is running; only the sandbox, which no
+    module refers to, keeps the original.
+
+    The fork server does this once, before it forks: reading every module's names in each
+    worker copied the pages of all their objects (a fifth of a grading's time). A worker
+    looks again only at the modules that changed since (`GradingPlugin`).
     """
-    hooks = torch._C._dynamo.eval_frame  # where `import torch._dynamo` takes them from
+    hooks = sys.modules["torch"]._C._dynamo.eval_frame  # where `torch._dynamo` takes them
     original = hooks.set_eval_frame
     namespace = {
         "__builtins__": {"PermissionError": PermissionError},
@@ -323,17 +340,21 @@ def _hand_the_frame_hook_to(torch, sandbox) -> None:
     # `<string>` as graded code's once graded code has made some (sandbox.py).
     exec(compile(_EVAL_FRAME_BY_THE_SANDBOX, __file__, "exec"), namespace)
     exec(_REFUSED_DYNAMO_HOOK, namespace)
-    sandbox.eval_frame_setter = original
     stand_ins = {id(original): namespace["set_eval_frame"]}
     for name in _DYNAMO_HOOKS:
         if hasattr(hooks, name):
             stand_ins[id(getattr(hooks, name))] = namespace["refused"]
-    for module in list(sys.modules.values()):
-        names = getattr(module, "__dict__", None)
-        if isinstance(names, dict):
-            for name, value in list(names.items()):
-                if type(value) is BuiltinFunctionType and id(value) in stand_ins:
-                    names[name] = stand_ins[id(value)]
+    modules = [getattr(module, "__dict__", None) for module in list(sys.modules.values())]
+    _replace_dynamo_hooks([names for names in modules if isinstance(names, dict)], stand_ins)
+    _DYNAMO_HOOKS_REPLACED.update(original=original, stand_ins=stand_ins)
+
+
+def _replace_dynamo_hooks(namespaces: list[dict], stand_ins: dict[int, object]) -> None:
+    """Replace each of TorchDynamo's hooks that `namespaces` hold with its stand-in."""
+    for names in namespaces:
+        for name, value in list(names.items()):
+            if type(value) is BuiltinFunctionType and id(value) in stand_ins:
+                names[name] = stand_ins[id(value)]
 
 
 _WATCHED_SUBCLASSES = """
@@ -616,6 +637,8 @@ def run(
         )
     else:
         sandbox = sandbox_class(str(graded / GRADED_PACKAGE), str(ROOT), source=source)
+    # The fork server put the stand-ins in place (else the plugin does, once it collected).
+    sandbox.eval_frame_setter = _DYNAMO_HOOKS_REPLACED.pop("original", None)
     sys.addaudithook(sandbox.hook)
     # Before pytest starts: a build task's graded files are imported as it collects.
     _limit_files(load_private(HERE / "landlock.py")["restrict"], sandbox, graded)
