@@ -1679,19 +1679,38 @@ def _stub(exercise) -> str:
     return (ROOT / "exercises" / f"{exercise.module}.py").read_text(encoding="utf-8")
 
 
+def _planted(exercise, attack: str | None, place: str | None) -> str:
+    """The exercise's stub with the attack planted (untouched, for `attack=None`)."""
+    stub = _stub(exercise)
+    if attack is None:
+        return stub
+    stub += ANSWERS[attack] + _answers(stub, PLACES[place])
+    assert not findings(stub), findings(stub)
+    return stub
+
+
 @functools.cache
 def _graded(attack: str | None, place: str | None) -> dict[str, set[str]]:
     """exercise id -> the tests passed, every exercise graded at once with the attack
-    planted in its stub (or the untouched stubs, for `attack=None`)."""
-    modules = {}
-    for exercise in EXERCISES:
-        stub = _stub(exercise)
-        if attack is not None:
-            stub += ANSWERS[attack] + _answers(stub, PLACES[place])
-            assert not findings(stub), findings(stub)
-        modules[exercise.module] = stub.encode()
-    scores = grade(EXERCISES, modules, Limits(timeout=120))
-    return {
+    planted in its stub (or the untouched stubs, for `attack=None`).
+
+    A stub that defines no function of its own but the unwritten ones is planted alike in
+    both places: graded once, in the first, its grade stands for both (which spares
+    exercises 9.1 and 10.1, the slowest, a grading each)."""
+    modules = {e.module: _planted(e, attack, place) for e in EXERCISES}
+    found = {}
+    if attack is not None and place != (first := next(iter(PLACES))):
+        found = {
+            e.id: _graded(attack, first)[e.id]
+            for e in EXERCISES
+            if _planted(e, attack, first) == modules[e.module]
+        }
+    scores = grade(
+        [e for e in EXERCISES if e.id not in found],
+        {module: stub.encode() for module, stub in modules.items()},
+        Limits(timeout=120),
+    )
+    return found | {
         s.exercise.id: {t.nodeid for t in s.tests if t.outcome == "passed" and not s.problem}
         for s in scores
     }
