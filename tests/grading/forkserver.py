@@ -291,7 +291,8 @@ def main() -> None:
         __import__(name)
     if not tasks and (WORKER["ROOT"] / "minifx").is_dir():  # a course without minifx still grades
         WORKER["_import_all"]("minifx")
-    WORKER["put_stand_ins_for_dynamo_hooks"]()
+    if not tasks:  # a task's worker is a worker.py of its own, which replaces them itself
+        WORKER["put_stand_ins_for_dynamo_hooks"]()
     # The guard's snapshot of all that, taken once here instead of in every worker.
     GUARD.append(WORKER["load_private"](WORKER["HERE"] / "guard.py")["Guard"]())
     # What is imported now lives as long as every worker: out of the garbage collector's
