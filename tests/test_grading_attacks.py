@@ -60,11 +60,9 @@ ATTACKS = {
     "1.2": ("import pytest\npytest.skip('later', allow_module_level=True)\n", FRAMEWORK),
     "2.1": ("import pytest\npytest.exit('done', returncode=0)\n", FRAMEWORK),
     "2.2": ("import os\nos._exit(0)\n", "exited with code 0"),
-    # A hang that sleeps: one that spins (tests/test_grading.py has it) would take a core
-    # from the rest of the suite for the whole time limit, once per entry point.
     "3.1": (
-        "import time\nwhile True:\n    time.sleep(1)\n",
-        f"timed out after {TIMEOUT} s while running test_",
+        "import threading\nthreading.Thread(target=print).start()\n",
+        "reaches into the running",
     ),
     "3.2": ("raise KeyboardInterrupt\n", "KeyboardInterrupt"),
     "4.1": (
@@ -157,9 +155,13 @@ subprocess.Popen([sys.executable, "-c", script], start_new_session=True,
         "import torch._dynamo\ntorch._dynamo.explain = lambda fn: fn\n",
         "may not change the modules it imports",
     ),
+    # A hang that sleeps: one that spins (tests/test_grading.py has it) would take a core
+    # from the rest of the suite for the whole time limit, once per entry point. In the
+    # exercise graded first (the judge starts the last first), the others are graded
+    # while it waits out its limit.
     "10.1": (
-        "import threading\nthreading.Thread(target=print).start()\n",
-        "reaches into the running",
+        "import time\nwhile True:\n    time.sleep(1)\n",
+        f"timed out after {TIMEOUT} s while running test_",
     ),
 }
 # A manifest of the student's own, which must change nothing.
