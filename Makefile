@@ -3,7 +3,7 @@
 #   make book          build the book and serve it on http://127.0.0.1:8000
 #   make test          the whole test suite (unit, differential, graders on the solutions,
 #                      book build, docs examples, stub checks) with coverage >= 90%, in
-#                      TEST_PROCESSES pytest processes (default 2)
+#                      TEST_PROCESSES pytest processes (default 3)
 #   make grade         grade exercises/, each exercise in its own time-limited process
 #                      (CH=N one chapter, EX=2.1 one exercise, RESULTS=path Gradescope's results.json,
 #                      VERBOSE=1 every message in full, TIMEOUT=seconds per exercise);
@@ -42,8 +42,11 @@ TASKS ?=
 TASK ?=
 TRACK ?=
 # `make test` runs pytest in this many processes (pytest-xdist), each test file whole in
-# one of them, so that a file's shared fixtures (the carving proof) run once.
-TEST_PROCESSES ?= 2
+# one of them, so that a file's shared fixtures (the carving proof) run once. One more
+# than the 2 cores of the machines we test on: about an eighth of the time a process
+# waits (a hang's time limit, a sleep, a browser, a subprocess starting), and the third
+# fills it (13:14 against 12:20 for the whole run on one machine).
+TEST_PROCESSES ?= 3
 comma := ,
 
 # mkdocs-material prints a banner about its successor on every build; the book does not need it.

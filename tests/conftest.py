@@ -177,9 +177,9 @@ def book_build(tmp_path_factory: pytest.TempPathFactory) -> BookBuild:
     (tests/test_book.py checks the build, tests/test_browser.py serves it): a build takes
     about a minute, and both read the same pages.
 
-    `make test` runs pytest in two processes (pytest-xdist), each with a temporary folder
-    of its own inside one they share: the first process to get here builds the book there,
-    and the other waits for it and reads the same build.
+    `make test` runs pytest in several processes (pytest-xdist), each with a temporary
+    folder of its own inside one they share: the first process to get here builds the
+    book there, and the others wait for it and read the same build.
     """
     shared = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
