@@ -326,8 +326,8 @@ def put_stand_ins_for_dynamo_hooks() -> None:
     module refers to, keeps the original.
 
     The fork server of the exercises does this once, before it forks: reading every
-    module's names in each worker copied the pages of all their objects (a fifth of a
-    grading's time). A worker looks again only at the modules that changed since
+    module's names in each worker copied the pages of all their objects (about a tenth of
+    a grading's CPU time). A worker looks again only at the modules that changed since
     (`GradingPlugin`). A build task's worker, a worker.py of its own, does it all itself.
     """
     hooks = sys.modules["torch"]._C._dynamo.eval_frame  # where `torch._dynamo` takes them
