@@ -1698,8 +1698,9 @@ def _graded(attack: str | None, place: str | None) -> dict[str, set[str]]:
     both places: graded once, in the first, its grade stands for both (which spares
     exercises 9.1 and 10.1, the slowest, a grading each)."""
     modules = {e.module: _planted(e, attack, place) for e in EXERCISES}
+    first = next(iter(PLACES))
     found = {}
-    if attack is not None and place != (first := next(iter(PLACES))):
+    if attack is not None and place != first:
         found = {
             e.id: _graded(attack, first)[e.id]
             for e in EXERCISES

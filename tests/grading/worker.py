@@ -32,8 +32,9 @@ graded code's reach:
   taken away, so graded code cannot give torch's operators kernels of its own.
 - **Dynamo's frame hook in the sandbox's hands.** TorchDynamo's `set_eval_frame` installs
   a callback that Python calls with every frame it runs, ours included, with no audit
-  event. Once the tests are collected, a stand-in takes its place, which asks the sandbox
-  to install the callback: only for TorchDynamo's own code, never while graded code runs.
+  event. Before graded code runs (the exercises' fork server does it before it forks), a
+  stand-in takes its place, which asks the sandbox to install the callback: only for
+  TorchDynamo's own code, never while graded code runs.
 - **A guard.** After each test, `guard.py` checks that every module, class and import
   hook is as it was before graded code ran, and that nothing wrote to the modules a
   grader decides with (even to put a name back); if not, that test and every later one
@@ -174,9 +175,9 @@ class GradingPlugin:
             # torch's own classes when it loads: loaded now, before the guard looks.
             import torch.distributed.tensor
         _close_the_dispatcher(torch)
-        if _DYNAMO_HOOKS_REPLACED:
-            # Since the fork server replaced them, only the modules that changed can hold
-            # an original.
+        if "stand_ins" in _DYNAMO_HOOKS_REPLACED:
+            # The fork server replaced them: since then, only the modules that changed can
+            # hold an original.
             stand_ins = _DYNAMO_HOOKS_REPLACED["stand_ins"]
             _replace_dynamo_hooks(self.guard.module_dicts_written_since(), stand_ins)
         else:  # no fork server: this worker replaces them itself
